@@ -1,0 +1,213 @@
+"""The catalog: accelerators, instance types, TPU types, regions, storage tiers, images, prices.
+
+Data lives in YAML files under ``data/`` with a source (URL + date read) for every figure, and is
+loaded into the typed, frozen records of :mod:`aicluster.catalog.models`. The catalog is the single
+source of truth for the planner, the components and the policy pack.
+
+This package imports nothing else of the project.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from .models import (
+    Accelerator,
+    Constants,
+    Image,
+    InstanceType,
+    Offering,
+    Provider,
+    ProviderDefaults,
+    Region,
+    Source,
+    Sourced,
+    StorageTier,
+    TpuType,
+)
+
+__all__ = [
+    "DATA_DIR",
+    "Accelerator",
+    "Catalog",
+    "CatalogError",
+    "Constants",
+    "Image",
+    "InstanceType",
+    "Offering",
+    "Provider",
+    "ProviderDefaults",
+    "Region",
+    "Source",
+    "StorageTier",
+    "TpuType",
+    "load_catalog",
+]
+
+DATA_DIR = Path(__file__).parent / "data"
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class CatalogError(ValueError):
+    """The catalog data is inconsistent. This is a bug in the shipped data, not user input."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    sources: dict[str, Source]
+    accelerators: dict[str, Accelerator]
+    instance_types: dict[tuple[str, str], InstanceType]
+    tpu_types: dict[str, TpuType]
+    regions: dict[tuple[str, str], Region]
+    storage_tiers: tuple[StorageTier, ...]
+    images: dict[tuple[str, str], Image]
+    constants: Constants
+    _by_provider: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def instance_type(self, provider: str, name: str) -> InstanceType | None:
+        return self.instance_types.get((provider, name))
+
+    def instance_type_names(self, provider: str) -> list[str]:
+        return sorted(n for (p, n) in self.instance_types if p == provider)
+
+    def accelerator_of(self, it: InstanceType) -> Accelerator | None:
+        return self.accelerators.get(it.accelerator) if it.accelerator else None
+
+    def region(self, provider: str, name: str) -> Region | None:
+        return self.regions.get((provider, name))
+
+    def region_names(self, provider: str) -> list[str]:
+        return sorted(n for (p, n) in self.regions if p == provider)
+
+    def storage_tiers_for(self, provider: str, kind: str) -> list[StorageTier]:
+        return [t for t in self.storage_tiers if t.provider == provider and t.kind == kind]
+
+    def image(self, provider: str, image_id: str) -> Image | None:
+        return self.images.get((provider, image_id))
+
+    def cite(self, record: Sourced, figure: str) -> Source:
+        return self.sources[record.source_of(figure)]
+
+    @property
+    def hours_per_month(self) -> float:
+        return self.constants.hours_per_month
+
+
+def _read(path: Path) -> Any:
+    with path.open(encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _records(model: type[T], raw: Iterable[Any], where: Path) -> list[T]:
+    try:
+        return TypeAdapter(list[model]).validate_python(list(raw))  # type: ignore[valid-type]
+    except ValidationError as exc:
+        raise CatalogError(f"{where}: {exc}") from exc
+
+
+def _load_dir(model: type[T], folder: Path) -> list[T]:
+    out: list[T] = []
+    for path in sorted(folder.glob("*.yaml")):
+        out.extend(_records(model, _read(path) or [], path))
+    return out
+
+
+def _check(cat: Catalog) -> None:
+    problems: list[str] = []
+
+    def cited(rec: Sourced, what: str) -> None:
+        for sid in {rec.source, *rec.field_sources.values()}:
+            if sid not in cat.sources:
+                problems.append(f"{what}: unknown source id {sid!r}")
+
+    for acc in cat.accelerators.values():
+        cited(acc, f"accelerator {acc.id}")
+    for (prov, name), it in cat.instance_types.items():
+        what = f"instance type {prov}/{name}"
+        cited(it, what)
+        if it.accelerator and it.accelerator not in cat.accelerators:
+            problems.append(f"{what}: unknown accelerator {it.accelerator!r}")
+        if bool(it.accelerator) != (it.accelerator_count > 0):
+            problems.append(f"{what}: accelerator and accelerator_count disagree")
+        for off in it.offerings:
+            cited(off, f"{what} offering {off.region}")
+            reg = cat.region(prov, off.region)
+            if reg is None:
+                problems.append(f"{what}: offering in unknown region {off.region!r}")
+            elif not set(off.zones) <= set(reg.zones):
+                problems.append(f"{what}: zones {sorted(set(off.zones) - set(reg.zones))} not in {off.region}")
+    for tpu in cat.tpu_types.values():
+        cited(tpu, f"tpu {tpu.name}")
+        if tpu.accelerator not in cat.accelerators:
+            problems.append(f"tpu {tpu.name}: unknown accelerator {tpu.accelerator!r}")
+        for off in tpu.offerings:
+            cited(off, f"tpu {tpu.name} offering {off.region}")
+            if cat.region("gcp", off.region) is None:
+                problems.append(f"tpu {tpu.name}: offering in unknown region {off.region!r}")
+    for reg in cat.regions.values():
+        cited(reg, f"region {reg.provider}/{reg.name}")
+    for tier in cat.storage_tiers:
+        cited(tier, f"storage {tier.service}/{tier.deployment}/{tier.throughput_mb_s_per_tib}")
+        for rname in tier.prices_usd_per_gib_month:
+            if cat.region(tier.provider, rname) is None:
+                problems.append(f"storage {tier.service}: price for unknown region {rname!r}")
+    for img in cat.images.values():
+        cited(img, f"image {img.provider}/{img.id}")
+    for prov, d in cat.constants.defaults.items():
+        for image_id in (d.gpu_image, d.controller_image):
+            if cat.image(prov, image_id) is None:
+                problems.append(f"defaults.{prov}: unknown image {image_id!r}")
+        if cat.instance_type(prov, d.controller_instance_type) is None:
+            problems.append(f"defaults.{prov}: unknown instance type {d.controller_instance_type!r}")
+    for sid in cat.constants.sources.values():
+        if sid not in cat.sources:
+            problems.append(f"constants: unknown source id {sid!r}")
+    if problems:
+        raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
+
+
+def _unique(items: Iterable[tuple[Any, T]], what: str) -> dict[Any, T]:
+    out: dict[Any, T] = {}
+    for key, rec in items:
+        if key in out:
+            raise CatalogError(f"duplicate {what} {key!r}")
+        out[key] = rec
+    return out
+
+
+@functools.cache
+def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
+    """Load and cross-check the catalog (cached per directory)."""
+    sources = _unique(((s.id, s) for s in _load_dir(Source, data_dir / "sources")), "source")
+    accelerators = _unique(
+        ((a.id, a) for a in _records(Accelerator, _read(data_dir / "accelerators.yaml") or [], data_dir)),
+        "accelerator",
+    )
+    instance_types = _unique(
+        (((it.provider, it.name), it) for it in _load_dir(InstanceType, data_dir / "instance_types")),
+        "instance type",
+    )
+    tpu_path = data_dir / "tpu_types.yaml"
+    tpu_types = _unique(
+        ((t.name, t) for t in _records(TpuType, (_read(tpu_path) if tpu_path.exists() else None) or [], tpu_path)),
+        "tpu type",
+    )
+    regions = _unique((((r.provider, r.name), r) for r in _load_dir(Region, data_dir / "regions")), "region")
+    storage = tuple(_load_dir(StorageTier, data_dir / "storage"))
+    images = _unique((((i.provider, i.id), i) for i in _load_dir(Image, data_dir / "images")), "image")
+    try:
+        constants = Constants.model_validate(_read(data_dir / "constants.yaml"))
+    except ValidationError as exc:
+        raise CatalogError(f"{data_dir / 'constants.yaml'}: {exc}") from exc
+    cat = Catalog(sources, accelerators, instance_types, tpu_types, regions, storage, images, constants)
+    _check(cat)
+    return cat

@@ -1,0 +1,316 @@
+"""`aicluster`: validate, plan and preview stacks offline.
+
+Exit codes: 0 success; 1 the program or a check failed; 2 bad input (stack file, arguments).
+Bad input never prints a traceback and never writes a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import __version__
+from .files import write_atomic
+from .plan import ClusterPlan
+from .spec import SpecError, json_schema
+from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class UsageError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+# ------------------------------------------------------------------------------------------------
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def _print_warnings(plan: ClusterPlan) -> None:
+    for w in plan.warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}")
+
+
+def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
+    t = Table(title=title, title_justify="left")
+    for col, just in [
+        ("pool", "left"),
+        ("provider", "left"),
+        ("where", "left"),
+        ("instance type", "left"),
+        ("nodes", "right"),
+        ("GPUs", "right"),
+        ("market", "left"),
+        ("$/h", "right"),
+        ("$/month", "right"),
+        ("kW IT", "right"),
+        ("kW facility", "right"),
+    ]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for p in plan.pools:
+        t.add_row(
+            p.name,
+            p.provider,
+            p.zone or p.region,
+            p.instance_type,
+            f"{p.nodes:,}",
+            f"{p.gpus:,}",
+            p.market,
+            _money(p.cost_usd_per_hour),
+            _money(p.cost_usd_per_month),
+            f"{p.power_kw_it:,.1f}",
+            f"{p.power_kw_facility:,.1f}",
+        )
+    for f in plan.filesystems:
+        t.add_row(
+            f.name,
+            f.provider,
+            f.zone,
+            f"{f.service} {f.deployment}",
+            "",
+            "",
+            f"{f.capacity_tib:,.1f} TiB",
+            _money(f.cost_usd_per_hour),
+            _money(f.cost_usd_per_month),
+            "",
+            "",
+        )
+    if plan.controller is not None:
+        c = plan.controller
+        t.add_row(
+            "controller",
+            c.provider,
+            c.zone,
+            c.instance_type,
+            "1",
+            "",
+            "on-demand",
+            _money(c.cost_usd_per_hour),
+            _money(c.cost_usd_per_month),
+            f"{c.node_power_kw:,.2f}",
+            f"{c.power_kw_facility:,.2f}",
+        )
+    tot = plan.totals
+    t.add_section()
+    t.add_row(
+        "total",
+        "",
+        "",
+        "",
+        f"{tot.nodes:,}",
+        f"{tot.gpus:,}",
+        "",
+        _money(tot.cost_usd_per_hour),
+        _money(tot.cost_usd_per_month),
+        f"{tot.power_kw_it:,.1f}",
+        f"{tot.power_kw_facility:,.1f}",
+        style="bold",
+    )
+    return t
+
+
+def _plan_details(plan: ClusterPlan) -> None:
+    tot = plan.totals
+    facts = [
+        f"BF16 peak {tot.bf16_pflops:,.1f} PFLOP/s",
+        f"carbon {tot.co2e_t_per_month:,.1f} t CO2e/month",
+    ]
+    if tot.racks is not None:
+        facts.append(f"{tot.racks:,} racks at {plan.budgets.rack_kw:g} kW")
+    if plan.filesystems:
+        facts.append(f"storage {tot.storage_tib:,.1f} TiB at {tot.storage_throughput_gb_s:,.1f} GB/s")
+    out.print("  ".join(facts))
+    for f in plan.filesystems:
+        if f.rounding:
+            out.print(f"[dim]{escape(f.name)}: {escape(f.rounding)}[/]")
+    for p in plan.pools:
+        if p.aws is not None:
+            efa = sum(1 for n in p.aws.nics if n.interface_type != "interface")
+            text = (
+                f"{p.name}: {efa} EFA + 1 ENA interfaces per node; placement group: "
+                f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {p.price.basis}"
+            )
+            out.print(f"[dim]{escape(text)}[/]")
+    for n in plan.networks:
+        subnets = ", ".join(f"{s.role} {s.zone} {s.cidr}" for s in n.subnets)
+        out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets})')}[/]")
+
+
+# ------------------------------------------------------------------------------------------------
+# Commands
+# ------------------------------------------------------------------------------------------------
+
+
+def _stack(args: argparse.Namespace) -> tuple[Project, Any]:
+    project = find_project(Path(args.project_dir) if args.project_dir else None)
+    return project, read_stack(project, args.stack)
+
+
+def _json_target(path: str | None) -> Path | None:
+    if path is None or path == "-":
+        return None
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"--json {path}: is a directory; give a file name (e.g. {path.rstrip('/')}/preview.json)")
+    return target
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .preview import plan_stack
+
+    _, stack = _stack(args)
+    plan = plan_stack(stack)
+    _print_warnings(plan)
+    out.print(
+        f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "
+        f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} GPUs, {_money(plan.totals.cost_usd_per_month)}/month"
+    )
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .preview import plan_stack
+
+    target = _json_target(args.json)
+    _, stack = _stack(args)
+    plan = plan_stack(stack)
+    data = json.dumps(plan.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
+    if args.json == "-":
+        sys.stdout.write(data)
+        return EXIT_OK
+    _print_warnings(plan)
+    out.print(_pools_table(plan, title=f"Plan for {stack.stack} ({plan.name})"))
+    _plan_details(plan)
+    if target is not None:
+        write_atomic(target, data)
+        out.print(f"wrote {target}")
+    return EXIT_OK
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    from .preview import preview_stack
+
+    target = _json_target(args.json)
+    _, stack = _stack(args)
+    result = preview_stack(stack)
+    data = json.dumps(result.to_json(), indent=2) + "\n"
+    if args.json == "-":
+        sys.stdout.write(data)
+        return EXIT_OK
+    _print_warnings(result.plan)
+    t = Table(title=f"Resources ({len(result.capture.resources)}) in preview of {stack.stack}", title_justify="left")
+    t.add_column("type")
+    t.add_column("count", justify="right")
+    for typ, n in result.resource_counts():
+        t.add_row(typ, str(n))
+    out.print(t)
+    out.print(_pools_table(result.plan))
+    _plan_details(result.plan)
+    out.print(f"[dim]offline preview: {result.capture.seconds:.2f} s, no cloud account used[/]")
+    if target is not None:
+        write_atomic(target, data)
+        out.print(f"wrote {target}")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if args.output:
+        write_atomic(Path(args.output), text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_stacks(args: argparse.Namespace) -> int:
+    project = find_project(Path(args.project_dir) if args.project_dir else None)
+    for name in project.stacks():
+        out.print(name)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own exit code for usage errors is 2, as ours
+        self.print_usage(sys.stderr)
+        err.print(f"aicluster: error: {message}")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="aicluster",
+        description="Declarative GPU/TPU clusters: validate, plan and preview "
+        "stacks offline (no cloud account, no Pulumi CLI).",
+    )
+    parser.add_argument("--version", action="version", version=f"aicluster {__version__}")
+    parser.add_argument("-C", "--project-dir", help="the project directory (default: the nearest with Pulumi.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(
+        name: str, fn: Callable[[argparse.Namespace], int], help_: str, stack: bool = True
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        if stack:
+            p.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+        p.set_defaults(func=fn)
+        return p
+
+    add("validate", cmd_validate, "check a stack file against the schema and the catalog")
+    p = add("plan", cmd_plan, "show the resolved plan: instance facts, CIDRs, cost, power, racks")
+    p.add_argument("--json", metavar="FILE", help="also write the plan as JSON ('-' for stdout only)")
+    p = add("preview", cmd_preview, "run the Pulumi program offline under mocks and show what it would create")
+    p.add_argument("--json", metavar="FILE", help="also write the preview as JSON ('-' for stdout only)")
+    p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
+    add("stacks", cmd_stacks, "list the stacks of the project", stack=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SpecError as exc:
+        for line in str(exc).splitlines():
+            err.print(f"[red]error:[/] {escape(line)}")
+        n = len(exc.problems)
+        err.print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")
+        return EXIT_BAD_INPUT
+    except (StackNotFound, ProjectNotFound, UsageError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_BAD_INPUT
+    except _program_error() as exc:
+        err.print(f"[red]error:[/] the Pulumi program failed: {escape(str(exc))}")
+        return EXIT_FAILED
+
+
+def _program_error() -> type[Exception]:
+    from .preview import ProgramError
+
+    return ProgramError
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

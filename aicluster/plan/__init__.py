@@ -1,0 +1,559 @@
+"""`plan(spec, catalog) -> ClusterPlan`: a pure, deterministic function.
+
+Every derived number (instance facts, NIC layout, placement, CIDRs, cost, power, racks, file-system
+sizes) is computed here, once. Rules that need the catalog are checked here and reported exactly like
+spec errors: a SpecError listing every problem with its field path, value and fix.
+
+Imports only aicluster.spec and aicluster.catalog.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aicluster.catalog import Catalog, InstanceType, Region
+from aicluster.spec import (
+    AwsPool,
+    ClusterSpec,
+    LustreStorage,
+    NfsStorage,
+    Problem,
+    SlurmScheduler,
+    SpecError,
+    did_you_mean,
+)
+
+from . import aws as aws_plan
+from .models import (
+    AwsPoolDetails,
+    ClusterPlan,
+    Nic,
+    PlannedController,
+    PlannedFilesystem,
+    PlannedNetwork,
+    PlannedPool,
+    Price,
+    Subnet,
+    Totals,
+)
+from .network import (
+    PUBLIC_SUBNET_PREFIX,
+    AddressSpaceExhausted,
+    addresses_needed,
+    allocate_networks,
+    allocate_subnets,
+    prefix_for,
+)
+from .pricing import compute_price, storage_price
+
+__all__ = [
+    "AwsPoolDetails",
+    "ClusterPlan",
+    "Nic",
+    "PlannedController",
+    "PlannedFilesystem",
+    "PlannedNetwork",
+    "PlannedPool",
+    "Price",
+    "Subnet",
+    "Totals",
+    "plan",
+]
+
+
+@dataclass
+class _Ctx:
+    spec: ClusterSpec
+    catalog: Catalog
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # zone -> addresses needed, per network key
+    addresses: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def problem(
+        self,
+        path: tuple[str | int, ...],
+        message: str,
+        value: object = None,
+        hint: str | None = None,
+        *,
+        has_value: bool = True,
+    ) -> None:
+        self.problems.append(Problem(path, message, value, has_value and value is not None, hint))
+
+    def need(self, provider: str, region: str, zone: str, addresses: int) -> str:
+        key = f"{provider}-{region}"
+        zones = self.addresses.setdefault(key, {})
+        zones[zone] = zones.get(zone, 0) + addresses
+        return key
+
+
+def _round2(x: float) -> float:
+    return round(x, 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pools
+# ------------------------------------------------------------------------------------------------
+
+
+def _region(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: str) -> Region | None:
+    reg = ctx.catalog.region(provider, name)
+    if reg is None:
+        names = ctx.catalog.region_names(provider)
+        ctx.problem(
+            path,
+            f"not a {provider} region in the catalog; known: {', '.join(names)}",
+            name,
+            did_you_mean(name, names),
+        )
+    return reg
+
+
+def _zone(
+    ctx: _Ctx, path: tuple[str | int, ...], reg: Region, zone: str | None, allowed: tuple[str, ...], what: str
+) -> str | None:
+    if zone is None:
+        return None
+    choices = list(allowed or reg.zones)
+    if zone not in reg.zones:
+        ctx.problem(
+            path,
+            f"not a zone of {reg.name}; zones: {', '.join(reg.zones)}",
+            zone,
+            did_you_mean(zone, list(reg.zones)),
+        )
+        return None
+    if zone not in choices:
+        ctx.problem(path, f"{what} is not offered in {zone} per the catalog; offered in: {', '.join(choices)}", zone)
+        return None
+    return zone
+
+
+def _image(ctx: _Ctx, path: tuple[str | int, ...], provider: str, given: str | None, default: str | None) -> str:
+    if given is not None:
+        if given.startswith(("ami-", "resolve:ssm:")):
+            return given
+        img = ctx.catalog.image(provider, given)
+        if img is None:
+            ids = sorted(i for (p, i) in ctx.catalog.images if p == provider)
+            ctx.problem(
+                path,
+                f"not an AMI id, resolve:ssm: path or catalog image; catalog images: {', '.join(ids)}",
+                given,
+                did_you_mean(given, ids),
+            )
+            return given
+        return img.reference
+    img = ctx.catalog.image(provider, default) if default else None
+    return img.reference if img else ""
+
+
+def _instance_type(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: str) -> InstanceType | None:
+    it = ctx.catalog.instance_type(provider, name)
+    if it is None:
+        names = ctx.catalog.instance_type_names(provider)
+        ctx.problem(
+            path,
+            f"not a {provider} instance type in the catalog; known: {', '.join(names)}",
+            name,
+            did_you_mean(name, names),
+        )
+    return it
+
+
+def _plan_aws_pool(ctx: _Ctx, i: int, pool: AwsPool) -> PlannedPool | None:
+    base: tuple[str | int, ...] = ("pools", i)
+    it = _instance_type(ctx, (*base, "instance_type"), "aws", pool.instance_type)
+    reg = _region(ctx, (*base, "region"), "aws", pool.region)
+    if it is None or reg is None:
+        return None
+    off = it.offering(pool.region)
+    if off is None:
+        offered = [o.region for o in it.offerings]
+        ctx.problem(
+            (*base, "region"),
+            f"{it.name} is not offered in {pool.region} per the catalog; offered in: {', '.join(offered)}",
+            pool.region,
+        )
+        return None
+    zone = _zone(ctx, (*base, "zone"), reg, pool.zone, off.zones, it.name)
+    if pool.zone is not None and zone is None:
+        return None
+    defaults = ctx.catalog.constants.defaults.get("aws")
+    image = _image(ctx, (*base, "image"), "aws", pool.image, defaults.gpu_image if defaults else None)
+    details = aws_plan.details(pool, it, image)
+    if zone is None:
+        if details.efa:
+            ctx.problem(
+                (*base, "zone"),
+                f"{it.name} uses EFA, which does not cross Availability Zones: set the zone the pool "
+                f"runs in; zones of {pool.region}: {', '.join(off.zones or reg.zones)}",
+            )
+            return None
+        zone = (off.zones or reg.zones)[0]
+        ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone}")
+    resolved = compute_price(it, pool.region, pool.market, ctx.spec.pricing.overrides)
+    if resolved.warning:
+        ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
+    if resolved.price is None:
+        ctx.problem(
+            (*base, "instance_type"),
+            f"the catalog has no price for {it.name} in {pool.region}; add your rate under "
+            f"pricing.overrides (sku: {it.name}, usd_per_hour: ...)",
+            it.name,
+        )
+        return None
+    network = ctx.need("aws", pool.region, zone, pool.nodes * aws_plan.ip_addresses_per_node(details.nics))
+    return _pool_record(
+        ctx, i, pool.name, "aws", reg, zone, network, it, pool.nodes, pool.market, resolved.price, aws=details
+    )
+
+
+def _pool_record(
+    ctx: _Ctx,
+    i: int,
+    name: str,
+    provider: str,
+    reg: Region,
+    zone: str,
+    network: str,
+    it: InstanceType,
+    nodes: int,
+    market: str,
+    price: Price,
+    **details: object,
+) -> PlannedPool | None:
+    acc = ctx.catalog.accelerator_of(it)
+    per_node = it.accelerator_count
+    it_kw = it.node_power_kw * nodes
+    facility_kw = it_kw * reg.pue
+    hours = ctx.catalog.hours_per_month
+    nodes_per_rack: int | None = None
+    racks: int | None = None
+    rack_kw = ctx.spec.budgets.rack_kw
+    if rack_kw is not None:
+        nodes_per_rack = math.floor(rack_kw / it.node_power_kw)
+        if nodes_per_rack == 0:
+            ctx.problem(
+                ("budgets", "rack_kw"),
+                f"one {it.name} node draws up to {it.node_power_kw:g} kW, more than a whole rack; raise "
+                f"rack_kw to at least {it.node_power_kw:g}",
+                rack_kw,
+            )
+            return None
+        racks = math.ceil(nodes / nodes_per_rack)
+    tags = {**ctx.spec.tags, "aicluster:cluster": ctx.spec.name, "aicluster:pool": name}
+    return PlannedPool(
+        name=name,
+        provider=provider,
+        region=reg.name,
+        zone=zone,
+        network=network,
+        instance_type=it.name,
+        family=it.family,
+        accelerator=acc.id if acc else None,
+        accelerator_name=acc.name if acc else None,
+        accelerators_per_node=per_node,
+        nodes=nodes,
+        gpus=per_node * nodes,
+        vcpus_per_node=it.vcpus,
+        memory_gib_per_node=it.memory_gib,
+        fabric=it.network.fabric,
+        network_bandwidth_gbps=it.network.bandwidth_gbps,
+        market=market,
+        price=price,
+        cost_usd_per_hour=_round2(price.usd * nodes),
+        cost_usd_per_month=_round2(price.usd * nodes * hours),
+        node_power_kw=it.node_power_kw,
+        power_basis=it.power_basis,
+        power_kw_it=_round2(it_kw),
+        pue=reg.pue,
+        power_kw_facility=_round2(facility_kw),
+        carbon_g_per_kwh=reg.carbon_g_per_kwh,
+        co2e_t_per_month=_round2(facility_kw * hours * reg.carbon_g_per_kwh / 1e6),
+        nodes_per_rack=nodes_per_rack,
+        racks=racks,
+        bf16_pflops=_round2((acc.bf16_tflops if acc else 0.0) * per_node * nodes / 1000),
+        tags=tags,
+        **details,
+    )
+
+
+_POOL_PLANNERS: dict[str, Callable[[_Ctx, int, AwsPool], PlannedPool | None]] = {
+    "aws": _plan_aws_pool,
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# Storage and controller
+# ------------------------------------------------------------------------------------------------
+
+
+def _placement_default(ctx: _Ctx, pools: list[PlannedPool], provider: str, region: str | None) -> PlannedPool | None:
+    for p in pools:
+        if p.provider == provider and (region is None or p.region == region):
+            return p
+    return None
+
+
+def _plan_storage(
+    ctx: _Ctx, i: int, st: LustreStorage | NfsStorage, pools: list[PlannedPool]
+) -> PlannedFilesystem | None:
+    base: tuple[str | int, ...] = ("storage", i)
+    provider = st.provider or ctx.spec.pools[0].provider
+    near = _placement_default(ctx, pools, provider, st.region)
+    region_name = st.region or (near.region if near else None)
+    if region_name is None:
+        ctx.problem((*base, "region"), f"no {provider} pool to place it near; set region and zone")
+        return None
+    reg = _region(ctx, (*base, "region"), provider, region_name)
+    if reg is None:
+        return None
+    zone = (
+        _zone(ctx, (*base, "zone"), reg, st.zone, (), "the file system")
+        if st.zone
+        else (near.zone if near and near.region == reg.name else reg.zones[0])
+    )
+    if zone is None:
+        return None
+    tiers = ctx.catalog.storage_tiers_for(provider, st.kind)
+    if not tiers:
+        ctx.problem((*base, "kind"), f"no {st.kind} file system for {provider} in the catalog", st.kind)
+        return None
+    if isinstance(st, LustreStorage):
+        tier = next((t for t in tiers if t.throughput_mb_s_per_tib == st.throughput_mb_s_per_tib), None)
+        if tier is None:
+            allowed = sorted({t.throughput_mb_s_per_tib for t in tiers})
+            ctx.problem(
+                (*base, "throughput_mb_s_per_tib"),
+                f"not a {tiers[0].service} throughput tier; allowed: {', '.join(f'{a:g}' for a in allowed)}",
+                st.throughput_mb_s_per_tib,
+            )
+            return None
+    else:
+        tier = tiers[0]
+    requested_gib = math.ceil(st.capacity_tib * 1024)
+    capacity = _round_capacity(
+        requested_gib, tier.min_capacity_gib, tier.capacity_step_gib, tier.allowed_first_sizes_gib
+    )
+    if tier.max_capacity_gib is not None and capacity > tier.max_capacity_gib:
+        ctx.problem(
+            (*base, "capacity_tib"),
+            f"larger than the {tier.service} maximum of {tier.max_capacity_gib / 1024:g} TiB",
+            st.capacity_tib,
+        )
+        return None
+    rounding = None
+    if capacity != requested_gib:
+        rounding = (
+            f"{st.capacity_tib:g} TiB ({requested_gib} GiB) rounded up to {capacity} GiB: "
+            f"{tier.service} {tier.deployment} sizes are "
+            + (
+                f"{', '.join(map(str, tier.allowed_first_sizes_gib))} GiB or "
+                if tier.allowed_first_sizes_gib
+                else f"at least {tier.min_capacity_gib} GiB in "
+            )
+            + f"multiples of {tier.capacity_step_gib} GiB"
+        )
+    resolved = storage_price(tier, reg.name, ctx.spec.pricing.overrides)
+    if resolved.price is None:
+        ctx.problem(
+            (*base, "region"),
+            f"the catalog has no {tier.service} price in {reg.name}; add your rate under pricing.overrides "
+            f"(sku: {tier.sku}, usd_per_gib_month: ...)",
+            reg.name,
+        )
+        return None
+    network = ctx.need(provider, reg.name, zone, 0)
+    month = resolved.price.usd * capacity
+    tib = capacity / 1024
+    return PlannedFilesystem(
+        name=st.name,
+        kind=st.kind,
+        provider=provider,
+        region=reg.name,
+        zone=zone,
+        network=network,
+        service=tier.service,
+        deployment=tier.deployment,
+        mount=st.mount,
+        requested_tib=st.capacity_tib,
+        capacity_gib=capacity,
+        capacity_tib=round(tib, 3),
+        rounding=rounding,
+        throughput_mb_s_per_tib=tier.throughput_mb_s_per_tib,
+        throughput_mb_s=round(tib * tier.throughput_mb_s_per_tib, 1),
+        price=resolved.price,
+        cost_usd_per_month=_round2(month),
+        cost_usd_per_hour=_round2(month / ctx.catalog.hours_per_month),
+        tags={**ctx.spec.tags, "aicluster:cluster": ctx.spec.name, "aicluster:storage": st.name},
+    )
+
+
+def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, ...]) -> int:
+    for size in sorted(first):
+        if requested <= size:
+            return size
+    if requested <= minimum:
+        return minimum
+    return math.ceil(requested / step) * step
+
+
+def _plan_controller(ctx: _Ctx, pools: list[PlannedPool]) -> PlannedController | None:
+    sched = ctx.spec.scheduler
+    if not isinstance(sched, SlurmScheduler):
+        return None
+    base: tuple[str | int, ...] = ("scheduler", "controller")
+    c = sched.controller
+    provider = c.provider or ctx.spec.pools[0].provider
+    defaults = ctx.catalog.constants.defaults.get(provider)
+    near = _placement_default(ctx, pools, provider, c.region)
+    region_name = c.region or (near.region if near else None)
+    if region_name is None:
+        ctx.problem((*base, "provider"), f"no {provider} pool to place the controller near; set region", provider)
+        return None
+    reg = _region(ctx, (*base, "region"), provider, region_name)
+    type_name = c.instance_type or (defaults.controller_instance_type if defaults else None)
+    if reg is None or type_name is None:
+        return None
+    it = _instance_type(ctx, (*base, "instance_type"), provider, type_name)
+    if it is None:
+        return None
+    zone = near.zone if near and near.region == reg.name and near.zone else reg.zones[0]
+    resolved = compute_price(it, reg.name, "on-demand", ctx.spec.pricing.overrides)
+    if resolved.price is None:
+        ctx.problem(
+            (*base, "instance_type"),
+            f"the catalog has no price for {it.name} in {reg.name}; add your rate under pricing.overrides",
+            it.name,
+        )
+        return None
+    network = ctx.need(provider, reg.name, zone, 1)
+    image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
+    return PlannedController(
+        kind="slurm",
+        provider=provider,
+        region=reg.name,
+        zone=zone,
+        network=network,
+        instance_type=it.name,
+        image=image,
+        price=resolved.price,
+        cost_usd_per_hour=_round2(resolved.price.usd),
+        cost_usd_per_month=_round2(resolved.price.usd * ctx.catalog.hours_per_month),
+        node_power_kw=it.node_power_kw,
+        power_kw_facility=_round2(it.node_power_kw * reg.pue),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Networks
+# ------------------------------------------------------------------------------------------------
+
+
+def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
+    net = ctx.spec.network
+    try:
+        blocks = allocate_networks(ctx.addresses, net.supernet, net.network_prefix, net.exclude)
+    except AddressSpaceExhausted as exc:
+        ctx.problem(("network", "supernet"), str(exc), net.supernet)
+        return []
+    out = []
+    for key, zones in ctx.addresses.items():
+        provider, region = key.split("-", 1)
+        requests = [(f"compute:{z}", prefix_for(addresses_needed(n))) for z, n in zones.items()]
+        requests += [(f"public:{z}", PUBLIC_SUBNET_PREFIX) for z in zones]
+        try:
+            cidrs = allocate_subnets(blocks[key], requests)
+        except AddressSpaceExhausted as exc:
+            ctx.problem(
+                ("network", "network_prefix"),
+                f"{exc}; use a shorter prefix (e.g. 15) or fewer nodes",
+                net.network_prefix,
+            )
+            continue
+        subnets = []
+        for zone in sorted(zones):
+            subnets.append(
+                Subnet(
+                    zone=zone,
+                    cidr=cidrs[f"compute:{zone}"],
+                    role="compute",
+                    addresses_needed=addresses_needed(zones[zone]),
+                )
+            )
+            subnets.append(Subnet(zone=zone, cidr=cidrs[f"public:{zone}"], role="public", addresses_needed=1))
+        out.append(PlannedNetwork(key=key, provider=provider, region=region, cidr=blocks[key], subnets=tuple(subnets)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The plan
+# ------------------------------------------------------------------------------------------------
+
+
+def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
+    """Resolve a validated spec against the catalog. Raises SpecError with every problem found."""
+    ctx = _Ctx(spec, catalog)
+    pools: list[PlannedPool] = []
+    for i, pool in enumerate(spec.pools):
+        planned = _POOL_PLANNERS[pool.provider](ctx, i, pool)
+        if planned is not None:
+            pools.append(planned)
+    for j, o in enumerate(spec.pricing.overrides):
+        known = {n for (_, n) in catalog.instance_types} | {t.sku for t in catalog.storage_tiers}
+        if o.sku not in known:
+            ctx.problem(
+                ("pricing", "overrides", j, "sku"),
+                "not an instance type or storage tier in the catalog",
+                o.sku,
+                did_you_mean(o.sku, sorted(known)),
+            )
+    filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st, pools)) is not None]
+    controller = _plan_controller(ctx, pools)
+    networks = _plan_networks(ctx)
+    if ctx.problems:
+        raise SpecError("", ctx.problems)
+
+    hours = catalog.hours_per_month
+    cost_h = sum(p.cost_usd_per_hour for p in pools) + sum(f.cost_usd_per_hour for f in filesystems)
+    cost_m = sum(p.cost_usd_per_month for p in pools) + sum(f.cost_usd_per_month for f in filesystems)
+    it_kw = sum(p.power_kw_it for p in pools)
+    fac_kw = sum(p.power_kw_facility for p in pools)
+    co2 = sum(p.co2e_t_per_month for p in pools)
+    if controller is not None:
+        cost_h += controller.cost_usd_per_hour
+        cost_m += controller.cost_usd_per_month
+        it_kw += controller.node_power_kw
+        fac_kw += controller.power_kw_facility
+    racks = sum(p.racks for p in pools if p.racks is not None) if spec.budgets.rack_kw else None
+    totals = Totals(
+        nodes=sum(p.nodes for p in pools),
+        gpus=sum(p.gpus for p in pools),
+        cost_usd_per_hour=_round2(cost_h),
+        cost_usd_per_month=_round2(cost_m),
+        power_kw_it=_round2(it_kw),
+        power_kw_facility=_round2(fac_kw),
+        co2e_t_per_month=_round2(co2),
+        racks=racks,
+        bf16_pflops=_round2(sum(p.bf16_pflops for p in pools)),
+        storage_tib=round(sum(f.capacity_tib for f in filesystems), 3),
+        storage_throughput_gb_s=round(sum(f.throughput_mb_s for f in filesystems) / 1000, 2),
+    )
+    return ClusterPlan(
+        name=spec.name,
+        tags={**spec.tags, "aicluster:cluster": spec.name},
+        scheduler=spec.scheduler.kind,
+        pools=tuple(pools),
+        networks=tuple(networks),
+        filesystems=tuple(filesystems),
+        controller=controller,
+        totals=totals,
+        budgets=spec.budgets,
+        compliance=spec.compliance,
+        hours_per_month=hours,
+        warnings=tuple(ctx.warnings),
+    )

@@ -1,0 +1,174 @@
+"""The plan: every derived number the components, playbooks and reports need, computed once.
+
+Pure data (frozen pydantic models), JSON-able with `ClusterPlan.model_dump(mode="json")`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from aicluster.spec import Budgets, Compliance, Market
+
+
+class _Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Plan):
+    """A resolved price and where it came from."""
+
+    usd: float  # per node-hour (compute) or per GiB-month (storage)
+    unit: Literal["node-hour", "gib-month"]
+    basis: str  # e.g. "catalog on-demand us-east-1", "override pricing.overrides[0]"
+    source: str | None  # catalog source id, None for overrides
+
+
+class Subnet(_Plan):
+    zone: str
+    cidr: str
+    role: Literal["compute", "public"]
+    addresses_needed: int
+
+
+class PlannedNetwork(_Plan):
+    key: str  # "aws-us-east-1": one cloud network per provider and region
+    provider: str
+    region: str
+    cidr: str
+    subnets: tuple[Subnet, ...]
+
+    def subnet(self, zone: str, role: str = "compute") -> Subnet:
+        return next(s for s in self.subnets if s.zone == zone and s.role == role)
+
+
+class Nic(_Plan):
+    """One network interface of an AWS launch template."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: Literal["interface", "efa", "efa-only"]
+    # which of the cluster's security groups the interface carries
+    security_groups: tuple[Literal["efa", "node"], ...]
+
+
+class AwsPoolDetails(_Plan):
+    nics: tuple[Nic, ...]
+    efa: bool
+    placement_group: Literal["create", "existing", "none"]
+    placement_group_name: str | None
+    placement_group_reason: str
+    capacity_reservation_id: str | None
+    capacity_reservation_preference: Literal["open", "none"] | None
+    market_type: Literal["spot", "capacity-block"] | None
+    image: str
+    root_volume_gib: int
+    imds_hop_limit: int
+
+
+class PlannedPool(_Plan):
+    name: str
+    provider: str
+    region: str
+    zone: str | None
+    network: str  # PlannedNetwork.key
+    instance_type: str
+    family: str
+    accelerator: str | None  # catalog id
+    accelerator_name: str | None
+    accelerators_per_node: int
+    nodes: int
+    gpus: int  # accelerators in the pool (GPUs or Trainium/TPU chips)
+    vcpus_per_node: int
+    memory_gib_per_node: float
+    fabric: str
+    network_bandwidth_gbps: float
+    market: Market
+    price: Price
+    cost_usd_per_hour: float
+    cost_usd_per_month: float
+    node_power_kw: float
+    power_basis: str
+    power_kw_it: float
+    pue: float
+    power_kw_facility: float
+    carbon_g_per_kwh: float
+    co2e_t_per_month: float
+    nodes_per_rack: int | None
+    racks: int | None
+    bf16_pflops: float
+    tags: dict[str, str]
+    aws: AwsPoolDetails | None = None
+
+
+class PlannedFilesystem(_Plan):
+    name: str
+    kind: Literal["lustre", "nfs"]
+    provider: str
+    region: str
+    zone: str
+    network: str
+    service: str
+    deployment: str
+    mount: str
+    requested_tib: float
+    capacity_gib: int
+    capacity_tib: float
+    rounding: str | None  # human note when the request was rounded
+    throughput_mb_s_per_tib: float
+    throughput_mb_s: float
+    price: Price
+    cost_usd_per_month: float
+    cost_usd_per_hour: float
+    tags: dict[str, str]
+
+
+class PlannedController(_Plan):
+    kind: Literal["slurm"]
+    provider: str
+    region: str
+    zone: str
+    network: str
+    instance_type: str
+    image: str
+    price: Price
+    cost_usd_per_hour: float
+    cost_usd_per_month: float
+    node_power_kw: float
+    power_kw_facility: float
+
+
+class Totals(_Plan):
+    nodes: int
+    gpus: int
+    cost_usd_per_hour: float
+    cost_usd_per_month: float
+    power_kw_it: float
+    power_kw_facility: float
+    co2e_t_per_month: float
+    racks: int | None
+    bf16_pflops: float
+    storage_tib: float
+    storage_throughput_gb_s: float
+
+
+class ClusterPlan(_Plan):
+    name: str
+    tags: dict[str, str]  # spec tags plus aicluster:cluster
+    scheduler: Literal["slurm", "kubernetes"]
+    pools: tuple[PlannedPool, ...]
+    networks: tuple[PlannedNetwork, ...]
+    filesystems: tuple[PlannedFilesystem, ...]
+    controller: PlannedController | None
+    totals: Totals
+    budgets: Budgets
+    compliance: Compliance
+    hours_per_month: float
+    warnings: tuple[str, ...]
+
+    def network(self, key: str) -> PlannedNetwork:
+        return next(n for n in self.networks if n.key == key)
+
+    def providers(self) -> list[str]:
+        return sorted({n.provider for n in self.networks})

@@ -1,0 +1,690 @@
+"""The stack file format: what a user writes under `aicluster:cluster` in `stacks/Pulumi.<stack>.yaml`.
+
+`ClusterSpec` is the only thing a user writes. It is validated once, here, and every problem is
+reported at once as a :class:`Problem` naming the file, the field path, the value and the fix.
+Rules that need the catalog (instance type exists, zone belongs to region) live in the planner,
+which reports them the same way.
+
+This module imports nothing else of the project.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+# ------------------------------------------------------------------------------------------------
+# Problems and errors
+# ------------------------------------------------------------------------------------------------
+
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a stack file: where, what was given, and what to do."""
+
+    path: Path
+    message: str
+    value: Any = None
+    has_value: bool = False
+    hint: str | None = None
+
+    def render(self, source: str, lines: Mapping[Path, int] | None = None) -> str:
+        where = source
+        line = _line_for(self.path, lines or {})
+        if line is not None:
+            where += f":{line}"
+        text = f"{where}: {format_path(self.path)}: "
+        if self.has_value:
+            text += f"got {_show(self.value)}; "
+        text += self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
+    p = tuple(path)
+    while True:
+        if p in lines:
+            return lines[p]
+        if not p:
+            return None
+        p = p[:-1]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value) if value is not None else "null"
+
+
+@dataclass
+class SpecError(Exception):
+    """The stack file is wrong. Carries every problem found, not just the first."""
+
+    source: str
+    problems: list[Problem]
+    lines: Mapping[Path, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return "\n".join(p.render(self.source, self.lines) for p in self.problems)
+
+
+def did_you_mean(value: str, choices: Sequence[str]) -> str | None:
+    match = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f'did you mean "{match[0]}"?' if match else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Field types
+# ------------------------------------------------------------------------------------------------
+
+DNS_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+_PATTERN_HINTS = {
+    DNS_LABEL_RE: "must be a lowercase DNS label: a-z, 0-9 and '-', starting with a letter, not ending with '-'",
+}
+
+
+def _cidr(value: str) -> str:
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "cidr",
+            "not an IPv4 CIDR block with its host bits clear (e.g. 10.0.0.0/8): {err}",
+            {"err": str(exc)},
+        ) from None
+    if not net.is_private:
+        raise PydanticCustomError("cidr", "must be a private (RFC 1918) range", {})
+    return str(net)
+
+
+def _abs_path(value: str) -> str:
+    if not value.startswith("/") or "//" in value or (value != value.rstrip("/") and value != "/"):
+        raise PydanticCustomError("mount", "must be an absolute path without a trailing '/' (e.g. /fsx)", {})
+    if value in {"/", "/etc", "/usr", "/var", "/boot", "/proc", "/sys", "/dev", "/home"}:
+        raise PydanticCustomError("mount", "would hide a system directory; use e.g. /fsx or /shared", {})
+    return value
+
+
+def _tag_key(value: str) -> str:
+    if value.lower().startswith("aws:"):
+        raise PydanticCustomError("tag", "tag keys starting with 'aws:' are reserved by AWS", {})
+    return value
+
+
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+MountPath = Annotated[str, AfterValidator(_abs_path)]
+TagKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_tag_key)]
+TagValue = Annotated[str, Field(max_length=256)]
+
+Provider = Literal["aws", "azure", "gcp", "onprem"]
+SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws",)
+Market = Literal["on-demand", "spot", "capacity-block", "reserved"]
+Framework = Literal["soc2", "gdpr", "hipaa", "pci-dss", "iso27001"]
+
+
+class _Problems(ValueError):
+    """Raised inside a validator to carry several located problems out of pydantic."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pools
+# ------------------------------------------------------------------------------------------------
+
+
+class AwsPool(Strict):
+    """A fleet of identical AWS accelerator nodes in one Availability Zone."""
+
+    name: Annotated[DnsLabel, Field(description="Pool name, unique in the cluster (e.g. `h100`).")]
+    provider: Annotated[Literal["aws"], Field(description="Cloud or site that runs the pool.")]
+    region: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS region (e.g. `us-east-1`).")]
+    zone: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$",
+            description="Availability Zone (e.g. `us-east-1a`). Required for EFA instance types: "
+            "EFA traffic does not cross zones.",
+        ),
+    ] = None
+    instance_type: Annotated[str, Field(min_length=1, description="EC2 instance type (e.g. `p5.48xlarge`).")]
+    nodes: Annotated[int, Field(ge=1, le=100_000, description="Number of nodes (e.g. `64`).")]
+    market: Annotated[
+        Market,
+        Field(
+            description="How capacity is bought: `on-demand`, `spot`, `capacity-block` (EC2 Capacity "
+            "Blocks for ML; needs `reservation`) or `reserved` (On-Demand Capacity Reservation or "
+            "savings commitment)."
+        ),
+    ] = "on-demand"
+    reservation: Annotated[
+        str | None,
+        Field(
+            pattern=r"^cr-[0-9a-f]{8,17}$",
+            description="Capacity Reservation or Capacity Block id (e.g. `cr-0123abcd`); "
+            "required for `capacity-block`, optional for `reserved`.",
+        ),
+    ] = None
+    placement_group: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=255,
+            description="Existing cluster placement group to launch into (e.g. the one your capacity "
+            "reservation was created in). Default: a new cluster placement group, except for "
+            "capacity blocks and targeted reservations.",
+        ),
+    ] = None
+    image: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="Catalog image id (e.g. `dlami-base-gpu-ubuntu22`), an AMI id (`ami-...`) or "
+            "`resolve:ssm:/path`. Default: the catalog's GPU image for the provider.",
+        ),
+    ] = None
+    root_volume_gib: Annotated[
+        int, Field(ge=50, le=16_384, description="Encrypted gp3 root volume size, GiB (e.g. `500`).")
+    ] = 500
+
+    @model_validator(mode="after")
+    def _market_rules(self) -> AwsPool:
+        problems: list[Problem] = []
+        if self.market == "capacity-block" and not self.reservation:
+            problems.append(
+                Problem(
+                    ("reservation",),
+                    "market capacity-block needs the id (cr-...) of the Capacity Block you purchased",
+                )
+            )
+        if self.market == "spot" and self.reservation:
+            problems.append(
+                Problem(
+                    ("reservation",),
+                    "a spot pool cannot target a capacity reservation; drop `reservation` or use market reserved",
+                    self.reservation,
+                    True,
+                )
+            )
+        if self.market == "capacity-block" and self.placement_group:
+            problems.append(
+                Problem(
+                    ("placement_group",),
+                    "capacity blocks must not be launched into a placement group (launches fail with "
+                    "insufficient capacity outside the block); drop `placement_group`",
+                    self.placement_group,
+                    True,
+                )
+            )
+        if self.zone and not self.zone.startswith(self.region):
+            problems.append(
+                Problem(
+                    ("zone",),
+                    f"not a zone of region {self.region}",
+                    self.zone,
+                    True,
+                    f'did you mean "{self.region}{self.zone[-1]}"?',
+                )
+            )
+        if problems:
+            raise _Problems(problems)
+        return self
+
+
+Pool = Annotated[AwsPool, Field(discriminator="provider")]
+
+
+# ------------------------------------------------------------------------------------------------
+# Storage
+# ------------------------------------------------------------------------------------------------
+
+
+class _Storage(Strict):
+    name: Annotated[DnsLabel, Field(description="File system name, unique in the cluster (e.g. `scratch`).")]
+    provider: Annotated[
+        Provider | None, Field(description="Where it lives. Default: the provider of the first pool.")
+    ] = None
+    region: Annotated[
+        str | None, Field(description="Region. Default: the region of the first pool of that provider.")
+    ] = None
+    zone: Annotated[
+        str | None,
+        Field(description="Zone. Default: the zone of the first pool of that provider and region."),
+    ] = None
+    capacity_tib: Annotated[
+        float, Field(gt=0, le=100_000, description="Requested capacity, TiB; rounded up to a valid size.")
+    ]
+    mount: Annotated[MountPath, Field(description="Mount point on every node (e.g. `/fsx`).")]
+
+
+class LustreStorage(_Storage):
+    """A parallel file system (FSx for Lustre on AWS)."""
+
+    kind: Literal["lustre"]
+    throughput_mb_s_per_tib: Annotated[
+        int, Field(gt=0, description="Throughput tier, MB/s per TiB (e.g. `250`; FSx: 125/250/500/1000).")
+    ] = 250
+
+
+class NfsStorage(_Storage):
+    """A shared NFS file system for home directories and small data."""
+
+    kind: Literal["nfs"]
+
+
+Storage = Annotated[LustreStorage | NfsStorage, Field(discriminator="kind")]
+
+
+# ------------------------------------------------------------------------------------------------
+# Scheduler, budgets, compliance, pricing, network
+# ------------------------------------------------------------------------------------------------
+
+
+class Controller(Strict):
+    instance_type: Annotated[
+        str | None,
+        Field(description="Controller instance type (e.g. `m7i.4xlarge`). Default: from the catalog."),
+    ] = None
+    provider: Annotated[Provider | None, Field(description="Default: the provider of the first pool.")] = None
+    region: Annotated[str | None, Field(description="Default: the region of the first pool.")] = None
+
+
+class SlurmScheduler(Strict):
+    kind: Literal["slurm"]
+    controller: Annotated[Controller, Field(description="Where slurmctld runs.")] = Controller()
+
+
+class KubernetesScheduler(Strict):
+    kind: Literal["kubernetes"]
+    version: Annotated[str, Field(pattern=r"^1\.\d{2}$", description="Kubernetes minor version (e.g. `1.33`).")] = (
+        "1.33"
+    )
+
+
+Scheduler = Annotated[SlurmScheduler | KubernetesScheduler, Field(discriminator="kind")]
+
+
+class Budgets(Strict):
+    monthly_usd: Annotated[float | None, Field(gt=0, description="Monthly spend ceiling, USD (730 h months).")] = None
+    power_kw: Annotated[float | None, Field(gt=0, description="Facility power ceiling, kW (IT power x PUE).")] = None
+    rack_kw: Annotated[
+        float | None, Field(gt=0, description="Power per rack, kW; used to count racks (e.g. `40`).")
+    ] = None
+
+
+class Waiver(Strict):
+    policy: Annotated[str, Field(min_length=1, description="Policy name (e.g. `aws-ec2-instance-disallow-public-ip`).")]
+    resource: Annotated[str, Field(min_length=1, description="Resource name or URN the waiver covers.")]
+    reason: Annotated[str, Field(min_length=10, description="Why the finding is accepted.")]
+    expires: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Expiry date, YYYY-MM-DD.")]
+
+
+class Compliance(Strict):
+    frameworks: Annotated[list[Framework], Field(description="Control frameworks the cluster is held to.")] = []
+    allowed_regions: Annotated[
+        list[str], Field(description="Regions data may live in (e.g. `[us-east-1]`); empty = any.")
+    ] = []
+    waivers: Annotated[list[Waiver], Field(description="Accepted policy findings, each with a reason and expiry.")] = []
+
+
+class PriceOverride(Strict):
+    """A negotiated rate that replaces the catalog's list price."""
+
+    sku: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="Instance type (e.g. `p5.48xlarge`) or storage tier (e.g. `fsx-lustre/PERSISTENT_2/250`).",
+        ),
+    ]
+    region: Annotated[str | None, Field(description="Only in this region. Default: every region.")] = None
+    market: Annotated[Market | None, Field(description="Only for this market. Default: every market.")] = None
+    usd_per_hour: Annotated[float | None, Field(gt=0, description="Per node-hour, for instance types.")] = None
+    usd_per_gib_month: Annotated[float | None, Field(gt=0, description="Per GiB-month, for storage tiers.")] = None
+
+    @model_validator(mode="after")
+    def _one_price(self) -> PriceOverride:
+        if (self.usd_per_hour is None) == (self.usd_per_gib_month is None):
+            raise PydanticCustomError(
+                "price",
+                "give exactly one of usd_per_hour (instance types) or usd_per_gib_month (storage)",
+                {},
+            )
+        return self
+
+
+class Pricing(Strict):
+    overrides: Annotated[list[PriceOverride], Field(description="Negotiated rates; the most specific match wins.")] = []
+
+
+class NetworkSpec(Strict):
+    supernet: Annotated[
+        Cidr, Field(description="Private range each cloud network's CIDR is carved from (e.g. `10.0.0.0/8`).")
+    ] = "10.0.0.0/8"
+    exclude: Annotated[
+        list[Cidr],
+        Field(description="Ranges already in use (on-prem, peered VPCs) that must not be allocated."),
+    ] = []
+    network_prefix: Annotated[
+        int, Field(ge=16, le=24, description="Prefix length of each provider/region network (e.g. `16`).")
+    ] = 16
+
+
+# ------------------------------------------------------------------------------------------------
+# The cluster
+# ------------------------------------------------------------------------------------------------
+
+
+class ClusterSpec(Strict):
+    """One AI cluster: pools of accelerator nodes, storage, a scheduler, and its guardrails."""
+
+    name: Annotated[
+        str,
+        Field(
+            pattern=DNS_LABEL_RE,
+            max_length=40,
+            description="Cluster name, a lowercase DNS label (e.g. `llm-train`).",
+        ),
+    ]
+    tags: Annotated[
+        dict[TagKey, TagValue],
+        Field(description="Tags/labels for every resource (e.g. `{owner: ml-platform, cost-center: '4711'}`)."),
+    ] = {}
+    pools: Annotated[list[Pool], Field(min_length=1, description="Node pools; at least one.")]
+    storage: Annotated[list[Storage], Field(description="Shared file systems.")] = []
+    scheduler: Annotated[Scheduler, Field(description="Workload manager.")] = SlurmScheduler(kind="slurm")
+    budgets: Annotated[Budgets, Field(description="Cost and power ceilings the policy pack enforces.")] = Budgets()
+    compliance: Annotated[Compliance, Field(description="Frameworks, data residency and waivers.")] = Compliance()
+    pricing: Annotated[Pricing, Field(description="Negotiated rates replacing catalog prices.")] = Pricing()
+    network: Annotated[NetworkSpec, Field(description="Address plan for the cloud networks.")] = NetworkSpec()
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> ClusterSpec:
+        problems: list[Problem] = []
+        seen: dict[str, int] = {}
+        for i, pool in enumerate(self.pools):
+            if pool.name in seen:
+                problems.append(
+                    Problem(
+                        ("pools", i, "name"),
+                        f"duplicate of pools[{seen[pool.name]}].name; pool names must be unique",
+                        pool.name,
+                        True,
+                    )
+                )
+            seen.setdefault(pool.name, i)
+        providers = [p.provider for p in self.pools]
+        names: dict[str, int] = {}
+        mounts: dict[str, int] = {}
+        for i, st in enumerate(self.storage):
+            if st.name in names:
+                problems.append(
+                    Problem(("storage", i, "name"), f"duplicate of storage[{names[st.name]}].name", st.name, True)
+                )
+            names.setdefault(st.name, i)
+            if st.mount in mounts:
+                problems.append(
+                    Problem(
+                        ("storage", i, "mount"),
+                        f"storage[{mounts[st.mount]}] already mounts there",
+                        st.mount,
+                        True,
+                    )
+                )
+            mounts.setdefault(st.mount, i)
+            if st.provider is not None and st.provider not in providers:
+                problems.append(
+                    Problem(
+                        ("storage", i, "provider"),
+                        "no pool runs on this provider; allowed: " + ", ".join(sorted(set(providers))),
+                        st.provider,
+                        True,
+                    )
+                )
+        for key in self.tags:
+            if key.startswith("aicluster:"):
+                problems.append(
+                    Problem(
+                        ("tags", key),
+                        "the aicluster: prefix is reserved for tags the toolkit sets",
+                        key,
+                        True,
+                    )
+                )
+        if problems:
+            raise _Problems(problems)
+        return self
+
+
+# ------------------------------------------------------------------------------------------------
+# Parsing with readable errors
+# ------------------------------------------------------------------------------------------------
+
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+def _model_at(path: Sequence[str | int], data: Any) -> type[BaseModel] | None:
+    """The model class that validates the mapping at `path` (for 'unknown key' hints)."""
+    model: type[BaseModel] | None = ClusterSpec
+    node = data
+    for part in path:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        fld = model.model_fields.get(part)
+        node = node.get(part) if isinstance(node, Mapping) else None
+        if fld is None:
+            return None
+        model = _resolve_model(fld.annotation, node)
+    return model
+
+
+def _resolve_model(annotation: Any, node: Any) -> type[BaseModel] | None:
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _resolve_model(args[0], node)
+    candidates = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+    if origin in (list, tuple) and args:
+        first = node[0] if isinstance(node, list) and node else None
+        return _resolve_model(args[0], first)
+    if len(candidates) == 1:
+        return candidates[0]
+    for cand in candidates:  # discriminated union: pick by the tag value present in the data
+        for tag in ("provider", "kind"):
+            fld = cand.model_fields.get(tag)
+            if fld is not None and isinstance(node, Mapping) and node.get(tag) in typing.get_args(fld.annotation):
+                return cand
+    for a in args:
+        found = _resolve_model(a, node)
+        if found is not None:
+            return found
+    return None
+
+
+_SIMPLE_MESSAGES = {
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be greater than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": 'must be a string (quote numbers, e.g. "4711")',
+    "string_too_long": "must be at most {max_length} characters",
+    "string_too_short": "must be at least {min_length} characters",
+    "too_short": "needs at least {min_length} item(s)",
+    "too_long": "allows at most {max_length} item(s)",
+}
+
+
+def _clean_loc(raw_loc: Sequence[str | int], data: Any, etype: str) -> Path:
+    """Map pydantic's error location to the user's field path.
+
+    pydantic adds union member tags to the location (`pools.0.aws.zone`): keep only the parts that
+    are real keys or indexes of the data (plus a final missing/unknown key)."""
+    loc = [p for p in raw_loc if not (isinstance(p, str) and p.startswith("function-"))]
+    clean: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, list) and isinstance(part, int):
+            clean.append(part)
+            node = node[part] if part < len(node) else None
+        elif isinstance(node, Mapping) and part in node:
+            clean.append(part)
+            node = node[part]
+        elif isinstance(node, Mapping) and etype in {"missing", "extra_forbidden"} and part == loc[-1]:
+            clean.append(part)
+            node = None
+        # else: a union/discriminator tag, not a real key
+    return tuple(clean)
+
+
+def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
+    etype = err["type"]
+    value = err.get("input")
+    ctx = err.get("ctx") or {}
+    path = _clean_loc(err["loc"], data, etype)
+
+    if etype == "extra_forbidden":
+        parent = _model_at(path[:-1], data)
+        allowed = _allowed_keys(parent) if parent else []
+        key = str(path[-1])
+        hint = did_you_mean(key, allowed)
+        return Problem(path, f"unknown key; allowed keys: {', '.join(allowed)}", key, True, hint)
+    if etype == "missing":
+        parent = _model_at(path[:-1], data)
+        desc = ""
+        if parent is not None:
+            fld = parent.model_fields.get(str(path[-1]))
+            if fld is not None and fld.description:
+                desc = f": {fld.description}"
+        return Problem(path, f"required field is missing{desc}")
+    if etype == "literal_error":
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        hint = did_you_mean(str(value), expected) if isinstance(value, str) else None
+        return Problem(path, f"allowed: {', '.join(expected)}", value, True, hint)
+    if etype in {"union_tag_invalid", "union_tag_not_found"}:
+        tag = str(ctx.get("discriminator", "")).strip("'")
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+        tag_value = value.get(tag) if isinstance(value, Mapping) else None
+        if etype == "union_tag_not_found":
+            return Problem((*path, tag), f"required field is missing; allowed: {', '.join(expected)}")
+        if tag == "provider" and tag_value in {"azure", "gcp", "onprem"}:
+            return Problem(
+                (*path, tag),
+                f"provider {tag_value} is not supported yet; supported: {', '.join(SUPPORTED_PROVIDERS)}",
+                tag_value,
+                True,
+            )
+        hint = did_you_mean(str(tag_value), expected)
+        return Problem((*path, tag), f"allowed: {', '.join(expected)}", tag_value, True, hint)
+    if etype == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        return Problem(path, _PATTERN_HINTS.get(pattern, f"must match {pattern}"), value, True)
+    simple = _SIMPLE_MESSAGES.get(etype)
+    if simple is not None:
+        return Problem(path, simple.format(**ctx), value, True)
+    msg = str(err.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    msg = msg[0].lower() + msg[1:] if msg else msg
+    if etype in {"dict_type", "model_type", "model_attributes_type"}:
+        return Problem(path, "must be a mapping (key: value)", value, True)
+    if etype == "list_type":
+        return Problem(path, "must be a list", value, True)
+    return Problem(path, msg, value, not isinstance(value, Mapping | list))
+
+
+def parse_cluster(data: Any, source: str, lines: Mapping[Path, int] | None = None) -> ClusterSpec:
+    """Validate the `aicluster:cluster` mapping. Raises SpecError listing every problem."""
+    lines = lines or {}
+    if not isinstance(data, Mapping):
+        raise SpecError(
+            source,
+            [Problem((), "aicluster:cluster must be a mapping with at least `name` and `pools`", data, True)],
+            lines,
+        )
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        problems: list[Problem] = []
+        for err in exc.errors(include_url=False):
+            inner = (err.get("ctx") or {}).get("error")
+            if isinstance(inner, _Problems):
+                base = _clean_loc(err["loc"], data, err["type"])
+                problems.extend(
+                    Problem((*base, *p.path), p.message, p.value, p.has_value, p.hint) for p in inner.problems
+                )
+                continue
+            problems.append(_problem_from_error(err, data))
+        raise SpecError(source, _dedupe(problems), lines) from None
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[Path, str]] = set()
+    out = []
+    for p in problems:
+        key = (p.path, p.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    """The published JSON schema of `aicluster:cluster`."""
+    schema = ClusterSpec.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://aicluster.dev/schema/cluster.schema.json"
+    schema["title"] = "aicluster:cluster"
+    return schema

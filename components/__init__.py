@@ -1,0 +1,66 @@
+"""Pulumi components. `AiCluster` takes a plan and creates each provider's part of the cluster.
+
+Components translate plan records into provider resources and nothing else: they never read
+Pulumi config and never recompute what the plan decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import pulumi
+
+from aicluster.plan import ClusterPlan
+
+from . import aws
+from .tags import tagging
+
+__all__ = ["AiCluster", "AiClusterArgs"]
+
+# One builder per provider; GCP, Azure and on-prem register theirs here.
+BUILDERS: dict[str, Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, Any]]] = {
+    "aws": aws.build,
+}
+
+
+class AiClusterArgs(TypedDict):
+    plan: ClusterPlan
+
+
+class AiCluster(pulumi.ComponentResource):
+    """The whole cluster. Tags every taggable resource beneath it with the cluster tags (once, here).
+
+    Registers the budgets and compliance settings it was planned with, so the policy pack can read
+    them from the component's inputs, and outputs what the tuning step needs.
+    """
+
+    outputs: dict[str, Any]
+
+    def __init__(self, name: str, args: AiClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        plan = args["plan"]
+        props = {
+            "cluster": plan.name,
+            "budgets": plan.budgets.model_dump(mode="json", exclude_none=True),
+            "compliance": plan.compliance.model_dump(mode="json"),
+            "tags": plan.tags,
+        }
+        opts = pulumi.ResourceOptions.merge(
+            opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])
+        )
+        super().__init__("aicluster:index:AiCluster", name, props, opts)
+        merged: dict[str, Any] = {
+            "cluster": plan.name,
+            "scheduler": plan.scheduler,
+            "pools": {},
+            "filesystems": {},
+            "networks": {},
+        }
+        for provider in plan.providers():
+            part = BUILDERS[provider](plan, self)
+            for key in ("pools", "filesystems", "networks"):
+                merged[key].update(part.get(key, {}))
+            if "controller" in part:
+                merged["controller"] = part["controller"]
+        self.outputs = merged
+        self.register_outputs(merged)

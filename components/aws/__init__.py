@@ -1,0 +1,107 @@
+"""AWS components and how AiCluster assembles them from a plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from aicluster.plan import ClusterPlan
+from aicluster.render import controller_cloud_init, node_cloud_init
+
+from ..tags import tagging
+from .controller import AwsSlurmController
+from .gpu_pool import AwsGpuPool
+from .identity import AwsNodeIdentity
+from .lustre import AwsLustreFileSystem
+from .network import AwsNetwork
+
+__all__ = [
+    "AwsGpuPool",
+    "AwsLustreFileSystem",
+    "AwsNetwork",
+    "AwsNodeIdentity",
+    "AwsSlurmController",
+    "build",
+]
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]:
+    """Create the AWS part of the cluster under `parent`; return the stack outputs it contributes."""
+    name = plan.name
+    opts = pulumi.ResourceOptions(parent=parent)
+    networks = {
+        n.key: AwsNetwork(f"{name}-{n.region}", {"network": n}, opts) for n in plan.networks if n.provider == "aws"
+    }
+    identity = AwsNodeIdentity(f"{name}-nodes", {"cluster": name}, opts)
+    outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}}
+    for key, net in networks.items():
+        outputs["networks"][key] = {"vpc_id": net.vpc_id, "subnet_ids": net.compute_subnet_ids}
+
+    for pool in plan.pools:
+        if pool.provider != "aws":
+            continue
+        net = networks[pool.network]
+        assert pool.zone is not None
+        gp = AwsGpuPool(
+            f"{name}-{pool.name}",
+            {
+                "pool": pool,
+                "user_data": node_cloud_init(plan, pool),
+                "subnet_id": net.compute_subnet_ids[pool.zone],
+                "efa_security_group_id": net.efa_security_group_id,
+                "node_security_group_id": net.node_security_group_id,
+                "instance_profile_arn": identity.instance_profile_arn,
+            },
+            pulumi.ResourceOptions(parent=parent, transformations=[tagging({"aicluster:pool": pool.name})]),
+        )
+        outputs["pools"][pool.name] = {
+            "provider": "aws",
+            "region": pool.region,
+            "zone": pool.zone,
+            "instance_type": pool.instance_type,
+            "nodes": pool.nodes,
+            "accelerators_per_node": pool.accelerators_per_node,
+            "fabric": pool.fabric,
+            "asg_name": gp.asg_name,
+            "launch_template_id": gp.launch_template_id,
+        }
+
+    for fs in plan.filesystems:
+        if fs.provider != "aws":
+            continue
+        net = networks[fs.network]
+        lustre = AwsLustreFileSystem(
+            f"{name}-{fs.name}",
+            {
+                "filesystem": fs,
+                "vpc_id": net.vpc_id,
+                "subnet_id": net.compute_subnet_ids[fs.zone],
+                "client_security_group_id": net.node_security_group_id,
+            },
+            pulumi.ResourceOptions(parent=parent, transformations=[tagging({"aicluster:storage": fs.name})]),
+        )
+        outputs["filesystems"][fs.name] = {
+            "kind": fs.kind,
+            "service": fs.service,
+            "mount": fs.mount,
+            "dns_name": lustre.dns_name,
+            "mount_name": lustre.mount_name,
+        }
+
+    c = plan.controller
+    if c is not None and c.provider == "aws":
+        net = networks[c.network]
+        ctl = AwsSlurmController(
+            f"{name}-slurmctld",
+            {
+                "controller": c,
+                "user_data": controller_cloud_init(plan),
+                "subnet_id": net.compute_subnet_ids[c.zone],
+                "node_security_group_id": net.node_security_group_id,
+                "instance_profile_arn": identity.instance_profile_arn,
+            },
+            opts,
+        )
+        outputs["controller"] = {"kind": c.kind, "private_ip": ctl.private_ip, "instance_id": ctl.instance_id}
+    return outputs

@@ -1,0 +1,74 @@
+"""The Slurm controller (slurmctld host). Slurm itself is configured by the tuning step."""
+
+from __future__ import annotations
+
+import base64
+from typing import TypedDict
+
+import pulumi
+import pulumi_aws as aws
+
+from aicluster.plan import PlannedController
+
+from .gpu_pool import imds_v2, root_volume
+
+ROOT_VOLUME_GIB = 100
+
+
+class ControllerArgs(TypedDict):
+    controller: PlannedController
+    user_data: str
+    subnet_id: pulumi.Input[str]
+    node_security_group_id: pulumi.Input[str]
+    instance_profile_arn: pulumi.Input[str]
+
+
+class AwsSlurmController(pulumi.ComponentResource):
+    """One private instance (no public IP, IMDSv2, encrypted root), reached through Session Manager.
+
+    Launched from a launch template so the image can be an SSM parameter (`resolve:ssm:`) that
+    the template keeps as written, instead of an AMI id that drifts with every image release.
+    """
+
+    private_ip: pulumi.Output[str]
+    instance_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:aws:SlurmController", name, {}, opts)
+        c = args["controller"]
+        child = pulumi.ResourceOptions(parent=self)
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description="aicluster Slurm controller",
+            image_id=c.image,
+            instance_type=c.instance_type,
+            iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=args["instance_profile_arn"]),
+            network_interfaces=[
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                    device_index=0,
+                    subnet_id=args["subnet_id"],
+                    security_groups=[args["node_security_group_id"]],
+                    associate_public_ip_address="false",
+                    delete_on_termination="true",
+                )
+            ],
+            metadata_options=imds_v2(hop_limit=1),
+            block_device_mappings=[root_volume(ROOT_VOLUME_GIB)],
+            monitoring=aws.ec2.LaunchTemplateMonitoringArgs(enabled=True),
+            user_data=base64.b64encode(args["user_data"].encode()).decode(),
+            update_default_version=True,
+            region=c.region,
+            opts=child,
+        )
+        instance = aws.ec2.Instance(
+            f"{name}-vm",
+            launch_template=aws.ec2.InstanceLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
+            metadata_options=aws.ec2.InstanceMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+            ),
+            region=c.region,
+            opts=child,
+        )
+        self.private_ip = instance.private_ip
+        self.instance_id = instance.id
+        self.register_outputs({"private_ip": instance.private_ip, "instance_id": instance.id})

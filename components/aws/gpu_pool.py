@@ -1,0 +1,152 @@
+"""A fleet of identical AWS accelerator nodes: launch template + Auto Scaling group in one zone."""
+
+from __future__ import annotations
+
+import base64
+from typing import TypedDict
+
+import pulumi
+import pulumi_aws as aws
+
+from aicluster.plan import PlannedPool
+
+# Ubuntu-based images (the DLAMI included) boot from /dev/sda1.
+ROOT_DEVICE = "/dev/sda1"
+
+
+class GpuPoolArgs(TypedDict):
+    pool: PlannedPool  # plain values from the plan
+    user_data: str  # rendered cloud-init
+    subnet_id: pulumi.Input[str]  # wiring from the network
+    efa_security_group_id: pulumi.Input[str]
+    node_security_group_id: pulumi.Input[str]
+    instance_profile_arn: pulumi.Input[str]
+
+
+def network_interfaces(pool: PlannedPool, args: GpuPoolArgs) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """Launch-template interfaces from the plan's NIC layout (every EFA card declared)."""
+    assert pool.aws is not None
+    groups = {"efa": args["efa_security_group_id"], "node": args["node_security_group_id"]}
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=nic.network_card_index,
+            device_index=nic.device_index,
+            interface_type=nic.interface_type,
+            subnet_id=args["subnet_id"],
+            security_groups=[groups[g] for g in nic.security_groups],
+            associate_public_ip_address="false",
+            delete_on_termination="true",
+        )
+        for nic in pool.aws.nics
+    ]
+
+
+def market_options(pool: PlannedPool) -> aws.ec2.LaunchTemplateInstanceMarketOptionsArgs | None:
+    assert pool.aws is not None
+    if pool.aws.market_type == "spot":
+        return aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type="spot",
+            spot_options=aws.ec2.LaunchTemplateInstanceMarketOptionsSpotOptionsArgs(
+                spot_instance_type="one-time", instance_interruption_behavior="terminate"
+            ),
+        )
+    if pool.aws.market_type == "capacity-block":
+        return aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+    return None
+
+
+def capacity_reservation(pool: PlannedPool) -> aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None:
+    assert pool.aws is not None
+    if pool.aws.capacity_reservation_id:
+        return aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=pool.aws.capacity_reservation_id
+            )
+        )
+    if pool.aws.capacity_reservation_preference:
+        return aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_preference=pool.aws.capacity_reservation_preference
+        )
+    return None
+
+
+def root_volume(size_gib: int, device: str = ROOT_DEVICE) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
+    """Encrypted gp3 root volume, deleted with the node."""
+    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+        device_name=device,
+        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+            volume_size=size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+        ),
+    )
+
+
+def imds_v2(hop_limit: int) -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
+    """IMDSv2 only (session tokens required)."""
+    return aws.ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=hop_limit
+    )
+
+
+class AwsGpuPool(pulumi.ComponentResource):
+    """Launch template + Auto Scaling group pinned to one subnet/AZ.
+
+    - every EFA-capable network card declared (plan's NIC layout), EFA security group on each;
+    - a cluster placement group unless the plan says otherwise (capacity blocks, targeted reservations);
+    - capacity-block / spot market options and capacity-reservation targeting from the plan;
+    - IMDSv2 required, encrypted gp3 root volume, no public IPs.
+    The group is sized to the pool (min = max = desired); Pulumi does not wait for GPU capacity.
+    """
+
+    asg_name: pulumi.Output[str]
+    launch_template_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GpuPoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:aws:GpuPool", name, {}, opts)
+        pool = args["pool"]
+        assert pool.aws is not None
+        region = pool.region
+        child = pulumi.ResourceOptions(parent=self)
+
+        placement_group: pulumi.Input[str] | None = None
+        if pool.aws.placement_group == "create":
+            pg = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", region=region, opts=child)
+            placement_group = pg.name
+        elif pool.aws.placement_group == "existing":
+            placement_group = pool.aws.placement_group_name
+
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"aicluster pool {pool.name}: {pool.nodes} x {pool.instance_type}",
+            image_id=pool.aws.image,
+            instance_type=pool.instance_type,
+            network_interfaces=network_interfaces(pool, args),
+            iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=args["instance_profile_arn"]),
+            metadata_options=imds_v2(pool.aws.imds_hop_limit),
+            block_device_mappings=[root_volume(pool.aws.root_volume_gib)],
+            instance_market_options=market_options(pool),
+            capacity_reservation_specification=capacity_reservation(pool),
+            ebs_optimized="true",
+            monitoring=aws.ec2.LaunchTemplateMonitoringArgs(enabled=True),
+            user_data=base64.b64encode(args["user_data"].encode()).decode(),
+            update_default_version=True,
+            region=region,
+            opts=child,
+        )
+
+        asg = aws.autoscaling.Group(
+            f"{name}-asg",
+            min_size=pool.nodes,
+            max_size=pool.nodes,
+            desired_capacity=pool.nodes,
+            vpc_zone_identifiers=[args["subnet_id"]],
+            placement_group=placement_group,
+            launch_template=aws.autoscaling.GroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
+            capacity_rebalance=pool.market == "spot",
+            health_check_type="EC2",
+            wait_for_capacity_timeout="0",
+            region=region,
+            opts=child,
+        )
+        self.asg_name = asg.name
+        self.launch_template_id = lt.id
+        self.register_outputs({"asg_name": asg.name, "launch_template_id": lt.id})

@@ -1,0 +1,1 @@
+"""The CrossGuard policy pack (rules arrive with the policy issue). Imports only aicluster.catalog."""

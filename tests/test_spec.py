@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import pytest
+
+from aicluster.spec import ClusterSpec, SpecError, parse_cluster
+from tests.helpers import cluster, pool
+
+SRC = "stacks/Pulumi.t.yaml"
+
+
+def errors(data: object) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        parse_cluster(data, SRC)
+    return str(info.value).splitlines()
+
+
+def test_minimal_cluster_gets_documented_defaults() -> None:
+    spec = parse_cluster(cluster(storage=[], scheduler={"kind": "slurm"}), SRC)
+    assert isinstance(spec, ClusterSpec)
+    p = spec.pools[0]
+    assert (p.market, p.reservation, p.root_volume_gib) == ("on-demand", None, 500)
+    assert spec.network.supernet == "10.0.0.0/8"
+    assert spec.scheduler.kind == "slurm"
+
+
+def test_spec_is_frozen() -> None:
+    spec = parse_cluster(cluster(), SRC)
+    with pytest.raises(Exception, match="frozen"):
+        spec.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param(
+            cluster(nme="x"),
+            'stacks/Pulumi.t.yaml: nme: got "nme"; unknown key; allowed keys: name, tags, pools, storage, '
+            'scheduler, budgets, compliance, pricing, network (did you mean "name"?)',
+            id="unknown-top-level-key",
+        ),
+        pytest.param(
+            cluster(pools=[pool(nodez=3)]),
+            'stacks/Pulumi.t.yaml: pools[0].nodez: got "nodez"; unknown key; allowed keys: name, provider, region, '
+            "zone, instance_type, nodes, market, reservation, placement_group, image, root_volume_gib "
+            '(did you mean "nodes"?)',
+            id="unknown-pool-key",
+        ),
+        pytest.param(
+            cluster(pools=[pool(market="spott")]),
+            'stacks/Pulumi.t.yaml: pools[0].market: got "spott"; allowed: on-demand, spot, capacity-block, '
+            'reserved (did you mean "spot"?)',
+            id="bad-market",
+        ),
+        pytest.param(
+            cluster(pools=[pool(nodes=0)]),
+            "stacks/Pulumi.t.yaml: pools[0].nodes: got 0; must be at least 1",
+            id="zero-nodes",
+        ),
+        pytest.param(
+            cluster(name="LLM_Train"),
+            "stacks/Pulumi.t.yaml: name: got \"LLM_Train\"; must be a lowercase DNS label: a-z, 0-9 and '-', "
+            "starting with a letter, not ending with '-'",
+            id="bad-name",
+        ),
+        pytest.param(
+            cluster(name="a" * 41),
+            f'stacks/Pulumi.t.yaml: name: got "{"a" * 41}"; must be at most 40 characters',
+            id="long-name",
+        ),
+        pytest.param(
+            cluster(pools=[pool(market="capacity-block")]),
+            "stacks/Pulumi.t.yaml: pools[0].reservation: market capacity-block needs the id (cr-...) of the "
+            "Capacity Block you purchased",
+            id="capacity-block-without-reservation",
+        ),
+        pytest.param(
+            cluster(pools=[pool(market="spot", reservation="cr-0123abcd")]),
+            'stacks/Pulumi.t.yaml: pools[0].reservation: got "cr-0123abcd"; a spot pool cannot target a capacity '
+            "reservation; drop `reservation` or use market reserved",
+            id="spot-with-reservation",
+        ),
+        pytest.param(
+            cluster(pools=[pool(zone="us-west-2a")]),
+            'stacks/Pulumi.t.yaml: pools[0].zone: got "us-west-2a"; not a zone of region us-east-1 '
+            '(did you mean "us-east-1a"?)',
+            id="zone-outside-region",
+        ),
+        pytest.param(
+            cluster(pools=[pool(provider="gcp")]),
+            'stacks/Pulumi.t.yaml: pools[0].provider: got "gcp"; provider gcp is not supported yet; supported: aws',
+            id="provider-not-yet",
+        ),
+        pytest.param(
+            cluster(pools=[pool(provider="amazon")]),
+            'stacks/Pulumi.t.yaml: pools[0].provider: got "amazon"; allowed: aws',
+            id="provider-unknown",
+        ),
+        pytest.param(
+            cluster(pools=[pool(), pool()]),
+            'stacks/Pulumi.t.yaml: pools[1].name: got "h100"; duplicate of pools[0].name; pool names must be unique',
+            id="duplicate-pool",
+        ),
+        pytest.param(
+            cluster(pools=[]),
+            "stacks/Pulumi.t.yaml: pools: got a list; needs at least 1 item(s)",
+            id="no-pools",
+        ),
+        pytest.param(
+            cluster(tags={"cost-center": 4711}),
+            'stacks/Pulumi.t.yaml: tags.cost-center: got 4711; must be a string (quote numbers, e.g. "4711")',
+            id="numeric-tag",
+        ),
+        pytest.param(
+            cluster(tags={"aicluster:pool": "x"}),
+            'stacks/Pulumi.t.yaml: tags.aicluster:pool: got "aicluster:pool"; the aicluster: prefix is reserved '
+            "for tags the toolkit sets",
+            id="reserved-tag",
+        ),
+        pytest.param(
+            cluster(storage=[{"name": "s", "kind": "lustree", "capacity_tib": 1, "mount": "/fsx"}]),
+            'stacks/Pulumi.t.yaml: storage[0].kind: got "lustree"; allowed: lustre, nfs (did you mean "lustre"?)',
+            id="bad-storage-kind",
+        ),
+        pytest.param(
+            cluster(storage=[{"name": "s", "kind": "lustre", "capacity_tib": 1, "mount": "fsx"}]),
+            "stacks/Pulumi.t.yaml: storage[0].mount: got \"fsx\"; must be an absolute path without a trailing '/' "
+            "(e.g. /fsx)",
+            id="relative-mount",
+        ),
+        pytest.param(
+            cluster(scheduler={"kind": "slurm", "controler": {}}),
+            'stacks/Pulumi.t.yaml: scheduler.controler: got "controler"; unknown key; allowed keys: kind, controller '
+            '(did you mean "controller"?)',
+            id="unknown-nested-key",
+        ),
+        pytest.param(
+            cluster(network={"supernet": "8.8.0.0/16"}),
+            'stacks/Pulumi.t.yaml: network.supernet: got "8.8.0.0/16"; must be a private (RFC 1918) range',
+            id="public-supernet",
+        ),
+        pytest.param(
+            cluster(pricing={"overrides": [{"sku": "p5.48xlarge"}]}),
+            "stacks/Pulumi.t.yaml: pricing.overrides[0]: give exactly one of usd_per_hour (instance types) or "
+            "usd_per_gib_month (storage)",
+            id="override-without-price",
+        ),
+        pytest.param(
+            cluster(pools=[pool(instance_type=None)]),
+            "stacks/Pulumi.t.yaml: pools[0].instance_type: required field is missing: EC2 instance type "
+            "(e.g. `p5.48xlarge`).",
+            id="missing-instance-type",
+        ),
+        pytest.param(
+            ["not", "a", "mapping"],
+            "stacks/Pulumi.t.yaml: (top level): got a list; aicluster:cluster must be a mapping with at least "
+            "`name` and `pools`",
+            id="not-a-mapping",
+        ),
+    ],
+)
+def test_bad_input_names_file_field_value_and_fix(data: object, expected: str) -> None:
+    assert expected in errors(data)
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    lines = errors(cluster(name="X", nme=1, pools=[pool(market="spott", nodes=0)]))
+    assert len(lines) == 4
+    assert [line.split(": ")[1] for line in lines] == ["name", "pools[0].nodes", "pools[0].market", "nme"]
+
+
+def test_line_numbers_point_into_the_stack_file() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_cluster(cluster(pools=[pool(market="spott")]), SRC, {(): 3, ("pools", 0, "market"): 14})
+    assert str(info.value).startswith("stacks/Pulumi.t.yaml:14: pools[0].market:")
