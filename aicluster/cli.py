@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,8 +26,10 @@ from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, re
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Logs (CI) are not terminals: give tables room instead of rich's 80-column fallback.
+_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
 
 
 class UsageError(Exception):

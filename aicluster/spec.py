@@ -34,13 +34,17 @@ from pydantic_core import PydanticCustomError
 Path = tuple[str | int, ...]
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_:./@-]+$")
+
+
 def format_path(path: Sequence[str | int]) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            key = part if _PLAIN_KEY.match(part) else _quote(part)
+            out += ("." if out else "") + key
     return out or "(top level)"
 
 
@@ -68,6 +72,15 @@ class Problem:
         return text
 
 
+def _quote(text: str) -> str:
+    """Double-quoted, with anything unprintable (newlines, control and separator characters) escaped,
+    so that one problem always renders as one line."""
+    body = "".join(
+        c if c.isprintable() and c not in '"\\' else (f"\\{c}" if c in '"\\' else f"\\u{ord(c):04x}") for c in text
+    )
+    return f'"{body}"'
+
+
 def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
     p = tuple(path)
     while True:
@@ -80,7 +93,7 @@ def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
 
 def _show(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return _quote(value)
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, list):
@@ -620,7 +633,7 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         tag_value = value.get(tag) if isinstance(value, Mapping) else None
         if etype == "union_tag_not_found":
             return Problem((*path, tag), f"required field is missing; allowed: {', '.join(expected)}")
-        if tag == "provider" and tag_value in {"azure", "gcp", "onprem"}:
+        if tag == "provider" and isinstance(tag_value, str) and tag_value in {"azure", "gcp", "onprem"}:
             return Problem(
                 (*path, tag),
                 f"provider {tag_value} is not supported yet; supported: {', '.join(SUPPORTED_PROVIDERS)}",

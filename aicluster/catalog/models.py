@@ -177,7 +177,7 @@ class Image(Sourced):
 class ProviderDefaults(_Record):
     """Choices the planner makes when the stack does not (not facts: our defaults)."""
 
-    gpu_image: Annotated[str, Field(description="Image id (in images/) for accelerator nodes.")]
+    gpu_image: Annotated[str, Field(description="Image id (in images/) for GPU nodes.")]
     controller_image: Annotated[str, Field(description="Image id for the scheduler controller.")]
     controller_instance_type: Annotated[str, Field(description="Instance type for the controller.")]
 

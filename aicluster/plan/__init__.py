@@ -183,7 +183,17 @@ def _plan_aws_pool(ctx: _Ctx, i: int, pool: AwsPool) -> PlannedPool | None:
     if pool.zone is not None and zone is None:
         return None
     defaults = ctx.catalog.constants.defaults.get("aws")
-    image = _image(ctx, (*base, "image"), "aws", pool.image, defaults.gpu_image if defaults else None)
+    acc = ctx.catalog.accelerator_of(it)
+    default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
+    if pool.image is None and default_image is None:
+        ctx.problem(
+            (*base, "image"),
+            f"the catalog has no default image for {it.name} "
+            f"({acc.kind if acc else 'no accelerator'}); set image to an AMI id or a resolve:ssm: path "
+            "(e.g. the Neuron DLAMI's SSM parameter for Trainium)",
+        )
+        return None
+    image = _image(ctx, (*base, "image"), "aws", pool.image, default_image)
     details = aws_plan.details(pool, it, image)
     if zone is None:
         if details.efa:
@@ -292,33 +302,46 @@ _POOL_PLANNERS: dict[str, Callable[[_Ctx, int, AwsPool], PlannedPool | None]] = 
 # ------------------------------------------------------------------------------------------------
 
 
-def _placement_default(ctx: _Ctx, pools: list[PlannedPool], provider: str, region: str | None) -> PlannedPool | None:
-    for p in pools:
+def _near(ctx: _Ctx, provider: str, region: str | None) -> tuple[str, str | None] | None:
+    """(region, zone) of the first pool of `provider` (in `region`, if given), from the spec itself,
+    so that a pool's own error does not cascade into its neighbours'."""
+    for p in ctx.spec.pools:
         if p.provider == provider and (region is None or p.region == region):
-            return p
+            return p.region, p.zone
     return None
 
 
-def _plan_storage(
-    ctx: _Ctx, i: int, st: LustreStorage | NfsStorage, pools: list[PlannedPool]
-) -> PlannedFilesystem | None:
+def _placement(
+    ctx: _Ctx, base: tuple[str | int, ...], provider: str, region: str | None, zone: str | None, what: str
+) -> tuple[Region, str] | None:
+    """Where a file system or controller goes: as given, else next to the first pool."""
+    near = _near(ctx, provider, region)
+    if region is None:
+        if near is None:
+            ctx.problem((*base, "region"), f"no {provider} pool to place the {what} near; set region")
+            return None
+        reg = ctx.catalog.region(provider, near[0])
+        if reg is None:
+            return None  # the pool's region is wrong, and reported there
+    else:
+        reg = _region(ctx, (*base, "region"), provider, region)
+        if reg is None:
+            return None
+    if zone is not None:
+        checked = _zone(ctx, (*base, "zone"), reg, zone, (), f"the {what}")
+        return (reg, checked) if checked else None
+    if near is not None and near[0] == reg.name and near[1] in reg.zones:
+        return reg, near[1]
+    return reg, reg.zones[0]
+
+
+def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedFilesystem | None:
     base: tuple[str | int, ...] = ("storage", i)
     provider = st.provider or ctx.spec.pools[0].provider
-    near = _placement_default(ctx, pools, provider, st.region)
-    region_name = st.region or (near.region if near else None)
-    if region_name is None:
-        ctx.problem((*base, "region"), f"no {provider} pool to place it near; set region and zone")
+    where = _placement(ctx, base, provider, st.region, st.zone, "file system")
+    if where is None:
         return None
-    reg = _region(ctx, (*base, "region"), provider, region_name)
-    if reg is None:
-        return None
-    zone = (
-        _zone(ctx, (*base, "zone"), reg, st.zone, (), "the file system")
-        if st.zone
-        else (near.zone if near and near.region == reg.name else reg.zones[0])
-    )
-    if zone is None:
-        return None
+    reg, zone = where
     tiers = ctx.catalog.storage_tiers_for(provider, st.kind)
     if not tiers:
         ctx.problem((*base, "kind"), f"no {st.kind} file system for {provider} in the catalog", st.kind)
@@ -402,27 +425,25 @@ def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, .
     return math.ceil(requested / step) * step
 
 
-def _plan_controller(ctx: _Ctx, pools: list[PlannedPool]) -> PlannedController | None:
+def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     sched = ctx.spec.scheduler
     if not isinstance(sched, SlurmScheduler):
+        ctx.problem(
+            ("scheduler", "kind"), "Kubernetes control planes (EKS/GKE/AKS) are not built yet; use slurm", sched.kind
+        )
         return None
     base: tuple[str | int, ...] = ("scheduler", "controller")
     c = sched.controller
     provider = c.provider or ctx.spec.pools[0].provider
     defaults = ctx.catalog.constants.defaults.get(provider)
-    near = _placement_default(ctx, pools, provider, c.region)
-    region_name = c.region or (near.region if near else None)
-    if region_name is None:
-        ctx.problem((*base, "provider"), f"no {provider} pool to place the controller near; set region", provider)
-        return None
-    reg = _region(ctx, (*base, "region"), provider, region_name)
+    where = _placement(ctx, base, provider, c.region, None, "controller")
     type_name = c.instance_type or (defaults.controller_instance_type if defaults else None)
-    if reg is None or type_name is None:
+    if where is None or type_name is None:
         return None
+    reg, zone = where
     it = _instance_type(ctx, (*base, "instance_type"), provider, type_name)
     if it is None:
         return None
-    zone = near.zone if near and near.region == reg.name and near.zone else reg.zones[0]
     resolved = compute_price(it, reg.name, "on-demand", ctx.spec.pricing.overrides)
     if resolved.price is None:
         ctx.problem(
@@ -512,8 +533,8 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
                 o.sku,
                 did_you_mean(o.sku, sorted(known)),
             )
-    filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st, pools)) is not None]
-    controller = _plan_controller(ctx, pools)
+    filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
+    controller = _plan_controller(ctx)
     networks = _plan_networks(ctx)
     if ctx.problems:
         raise SpecError("", ctx.problems)

@@ -16,6 +16,7 @@ import os
 import runpy
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,7 +102,7 @@ def jsonable(value: Any) -> Any:
     if value == UNKNOWN:
         return COMPUTED
     if isinstance(value, Mapping):
-        return {k: jsonable(v) for k, v in value.items()}
+        return {k: jsonable(value[k]) for k in sorted(value)}  # stable for diffs
     if isinstance(value, list):
         return [jsonable(v) for v in value]
     return value
@@ -192,12 +193,19 @@ def run(
     settings.set_root_resource(None)  # type: ignore[arg-type]  # run_in_stack creates the root, as the host does
     try:
         _sync_await(run_in_stack(program))  # type: ignore[arg-type]
-    except pulumi.RunError as err:
+    except pulumi.RunError as err:  # the program's own, user-facing error: its message only
         raise ProgramError(str(err)) from None
+    except ProgramError:
+        raise
+    except Exception as err:  # a crash in the program: show where, as `pulumi preview` does
+        raise ProgramError("".join(traceback.format_exception(err)).rstrip()) from None
     finally:
         settings.set_root_resource(None)  # type: ignore[arg-type]
         pulumi.runtime.set_all_config({}, [])
-    return Capture(project, stack, monitor.captured, monitor.outputs, time.perf_counter() - start)
+    # Registration order depends on asyncio scheduling; sort so that two previews of the same
+    # program are identical (reports and diffs compare them).
+    resources = sorted(monitor.captured, key=lambda r: r.urn)
+    return Capture(project, stack, resources, monitor.outputs, time.perf_counter() - start)
 
 
 def run_program(

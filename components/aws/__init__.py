@@ -11,12 +11,14 @@ from aicluster.render import controller_cloud_init, node_cloud_init
 
 from ..tags import tagging
 from .controller import AwsSlurmController
+from .efs import AwsEfsFileSystem
 from .gpu_pool import AwsGpuPool
 from .identity import AwsNodeIdentity
-from .lustre import AwsLustreFileSystem
+from .lustre import AwsLustreFileSystem, FilesystemArgs
 from .network import AwsNetwork
 
 __all__ = [
+    "AwsEfsFileSystem",
     "AwsGpuPool",
     "AwsLustreFileSystem",
     "AwsNetwork",
@@ -71,23 +73,23 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         if fs.provider != "aws":
             continue
         net = networks[fs.network]
-        lustre = AwsLustreFileSystem(
-            f"{name}-{fs.name}",
-            {
-                "filesystem": fs,
-                "vpc_id": net.vpc_id,
-                "subnet_id": net.compute_subnet_ids[fs.zone],
-                "client_security_group_id": net.node_security_group_id,
-            },
-            pulumi.ResourceOptions(parent=parent, transformations=[tagging({"aicluster:storage": fs.name})]),
-        )
-        outputs["filesystems"][fs.name] = {
-            "kind": fs.kind,
-            "service": fs.service,
-            "mount": fs.mount,
-            "dns_name": lustre.dns_name,
-            "mount_name": lustre.mount_name,
+        fs_args: FilesystemArgs = {
+            "filesystem": fs,
+            "vpc_id": net.vpc_id,
+            "subnet_id": net.compute_subnet_ids[fs.zone],
+            "client_security_group_id": net.node_security_group_id,
         }
+        fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging({"aicluster:storage": fs.name})])
+        info: dict[str, Any] = {"kind": fs.kind, "service": fs.service, "mount": fs.mount}
+        if fs.service == "fsx-lustre":
+            lustre = AwsLustreFileSystem(f"{name}-{fs.name}", fs_args, fs_opts)
+            info |= {"dns_name": lustre.dns_name, "mount_name": lustre.mount_name}
+        elif fs.service == "efs":
+            efs = AwsEfsFileSystem(f"{name}-{fs.name}", fs_args, fs_opts)
+            info |= {"dns_name": efs.dns_name}
+        else:
+            raise ValueError(f"no AWS component for file-system service {fs.service!r}")
+        outputs["filesystems"][fs.name] = info
 
     c = plan.controller
     if c is not None and c.provider == "aws":

@@ -15,7 +15,9 @@ LUSTRE_PORTS = ((988, 988), (1018, 1023))
 LUSTRE_VERSION = "2.15"
 
 
-class LustreArgs(TypedDict):
+class FilesystemArgs(TypedDict):
+    """What every AWS file-system component takes: its plan record and where clients are."""
+
     filesystem: PlannedFilesystem
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
@@ -28,7 +30,7 @@ class AwsLustreFileSystem(pulumi.ComponentResource):
     dns_name: pulumi.Output[str]
     mount_name: pulumi.Output[str]
 
-    def __init__(self, name: str, args: LustreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: FilesystemArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aicluster:aws:LustreFileSystem", name, {}, opts)
         fs = args["filesystem"]
         child = pulumi.ResourceOptions(parent=self)

@@ -1,0 +1,325 @@
+"""Plan arithmetic against hand-computed figures.
+
+Catalog figures used by hand: p5.48xlarge us-east-1 on-demand $55.04/h, spot $14.246/h, node power
+10.2 kW (DGX H100 max); p4d.24xlarge spot $6.289/h, 6.5 kW; us-east-1 PUE 1.14, 379.069 gCO2e/kWh;
+m7i.2xlarge $0.4032/h, 0.042 kW; FSx PERSISTENT_2 250 MB/s/TiB $0.21/GiB-month.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import pytest
+
+from aicluster.catalog import Catalog
+from aicluster.plan import ClusterPlan, plan
+from aicluster.spec import SpecError, parse_cluster
+from tests.helpers import cluster, pool
+
+
+def planned(catalog: Catalog, **changes: Any) -> ClusterPlan:
+    return plan(parse_cluster(cluster(**changes), "t"), catalog)
+
+
+def problems(catalog: Catalog, **changes: Any) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        planned(catalog, **changes)
+    return [p.render("t") for p in info.value.problems]
+
+
+# --- cost ----------------------------------------------------------------------------------------
+
+
+def test_on_demand_cost_per_pool_hour_and_month(catalog: Catalog) -> None:
+    p = planned(catalog, storage=[]).pools[0]
+    assert p.price.usd == 55.04
+    assert p.cost_usd_per_hour == 220.16  # 4 x 55.04
+    assert p.cost_usd_per_month == 160716.8  # 220.16 x 730
+
+
+def test_totals_add_pools_storage_and_controller(catalog: Catalog) -> None:
+    t = planned(catalog).totals
+    fsx_month = 50400 * 0.21  # 48 TiB rounded to 50,400 GiB
+    ctl_month = 0.4032 * 730
+    assert t.cost_usd_per_month == pytest.approx(160716.8 + fsx_month + ctl_month, abs=0.02)
+    assert t.cost_usd_per_hour == pytest.approx(220.16 + fsx_month / 730 + 0.4032, abs=0.02)
+
+
+def test_spot_pools_use_the_spot_rate(catalog: Catalog) -> None:
+    p = planned(catalog, pools=[pool(instance_type="p4d.24xlarge", nodes=10, market="spot")]).pools[0]
+    assert p.price.basis == "catalog spot us-east-1"
+    assert p.cost_usd_per_hour == 62.89
+
+
+def test_missing_market_rate_falls_back_to_on_demand_with_a_warning(catalog: Catalog) -> None:
+    cp = planned(catalog, pools=[pool(market="capacity-block", reservation="cr-0123abcd")])
+    assert cp.pools[0].price.usd == 55.04
+    assert any("no capacity-block price for p5.48xlarge" in w and "pricing.overrides" in w for w in cp.warnings)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "market", "expected"),
+    [
+        pytest.param([{"sku": "p5.48xlarge", "usd_per_hour": 40.0}], "on-demand", 40.0, id="any-market"),
+        pytest.param(
+            [
+                {"sku": "p5.48xlarge", "usd_per_hour": 40.0},
+                {"sku": "p5.48xlarge", "market": "reserved", "usd_per_hour": 30.0},
+            ],
+            "reserved",
+            30.0,
+            id="most-specific-wins",
+        ),
+        pytest.param(
+            [{"sku": "p5.48xlarge", "region": "us-west-2", "usd_per_hour": 1.0}], "on-demand", 55.04, id="other-region"
+        ),
+    ],
+)
+def test_negotiated_rates_override_list_prices(
+    catalog: Catalog, overrides: list[dict[str, Any]], market: str, expected: float
+) -> None:
+    p = planned(catalog, pools=[pool(market=market)], pricing={"overrides": overrides}).pools[0]
+    assert p.price.usd == expected
+
+
+def test_storage_price_override(catalog: Catalog) -> None:
+    fs = planned(
+        catalog, pricing={"overrides": [{"sku": "fsx-lustre/PERSISTENT_2/250", "usd_per_gib_month": 0.1}]}
+    ).filesystems[0]
+    assert fs.cost_usd_per_month == 5040.0  # 50,400 GiB x 0.1
+
+
+# --- power, carbon, racks -------------------------------------------------------------------------
+
+
+def test_power_it_facility_and_carbon(catalog: Catalog) -> None:
+    p = planned(catalog).pools[0]
+    assert p.power_kw_it == 40.8  # 4 x 10.2
+    assert p.power_kw_facility == 46.51  # x PUE 1.14
+    assert p.co2e_t_per_month == round(40.8 * 1.14 * 730 * 379.069 / 1e6, 2)
+
+
+def test_racks_at_rack_kw(catalog: Catalog) -> None:
+    p = planned(catalog, budgets={"rack_kw": 40}, pools=[pool(nodes=384)]).pools[0]
+    assert p.nodes_per_rack == 3  # floor(40 / 10.2)
+    assert p.racks == 128
+
+
+def test_no_racks_without_rack_kw(catalog: Catalog) -> None:
+    assert planned(catalog).totals.racks is None
+
+
+def test_rack_too_small_for_one_node(catalog: Catalog) -> None:
+    assert problems(catalog, budgets={"rack_kw": 8}) == [
+        "t: budgets.rack_kw: got 8.0; one p5.48xlarge node draws up to 10.2 kW, more than a whole rack; "
+        "raise rack_kw to at least 10.2"
+    ]
+
+
+def test_bf16_peak(catalog: Catalog) -> None:
+    assert planned(catalog).pools[0].bf16_pflops == 31.65  # 32 x 989 TFLOP/s
+
+
+# --- storage ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tib", "gib"),
+    [
+        pytest.param(1, 1200, id="first-size"),
+        pytest.param(1.17, 1200, id="just-under-first"),
+        pytest.param(2, 2400, id="second-size"),
+        pytest.param(48, 50400, id="48-tib"),
+        pytest.param(1024, 1048800, id="1-pib"),
+    ],
+)
+def test_lustre_capacity_rounds_up_to_valid_fsx_sizes(catalog: Catalog, tib: float, gib: int) -> None:
+    st = {"name": "s", "kind": "lustre", "capacity_tib": tib, "throughput_mb_s_per_tib": 250, "mount": "/fsx"}
+    fs = planned(catalog, storage=[st]).filesystems[0]
+    assert fs.capacity_gib == gib
+    assert (fs.rounding is None) == (gib == round(tib * 1024))
+
+
+def test_rounding_is_explained_and_throughput_follows_capacity(catalog: Catalog) -> None:
+    fs = planned(catalog).filesystems[0]
+    assert fs.rounding == (
+        "48 TiB (49152 GiB) rounded up to 50400 GiB: fsx-lustre PERSISTENT_2 sizes are 1200 GiB or "
+        "multiples of 2400 GiB"
+    )
+    assert fs.throughput_mb_s == round(50400 / 1024 * 250, 1)
+    assert fs.zone == "us-east-1a"
+
+
+def test_lustre_throughput_must_be_a_tier(catalog: Catalog) -> None:
+    st = {"name": "s", "kind": "lustre", "capacity_tib": 10, "throughput_mb_s_per_tib": 300, "mount": "/fsx"}
+    assert problems(catalog, storage=[st]) == [
+        "t: storage[0].throughput_mb_s_per_tib: got 300; not a fsx-lustre throughput tier; allowed: 125, 250, 500, 1000"
+    ]
+
+
+def test_nfs_maps_to_efs(catalog: Catalog) -> None:
+    fs = planned(catalog, storage=[{"name": "home", "kind": "nfs", "capacity_tib": 2, "mount": "/shared"}]).filesystems[
+        0
+    ]
+    assert (fs.service, fs.capacity_gib) == ("efs", 2048)
+
+
+# --- catalog checks ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param(
+            {"pools": [pool(instance_type="p5.48xlarg")]},
+            'pools[0].instance_type: got "p5.48xlarg"; not a aws instance type in the catalog',
+            id="unknown-instance-type",
+        ),
+        pytest.param(
+            {"pools": [pool(region="us-east-9", zone="us-east-9a")]},
+            'pools[0].region: got "us-east-9"; not a aws region in the catalog',
+            id="unknown-region",
+        ),
+        pytest.param(
+            {"pools": [pool(region="eu-west-1", zone="eu-west-1a")]},
+            'pools[0].region: got "eu-west-1"; p5.48xlarge is not offered in eu-west-1 per the catalog; offered in: '
+            "us-east-1, us-east-2",
+            id="not-offered-in-region",
+        ),
+        pytest.param(
+            {"pools": [pool(zone="us-east-1q")]},
+            'pools[0].zone: got "us-east-1q"; not a zone of us-east-1; zones: us-east-1a',
+            id="unknown-zone",
+        ),
+        pytest.param(
+            {"pools": [pool(zone=None)]},
+            "pools[0].zone: p5.48xlarge uses EFA, which does not cross Availability Zones: set the zone the pool runs "
+            "in; zones of us-east-1: us-east-1a",
+            id="efa-without-zone",
+        ),
+        pytest.param(
+            {"pools": [pool(market="on-demand", instance_type="p5e.48xlarge", region="us-east-2", zone="us-east-2a")]},
+            'pools[0].instance_type: got "p5e.48xlarge"; the catalog has no price for p5e.48xlarge in us-east-2; add '
+            "your rate under pricing.overrides (sku: p5e.48xlarge, usd_per_hour: ...)",
+            id="no-price",
+        ),
+        pytest.param(
+            {"pools": [pool(instance_type="trn1.32xlarge")]},
+            "pools[0].image: the catalog has no default image for trn1.32xlarge (trainium)",
+            id="trainium-needs-an-image",
+        ),
+        pytest.param(
+            {"pricing": {"overrides": [{"sku": "p5.48xlage", "usd_per_hour": 1}]}},
+            'pricing.overrides[0].sku: got "p5.48xlage"; not an instance type or storage tier in the catalog '
+            '(did you mean "p5.48xlarge"?)',
+            id="unknown-override-sku",
+        ),
+        pytest.param(
+            {"scheduler": {"kind": "kubernetes"}},
+            'scheduler.kind: got "kubernetes"; Kubernetes control planes (EKS/GKE/AKS) are not built yet; use slurm',
+            id="kubernetes-not-yet",
+        ),
+    ],
+)
+def test_catalog_rules_name_field_value_and_fix(catalog: Catalog, changes: dict[str, Any], expected: str) -> None:
+    found = problems(catalog, **changes)
+    assert any(expected in f for f in found), found
+
+
+# --- AWS: NICs and placement ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "efa"),
+    [
+        pytest.param("p5.48xlarge", 32, id="p5"),
+        pytest.param("p5en.48xlarge", 16, id="p5en"),
+        pytest.param("p4d.24xlarge", 4, id="p4d"),
+    ],
+)
+def test_every_efa_card_gets_an_interface(catalog: Catalog, instance_type: str, efa: int) -> None:
+    p = planned(catalog, pools=[pool(instance_type=instance_type, market="spot")], storage=[]).pools[0]
+    assert p.aws is not None
+    nics = [(n.network_card_index, n.device_index, n.interface_type) for n in p.aws.nics]
+    assert nics[0] == (0, 0, "interface")
+    assert nics[1] == (0, 1, "efa-only")
+    assert nics[2:] == [(card, 0, "efa-only") for card in range(1, efa)]
+    assert sum(1 for n in nics if n[2] == "efa-only") == efa
+
+
+@pytest.mark.parametrize(
+    ("changes", "mode"),
+    [
+        pytest.param({}, "create", id="on-demand"),
+        pytest.param({"market": "spot"}, "create", id="spot"),
+        pytest.param({"market": "capacity-block", "reservation": "cr-0123abcd"}, "none", id="capacity-block"),
+        pytest.param({"market": "reserved", "reservation": "cr-0123abcd"}, "none", id="targeted-reservation"),
+        pytest.param({"market": "reserved"}, "create", id="open-reservation"),
+        pytest.param({"placement_group": "my-pg"}, "existing", id="existing"),
+    ],
+)
+def test_placement_group_rules(catalog: Catalog, changes: dict[str, Any], mode: str) -> None:
+    p = planned(catalog, pools=[pool(**changes)]).pools[0]
+    assert p.aws is not None
+    assert p.aws.placement_group == mode
+
+
+def test_reservation_targeting(catalog: Catalog) -> None:
+    a = planned(catalog, pools=[pool(market="reserved", reservation="cr-0123abcd")]).pools[0].aws
+    b = planned(catalog, pools=[pool(market="reserved")]).pools[0].aws
+    assert a is not None
+    assert b is not None
+    assert (a.capacity_reservation_id, a.capacity_reservation_preference) == ("cr-0123abcd", None)
+    assert (b.capacity_reservation_id, b.capacity_reservation_preference) == (None, "open")
+
+
+# --- networks ------------------------------------------------------------------------------------
+
+
+def test_one_network_per_region_without_overlap(catalog: Catalog) -> None:
+    cp = planned(
+        catalog,
+        pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")],
+        storage=[],
+        network={"exclude": ["10.0.0.0/16"]},
+    )
+    assert [(n.key, n.cidr) for n in cp.networks] == [
+        ("aws-us-east-1", "10.1.0.0/16"),
+        ("aws-us-west-2", "10.2.0.0/16"),
+    ]
+    subnets = [ipaddress.ip_network(s.cidr) for n in cp.networks for s in n.subnets]
+    assert not any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :])
+
+
+def test_subnet_sized_for_the_pool(catalog: Catalog) -> None:
+    net = planned(catalog, pools=[pool(nodes=384)]).networks[0]
+    compute = net.subnet("us-east-1a")
+    # 384 nodes + controller = 385 addresses, x1.25 + 64 headroom + 5 AWS-reserved = 551 -> /22 (1,024)
+    assert compute.addresses_needed == 551
+    assert compute.cidr == "10.0.0.0/22"
+
+
+def test_supernet_exhaustion_is_reported(catalog: Catalog) -> None:
+    found = problems(
+        catalog,
+        pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")],
+        storage=[],
+        network={"supernet": "10.0.0.0/16"},
+    )
+    assert any("network.supernet" in f and "no free /16" in f for f in found)
+
+
+# --- purity ---------------------------------------------------------------------------------------
+
+
+def test_plan_is_deterministic_and_json_round_trips(catalog: Catalog) -> None:
+    a, b = planned(catalog), planned(catalog)
+    assert a == b
+    assert ClusterPlan.model_validate_json(a.model_dump_json()) == a
+
+
+def test_tags_carry_cluster_and_pool(catalog: Catalog) -> None:
+    cp = planned(catalog)
+    assert cp.tags == {"owner": "ml-platform", "cost-center": "4711", "aicluster:cluster": "llm-train"}
+    assert cp.pools[0].tags["aicluster:pool"] == "h100"

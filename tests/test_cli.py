@@ -1,0 +1,199 @@
+"""The CLI end to end: every example stack, exit codes, JSON shape, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aicluster.cli import main
+from tests.conftest import ROOT, STACKS
+
+SUMMARY_KEYS = {
+    "nodes",
+    "gpus",
+    "cost_usd_per_hour",
+    "cost_usd_per_month",
+    "power_kw_it",
+    "power_kw_facility",
+    "resources",
+}
+POOL_KEYS = {"name", "provider", "instance_type", "nodes", "gpus", "cost_usd_per_hour", "power_kw_it"}
+RESOURCE_KEYS = {"urn", "type", "name", "parent", "custom", "inputs"}
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
+    )
+
+
+def test_there_are_example_stacks() -> None:
+    assert {"p5-small", "p5-capacity-block", "mixed-spot", "p5-large"} <= set(STACKS)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_example_stack_validates_plans_and_previews(stack: str, tmp_path: Path) -> None:
+    assert main(["validate", stack]) == 0
+    assert main(["plan", stack, "--json", str(tmp_path / "plan.json")]) == 0
+    out = tmp_path / "preview.json"
+    assert main(["preview", stack, "--json", str(out)]) == 0
+
+    data = json.loads(out.read_text())
+    assert data["stack"] == stack
+    assert data["project"] == "aicluster"
+    assert set(data["summary"]) == SUMMARY_KEYS
+    assert data["summary"]["resources"] == len(data["resources"]) > 0
+    assert data["summary"]["gpus"] == sum(p["gpus"] for p in data["pools"]) > 0
+    assert all(set(p) == POOL_KEYS for p in data["pools"])
+    assert all(set(r) == RESOURCE_KEYS for r in data["resources"])
+    urns = {r["urn"] for r in data["resources"]}
+    assert all(
+        r["parent"] in urns or r["parent"].endswith("::pulumi:pulumi:Stack::aicluster-" + stack)
+        for r in data["resources"]
+    )
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["totals"]["cost_usd_per_month"] == data["summary"]["cost_usd_per_month"]
+
+
+def test_large_stack_has_3072_gpus(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    assert main(["preview", "p5-large", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["summary"]["gpus"] == 3072
+
+
+def test_preview_prints_resources_pools_cost_and_power() -> None:
+    proc = run_cli("preview", "p5-small")
+    assert proc.returncode == 0, proc.stderr
+    for text in ("aws:ec2/launchTemplate:LaunchTemplate", "p5.48xlarge", "$/month", "kW IT", "no cloud account"):
+        assert text in proc.stdout
+
+
+def test_preview_json_is_identical_across_runs() -> None:
+    first, second = run_cli("preview", "mixed-spot", "--json", "-"), run_cli("preview", "mixed-spot", "--json", "-")
+    assert first.returncode == second.returncode == 0
+    assert first.stdout == second.stdout
+
+
+def test_json_to_stdout() -> None:
+    proc = run_cli("preview", "p5-small", "--json", "-")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["summary"]["gpus"] == 32
+
+
+# --- bad input -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(ROOT / "stacks" / "Pulumi.p5-small.yaml", tmp_path / "stacks" / "Pulumi.good.yaml")
+    return tmp_path
+
+
+def write_stack(project: Path, name: str, text: str) -> None:
+    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(text)
+
+
+BAD = """\
+config:
+  aicluster:cluster:
+    name: llm
+    pools:
+      - name: h100
+        provider: aws
+        region: us-east-1
+        zone: us-east-1a
+        instance_type: p5.48xlarg
+        nodes: 4
+        market: spott
+"""
+
+
+def test_bad_stack_exits_2_with_located_messages_and_writes_nothing(project: Path) -> None:
+    write_stack(project, "bad", BAD)
+    out = project / "out" / "p.json"
+    proc = run_cli("-C", str(project), "preview", "bad", "--json", str(out))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert (
+        'stacks/Pulumi.bad.yaml:11: pools[0].market: got "spott"; allowed: on-demand, spot, capacity-block, '
+        'reserved (did you mean "spot"?)' in proc.stderr
+    )
+    assert not out.exists()
+    assert not (project / "out").exists()
+
+
+def test_catalog_problems_are_located_too(project: Path) -> None:
+    write_stack(project, "bad", BAD.replace("spott", "spot"))
+    proc = run_cli("-C", str(project), "validate", "bad")
+    assert proc.returncode == 2
+    assert (
+        'stacks/Pulumi.bad.yaml:9: pools[0].instance_type: got "p5.48xlarg"; not a aws instance type in the catalog'
+        in proc.stderr
+    )
+    assert 'did you mean "p5.48xlarge"?' in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("config: [\n", "stacks/Pulumi.bad.yaml:2: (top level): not valid YAML", id="broken-yaml"),
+        pytest.param("config:\n  aws:region: us-east-1\n", "config has no `aicluster:cluster` key", id="no-cluster"),
+        pytest.param(
+            "config:\n  aicluster:cluster:\n    secure: v1:abcdef\n",
+            "aicluster:cluster must not be a secret",
+            id="secret-cluster",
+        ),
+        pytest.param("- a\n- b\n", "a stack file must be a mapping", id="not-a-mapping"),
+    ],
+)
+def test_malformed_stack_files(project: Path, text: str, message: str) -> None:
+    write_stack(project, "bad", text)
+    proc = run_cli("-C", str(project), "validate", "bad")
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "v1:abcdef" not in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_stack_lists_the_stacks_that_exist(project: Path) -> None:
+    proc = run_cli("-C", str(project), "preview", "nope")
+    assert proc.returncode == 2
+    assert 'stack "nope" not found' in proc.stderr
+    assert "stacks that exist: good" in proc.stderr
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    proc = run_cli("frobnicate")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_json_path_that_is_a_directory_is_refused(project: Path) -> None:
+    proc = run_cli("-C", str(project), "preview", "good", "--json", str(project))
+    assert proc.returncode == 2
+    assert "is a directory" in proc.stderr
+
+
+def test_secure_config_values_never_appear_in_any_output(project: Path, tmp_path: Path) -> None:
+    text = (project / "stacks" / "Pulumi.good.yaml").read_text()
+    text = text.replace("config:\n", "config:\n  aicluster:slurmDbPassword:\n    secure: v1:c2VjcmV0LWNpcGhlcnRleHQ=\n")
+    write_stack(project, "sec", text)
+    out = tmp_path / "p.json"
+    plan_out = tmp_path / "plan.json"
+    outputs = []
+    for args in (("validate", "sec"), ("plan", "sec", "--json", str(plan_out)), ("preview", "sec", "--json", str(out))):
+        proc = run_cli("-C", str(project), *args)
+        assert proc.returncode == 0, proc.stderr
+        outputs += [proc.stdout, proc.stderr]
+    outputs += [out.read_text(), plan_out.read_text()]
+    assert not any("c2VjcmV0LWNpcGhlcnRleHQ" in o for o in outputs)

@@ -1,0 +1,88 @@
+"""The offline engine runs a real program file as `pulumi preview` would and captures it faithfully."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from aicluster.preview.engine import SECRET, UNKNOWN, ProgramError, jsonable, run_program
+
+PROGRAM = textwrap.dedent(
+    """
+    import pulumi
+    import pulumi_aws as aws
+
+    class Box(pulumi.ComponentResource):
+        def __init__(self, name, opts=None):
+            super().__init__("test:index:Box", name, {}, opts)
+            self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block="10.0.0.0/16", opts=pulumi.ResourceOptions(parent=self))
+            self.register_outputs({})
+
+    cfg = pulumi.Config("aicluster")
+    box = Box("box")
+    aws.ec2.Subnet("sn", vpc_id=box.vpc.id, cidr_block="10.0.1.0/24")
+    aws.ssm.Parameter("p", type="SecureString", value=cfg.require_secret("dbPassword"))
+    pulumi.export("vpc", box.vpc.id)
+    pulumi.export("password", cfg.require_secret("dbPassword"))
+    pulumi.export("stack", pulumi.get_stack())
+    """
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "__main__.py").write_text(PROGRAM)
+    return tmp_path
+
+
+def capture(project: Path):  # type: ignore[no-untyped-def]
+    return run_program(project, "proj", "dev", {"aicluster:dbPassword": "hunter2"}, frozenset({"aicluster:dbPassword"}))
+
+
+def test_urns_parents_and_custom_flags_follow_the_engine(project: Path) -> None:
+    cap = capture(project)
+    by_name = {r.name: r for r in cap.resources}
+    assert by_name["box"].urn == "urn:pulumi:dev::proj::test:index:Box::box"
+    assert by_name["box"].custom is False
+    assert by_name["box-vpc"].urn == "urn:pulumi:dev::proj::test:index:Box$aws:ec2/vpc:Vpc::box-vpc"
+    assert by_name["box-vpc"].parent == by_name["box"].urn
+    assert by_name["sn"].urn == "urn:pulumi:dev::proj::aws:ec2/subnet:Subnet::sn"
+    assert by_name["sn"].parent == "urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev"
+
+
+def test_inputs_use_wire_names_and_computed_values_stay_unknown(project: Path) -> None:
+    sn = next(r for r in capture(project).resources if r.name == "sn")
+    assert sn.inputs["cidrBlock"] == "10.0.1.0/24"
+    assert sn.inputs["vpcId"] == UNKNOWN
+
+
+def test_secrets_are_masked_in_inputs_and_outputs(project: Path) -> None:
+    cap = capture(project)
+    param = next(r for r in cap.resources if r.name == "p")
+    dumped = json.dumps([r.to_json() for r in cap.resources]) + json.dumps(jsonable(cap.outputs))
+    assert "hunter2" not in dumped
+    assert param.to_json()["inputs"]["value"] == SECRET
+    assert jsonable(cap.outputs)["password"] == SECRET
+    assert cap.outputs["stack"] == "dev"
+
+
+def test_program_errors_surface_as_program_errors(tmp_path: Path) -> None:
+    (tmp_path / "__main__.py").write_text("import pulumi\nraise pulumi.RunError('boom: bad things')\n")
+    with pytest.raises(ProgramError, match="boom: bad things"):
+        run_program(tmp_path, "proj", "dev", {})
+
+
+def test_data_source_calls_are_refused_offline(tmp_path: Path) -> None:
+    (tmp_path / "__main__.py").write_text(
+        "import pulumi_aws as aws\naws.ec2.get_ami(most_recent=True, owners=['amazon'])\n"
+    )
+    with pytest.raises(ProgramError, match="needs a cloud account"):
+        run_program(tmp_path, "proj", "dev", {})
+
+
+def test_runs_are_independent(project: Path) -> None:
+    first, second = capture(project), capture(project)
+    assert [r.urn for r in first.resources] == [r.urn for r in second.resources]
