@@ -427,6 +427,18 @@ class NetworkSpec(Strict):
 # ------------------------------------------------------------------------------------------------
 
 
+def _duplicates(section: str, field: str, values: list[str], why: str) -> list[Problem]:
+    first: dict[str, int] = {}
+    out = []
+    for i, value in enumerate(values):
+        if value in first:
+            out.append(
+                Problem((section, i, field), f"duplicate of {section}[{first[value]}].{field}; {why}", value, True)
+            )
+        first.setdefault(value, i)
+    return out
+
+
 class ClusterSpec(Strict):
     """One AI cluster: pools of accelerator nodes, storage, a scheduler, and its guardrails."""
 
@@ -452,38 +464,13 @@ class ClusterSpec(Strict):
 
     @model_validator(mode="after")
     def _cross_field(self) -> ClusterSpec:
-        problems: list[Problem] = []
-        seen: dict[str, int] = {}
-        for i, pool in enumerate(self.pools):
-            if pool.name in seen:
-                problems.append(
-                    Problem(
-                        ("pools", i, "name"),
-                        f"duplicate of pools[{seen[pool.name]}].name; pool names must be unique",
-                        pool.name,
-                        True,
-                    )
-                )
-            seen.setdefault(pool.name, i)
+        problems = [
+            *_duplicates("pools", "name", [p.name for p in self.pools], "pool names must be unique"),
+            *_duplicates("storage", "name", [st.name for st in self.storage], "file-system names must be unique"),
+            *_duplicates("storage", "mount", [st.mount for st in self.storage], "two file systems cannot share it"),
+        ]
         providers = [p.provider for p in self.pools]
-        names: dict[str, int] = {}
-        mounts: dict[str, int] = {}
         for i, st in enumerate(self.storage):
-            if st.name in names:
-                problems.append(
-                    Problem(("storage", i, "name"), f"duplicate of storage[{names[st.name]}].name", st.name, True)
-                )
-            names.setdefault(st.name, i)
-            if st.mount in mounts:
-                problems.append(
-                    Problem(
-                        ("storage", i, "mount"),
-                        f"storage[{mounts[st.mount]}] already mounts there",
-                        st.mount,
-                        True,
-                    )
-                )
-            mounts.setdefault(st.mount, i)
             if st.provider is not None and st.provider not in providers:
                 problems.append(
                     Problem(

@@ -101,6 +101,17 @@ def test_spec_is_frozen() -> None:
             id="duplicate-pool",
         ),
         pytest.param(
+            cluster(
+                storage=[
+                    {"name": "a", "kind": "nfs", "capacity_tib": 1, "mount": "/x"},
+                    {"name": "a", "kind": "nfs", "capacity_tib": 1, "mount": "/x"},
+                ]
+            ),
+            'stacks/Pulumi.t.yaml: storage[1].mount: got "/x"; duplicate of storage[0].mount; two file systems '
+            "cannot share it",
+            id="duplicate-mount",
+        ),
+        pytest.param(
             cluster(pools=[]),
             "stacks/Pulumi.t.yaml: pools: got a list; needs at least 1 item(s)",
             id="no-pools",

@@ -24,7 +24,12 @@ class GpuPoolArgs(TypedDict):
 
 
 def network_interfaces(pool: PlannedPool, args: GpuPoolArgs) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
-    """Launch-template interfaces from the plan's NIC layout (every EFA card declared)."""
+    """Launch-template interfaces from the plan's NIC layout (every EFA card declared).
+
+    No subnet here: the Auto Scaling group places every interface in its one subnet (as EKS node
+    groups require too). Only the primary interface may take `associate_public_ip_address`, and
+    it is off: nodes have no public IPs.
+    """
     assert pool.aws is not None
     groups = {"efa": args["efa_security_group_id"], "node": args["node_security_group_id"]}
     return [
@@ -32,9 +37,8 @@ def network_interfaces(pool: PlannedPool, args: GpuPoolArgs) -> list[aws.ec2.Lau
             network_card_index=nic.network_card_index,
             device_index=nic.device_index,
             interface_type=nic.interface_type,
-            subnet_id=args["subnet_id"],
             security_groups=[groups[g] for g in nic.security_groups],
-            associate_public_ip_address="false",
+            associate_public_ip_address="false" if nic.interface_type == "interface" else None,
             delete_on_termination="true",
         )
         for nic in pool.aws.nics
