@@ -137,16 +137,55 @@ def _cidr(value: str) -> str:
             "not an IPv4 CIDR block with its host bits clear (e.g. 10.0.0.0/8): {err}",
             {"err": str(exc)},
         ) from None
-    if not net.is_private:
-        raise PydanticCustomError("cidr", "must be a private (RFC 1918) range", {})
+    if not any(net.subnet_of(block) for block in _RFC1918):
+        raise PydanticCustomError(
+            "cidr", "must lie inside an RFC 1918 range (10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16)", {}
+        )
     return str(net)
 
 
+_RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+_SYSTEM_DIRS = (
+    "/",
+    "/etc",
+    "/usr",
+    "/var",
+    "/boot",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/home",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/root",
+    "/run",
+    "/tmp",
+    "/opt",
+)
+
+
 def _abs_path(value: str) -> str:
-    if not value.startswith("/") or "//" in value or (value != value.rstrip("/") and value != "/"):
-        raise PydanticCustomError("mount", "must be an absolute path without a trailing '/' (e.g. /fsx)", {})
-    if value in {"/", "/etc", "/usr", "/var", "/boot", "/proc", "/sys", "/dev", "/home"}:
+    parts = value.split("/")[1:]
+    if not value.startswith("/") or value == "/" or any(p in ("", ".", "..") for p in parts):
+        raise PydanticCustomError(
+            "mount", "must be an absolute path without '.', '..', '//' or a trailing '/' (e.g. /fsx)", {}
+        )
+    if value in _SYSTEM_DIRS:
         raise PydanticCustomError("mount", "would hide a system directory; use e.g. /fsx or /shared", {})
+    return value
+
+
+# Characters every AWS service accepts in tags (EC2, IAM, FSx, Auto Scaling): letters, digits,
+# spaces and + - = . _ : / @ (IAM and FSx reject anything else).
+_TAG_CHARS = re.compile(r"^[\w .:/=+\-@]*$")
+
+
+def _tag_text(value: str) -> str:
+    if not _TAG_CHARS.match(value):
+        raise PydanticCustomError(
+            "tag", "may only use letters, digits, spaces and + - = . _ : / @ (what every AWS service accepts)", {}
+        )
     return value
 
 
@@ -159,8 +198,9 @@ def _tag_key(value: str) -> str:
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
 Cidr = Annotated[str, AfterValidator(_cidr)]
 MountPath = Annotated[str, AfterValidator(_abs_path)]
-TagKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_tag_key)]
-TagValue = Annotated[str, Field(max_length=256)]
+TagKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_tag_key), AfterValidator(_tag_text)]
+TagValue = Annotated[str, Field(max_length=256), AfterValidator(_tag_text)]
+Count = Annotated[int, Field(strict=True)]  # YAML `true` or `4.0` is not a count
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
 SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws",)
@@ -200,7 +240,7 @@ class AwsPool(Strict):
         ),
     ] = None
     instance_type: Annotated[str, Field(min_length=1, description="EC2 instance type (e.g. `p5.48xlarge`).")]
-    nodes: Annotated[int, Field(ge=1, le=100_000, description="Number of nodes (e.g. `64`).")]
+    nodes: Annotated[Count, Field(ge=1, le=100_000, description="Number of nodes (e.g. `64`).")]
     market: Annotated[
         Market,
         Field(
@@ -230,13 +270,13 @@ class AwsPool(Strict):
     image: Annotated[
         str | None,
         Field(
-            min_length=1,
-            description="Catalog image id (e.g. `dlami-base-gpu-ubuntu22`), an AMI id (`ami-...`) or "
-            "`resolve:ssm:/path`. Default: the catalog's GPU image for the provider.",
+            pattern=r"^(ami-[0-9a-f]{8,17}|resolve:ssm:/[A-Za-z0-9_./-]+(:[0-9]+)?|[a-z0-9][a-z0-9-]*)$",
+            description="Catalog image id (e.g. `dlami-base-gpu-ubuntu22`), an AMI id (`ami-0123abcd...`) or an "
+            "SSM parameter (`resolve:ssm:/path`, pinned with `:<version>`). Default: the catalog's GPU image.",
         ),
     ] = None
     root_volume_gib: Annotated[
-        int, Field(ge=50, le=16_384, description="Encrypted gp3 root volume size, GiB (e.g. `500`).")
+        Count, Field(ge=50, le=16_384, description="Encrypted gp3 root volume size, GiB (e.g. `500`).")
     ] = 500
 
     @model_validator(mode="after")
@@ -249,11 +289,12 @@ class AwsPool(Strict):
                     "market capacity-block needs the id (cr-...) of the Capacity Block you purchased",
                 )
             )
-        if self.market == "spot" and self.reservation:
+        if self.market in ("spot", "on-demand") and self.reservation:
             problems.append(
                 Problem(
                     ("reservation",),
-                    "a spot pool cannot target a capacity reservation; drop `reservation` or use market reserved",
+                    f"a {self.market} pool cannot target a capacity reservation; drop `reservation` or use market "
+                    "reserved (or capacity-block)",
                     self.reservation,
                     True,
                 )
@@ -304,7 +345,14 @@ class _Storage(Strict):
         Field(description="Zone. Default: the zone of the first pool of that provider and region."),
     ] = None
     capacity_tib: Annotated[
-        float, Field(gt=0, le=100_000, description="Requested capacity, TiB; rounded up to a valid size.")
+        float,
+        Field(
+            gt=0,
+            le=100_000,
+            allow_inf_nan=False,
+            description="Requested capacity, TiB; rounded up to a valid size (FSx's marketing sizes such as "
+            "1.2 or 2.4 TiB, which are 1,200 and 2,400 GiB, are taken as meant).",
+        ),
     ]
     mount: Annotated[MountPath, Field(description="Mount point on every node (e.g. `/fsx`).")]
 
@@ -312,16 +360,16 @@ class _Storage(Strict):
 class LustreStorage(_Storage):
     """A parallel file system (FSx for Lustre on AWS)."""
 
-    kind: Literal["lustre"]
+    kind: Annotated[Literal["lustre"], Field(description="`lustre`: a parallel file system for data and checkpoints.")]
     throughput_mb_s_per_tib: Annotated[
-        int, Field(gt=0, description="Throughput tier, MB/s per TiB (e.g. `250`; FSx: 125/250/500/1000).")
+        Count, Field(gt=0, description="Throughput tier, MB/s per TiB (e.g. `250`; FSx: 125/250/500/1000).")
     ] = 250
 
 
 class NfsStorage(_Storage):
     """A shared NFS file system for home directories and small data."""
 
-    kind: Literal["nfs"]
+    kind: Annotated[Literal["nfs"], Field(description="`nfs`: a shared file system (EFS on AWS).")]
 
 
 Storage = Annotated[LustreStorage | NfsStorage, Field(discriminator="kind")]
@@ -342,12 +390,12 @@ class Controller(Strict):
 
 
 class SlurmScheduler(Strict):
-    kind: Literal["slurm"]
+    kind: Annotated[Literal["slurm"], Field(description="`slurm`: a Slurm controller plus the pools as partitions.")]
     controller: Annotated[Controller, Field(description="Where slurmctld runs.")] = Controller()
 
 
 class KubernetesScheduler(Strict):
-    kind: Literal["kubernetes"]
+    kind: Annotated[Literal["kubernetes"], Field(description="`kubernetes`: a managed control plane (not built yet).")]
     version: Annotated[str, Field(pattern=r"^1\.\d{2}$", description="Kubernetes minor version (e.g. `1.33`).")] = (
         "1.33"
     )
@@ -374,7 +422,8 @@ class Waiver(Strict):
 class Compliance(Strict):
     frameworks: Annotated[list[Framework], Field(description="Control frameworks the cluster is held to.")] = []
     allowed_regions: Annotated[
-        list[str], Field(description="Regions data may live in (e.g. `[us-east-1]`); empty = any.")
+        list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*[a-z0-9]$")]],
+        Field(description="Regions data may live in (e.g. `[us-east-1]`); empty = any."),
     ] = []
     waivers: Annotated[list[Waiver], Field(description="Accepted policy findings, each with a reason and expiry.")] = []
 
@@ -418,8 +467,21 @@ class NetworkSpec(Strict):
         Field(description="Ranges already in use (on-prem, peered VPCs) that must not be allocated."),
     ] = []
     network_prefix: Annotated[
-        int, Field(ge=16, le=24, description="Prefix length of each provider/region network (e.g. `16`).")
+        Count,
+        Field(
+            ge=16,
+            le=20,
+            description="Prefix length of each provider/region network (e.g. `16`; AWS VPCs are /16 at most). "
+            "Each zone's compute subnet is 3 bits longer.",
+        ),
     ] = 16
+    cidrs: Annotated[
+        dict[Annotated[str, Field(pattern=r"^(aws|azure|gcp|onprem)/[a-z0-9-]+$")], Cidr],
+        Field(
+            description="Pinned network blocks by `provider/region` (e.g. `{aws/us-east-1: 10.20.0.0/16}`). "
+            "Unpinned regions take their fixed slot of the supernet."
+        ),
+    ] = {}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -471,6 +533,17 @@ class ClusterSpec(Strict):
         ]
         providers = [p.provider for p in self.pools]
         for i, st in enumerate(self.storage):
+            outer = next((j for j, o in enumerate(self.storage) if st.mount.startswith(o.mount + "/")), None)
+            if outer is not None:
+                problems.append(
+                    Problem(
+                        ("storage", i, "mount"),
+                        f"inside storage[{outer}].mount ({self.storage[outer].mount}); mounting one file system "
+                        "inside another hides it until the outer one is mounted; use a separate path",
+                        st.mount,
+                        True,
+                    )
+                )
             if st.provider is not None and st.provider not in providers:
                 problems.append(
                     Problem(

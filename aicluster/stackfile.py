@@ -78,6 +78,26 @@ class StackConfig:
         return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently; the Pulumi CLI's
+    YAML parser rejects the file), so the offline preview and `pulumi up` never disagree."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # unhashable key: SafeLoader reports it
+                continue
+            if first is not None and key != "<<":
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {first}); remove one", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def find_project(start: Path | None = None) -> Project:
     here = (start or Path.cwd()).resolve()
     for cand in (here, *here.parents):
@@ -128,7 +148,7 @@ def read_stack(project: Project, stack: str) -> StackConfig:
     source = project.relative(path)
     text = path.read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.load(text, Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source

@@ -85,6 +85,9 @@ class Catalog:
     def region(self, provider: str, name: str) -> Region | None:
         return self.regions.get((provider, name))
 
+    def network_slot(self, provider: str, region: str) -> int:
+        return self.constants.network_slots[provider][region]
+
     def region_names(self, provider: str) -> list[str]:
         return sorted(n for (p, n) in self.regions if p == provider)
 
@@ -168,6 +171,17 @@ def _check(cat: Catalog) -> None:
                 problems.append(f"defaults.{prov}: unknown image {image_id!r}")
         if cat.instance_type(prov, d.controller_instance_type) is None:
             problems.append(f"defaults.{prov}: unknown instance type {d.controller_instance_type!r}")
+    slots: dict[int, str] = {}
+    for prov, regions in cat.constants.network_slots.items():
+        for rname, slot in regions.items():
+            if cat.region(prov, rname) is None:
+                problems.append(f"network_slots.{prov}: unknown region {rname!r}")
+            if slot in slots:
+                problems.append(f"network_slots: slot {slot} used by {slots[slot]} and {prov}/{rname}")
+            slots[slot] = f"{prov}/{rname}"
+    for prov, rname in cat.regions:
+        if rname not in cat.constants.network_slots.get(prov, {}):
+            problems.append(f"region {prov}/{rname} has no network slot in constants.yaml")
     for sid in cat.constants.sources.values():
         if sid not in cat.sources:
             problems.append(f"constants: unknown source id {sid!r}")

@@ -185,4 +185,8 @@ class ProviderDefaults(_Record):
 class Constants(_Record):
     hours_per_month: Annotated[float, Field(description="Billing hours per month (730).")]
     defaults: Annotated[dict[str, ProviderDefaults], Field(description="Per-provider defaults.")] = {}
+    network_slots: Annotated[
+        dict[str, dict[str, int]],
+        Field(description="provider -> region -> fixed index of the region's network block in a supernet."),
+    ] = {}
     sources: dict[str, str]

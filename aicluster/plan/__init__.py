@@ -23,6 +23,7 @@ from aicluster.spec import (
     SlurmScheduler,
     SpecError,
     did_you_mean,
+    format_path,
 )
 
 from . import aws as aws_plan
@@ -38,14 +39,7 @@ from .models import (
     Subnet,
     Totals,
 )
-from .network import (
-    PUBLIC_SUBNET_PREFIX,
-    AddressSpaceExhausted,
-    addresses_needed,
-    allocate_networks,
-    allocate_subnets,
-    prefix_for,
-)
+from .network import AddressError, addresses_needed, network_block, overlaps, usable, zone_subnets
 from .pricing import compute_price, storage_price
 
 __all__ = [
@@ -69,8 +63,9 @@ class _Ctx:
     catalog: Catalog
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    # zone -> addresses needed, per network key
+    # zone -> addresses needed, per network key; and the field that first asked for each network
     addresses: dict[str, dict[str, int]] = field(default_factory=dict)
+    network_users: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
 
     def problem(
         self,
@@ -83,8 +78,9 @@ class _Ctx:
     ) -> None:
         self.problems.append(Problem(path, message, value, has_value and value is not None, hint))
 
-    def need(self, provider: str, region: str, zone: str, addresses: int) -> str:
+    def need(self, path: tuple[str | int, ...], provider: str, region: str, zone: str, addresses: int) -> str:
         key = f"{provider}-{region}"
+        self.network_users.setdefault(key, path)
         zones = self.addresses.setdefault(key, {})
         zones[zone] = zones.get(zone, 0) + addresses
         return key
@@ -216,7 +212,9 @@ def _plan_aws_pool(ctx: _Ctx, i: int, pool: AwsPool) -> PlannedPool | None:
             it.name,
         )
         return None
-    network = ctx.need("aws", pool.region, zone, pool.nodes * aws_plan.ip_addresses_per_node(details.nics))
+    network = ctx.need(
+        (*base, "region"), "aws", pool.region, zone, pool.nodes * aws_plan.ip_addresses_per_node(details.nics)
+    )
     return _pool_record(
         ctx, i, pool.name, "aws", reg, zone, network, it, pool.nodes, pool.market, resolved.price, aws=details
     )
@@ -390,7 +388,7 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
             reg.name,
         )
         return None
-    network = ctx.need(provider, reg.name, zone, 0)
+    network = ctx.need((*base, "region"), provider, reg.name, zone, 0)
     month = resolved.price.usd * capacity
     tib = capacity / 1024
     return PlannedFilesystem(
@@ -452,7 +450,7 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
             it.name,
         )
         return None
-    network = ctx.need(provider, reg.name, zone, 1)
+    network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
     image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
     return PlannedController(
         kind="slurm",
@@ -477,36 +475,86 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
 
 def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
     net = ctx.spec.network
-    try:
-        blocks = allocate_networks(ctx.addresses, net.supernet, net.network_prefix, net.exclude)
-    except AddressSpaceExhausted as exc:
-        ctx.problem(("network", "supernet"), str(exc), net.supernet)
-        return []
+    by_provider: dict[str, str] = {}
+    for key, user in ctx.network_users.items():
+        provider, region = key.split("-", 1)
+        if provider in by_provider and by_provider[provider] != key:
+            first = ctx.network_users[by_provider[provider]]
+            ctx.problem(
+                user,
+                f"the cluster already has a {provider} network in {by_provider[provider].split('-', 1)[1]} "
+                f"({format_path(first)}); networks in several regions of one provider need peering, which "
+                f"aicluster does not build yet: keep the {provider} pools, storage and controller in one region, "
+                "or split the cluster into two stacks",
+                region,
+            )
+        by_provider.setdefault(provider, key)
+    pinned = {f"{k.split('/')[0]}-{k.split('/')[1]}": v for k, v in net.cidrs.items()}
+    for key in pinned:
+        if key not in ctx.addresses:
+            ctx.problem(
+                ("network", "cidrs", key.replace("-", "/", 1)),
+                "no pool, file system or controller uses this network",
+                key.replace("-", "/", 1),
+            )
+    blocks: dict[str, str] = {}
+    for key in ctx.addresses:
+        provider, region = key.split("-", 1)
+        path: tuple[str | int, ...] = ("network", "cidrs", f"{provider}/{region}")
+        if key in pinned:
+            blocks[key] = pinned[key]
+        else:
+            try:
+                slot = ctx.catalog.network_slot(provider, region)
+                blocks[key] = network_block(net.supernet, net.network_prefix, slot)
+            except (KeyError, AddressError) as exc:
+                ctx.problem(
+                    ("network", "supernet"),
+                    f"no fixed block for {provider}/{region}: {exc}; pin it under "
+                    f"network.cidrs ({provider}/{region}: <cidr>)",
+                    net.supernet,
+                )
+                continue
+            path = ("network", "supernet")
+        clash = overlaps(blocks[key], [*net.exclude, *(v for k, v in blocks.items() if k != key)])
+        if clash is not None:
+            ctx.problem(
+                path,
+                f"the {provider}/{region} network {blocks[key]} overlaps {clash}; pin another block "
+                f"under network.cidrs ({provider}/{region}: <cidr>)",
+                blocks[key],
+            )
     out = []
     for key, zones in ctx.addresses.items():
-        provider, region = key.split("-", 1)
-        requests = [(f"compute:{z}", prefix_for(addresses_needed(n))) for z, n in zones.items()]
-        requests += [(f"public:{z}", PUBLIC_SUBNET_PREFIX) for z in zones]
-        try:
-            cidrs = allocate_subnets(blocks[key], requests)
-        except AddressSpaceExhausted as exc:
-            ctx.problem(
-                ("network", "network_prefix"),
-                f"{exc}; use a shorter prefix (e.g. 15) or fewer nodes",
-                net.network_prefix,
-            )
+        if key not in blocks:
             continue
+        provider, region = key.split("-", 1)
+        reg = ctx.catalog.region(provider, region)
+        assert reg is not None
         subnets = []
         for zone in sorted(zones):
+            compute, public = zone_subnets(blocks[key], reg.zones.index(zone))
+            need = addresses_needed(zones[zone])
+            if need > usable(compute):
+                ctx.problem(
+                    ctx.network_users[key],
+                    f"zone {zone} needs {need:,} addresses (nodes, file systems and "
+                    f"headroom) but its subnet {compute} holds {usable(compute):,}; spread the pools over more zones"
+                    + (
+                        f" or lower network.network_prefix (now {net.network_prefix})"
+                        if net.network_prefix > 16
+                        else ""
+                    ),
+                    region,
+                )
             subnets.append(
                 Subnet(
-                    zone=zone,
-                    cidr=cidrs[f"compute:{zone}"],
-                    role="compute",
-                    addresses_needed=addresses_needed(zones[zone]),
+                    zone=zone, cidr=compute, role="compute", addresses_needed=need, addresses_available=usable(compute)
                 )
             )
-            subnets.append(Subnet(zone=zone, cidr=cidrs[f"public:{zone}"], role="public", addresses_needed=1))
+            subnets.append(
+                Subnet(zone=zone, cidr=public, role="public", addresses_needed=1, addresses_available=usable(public))
+            )
         out.append(PlannedNetwork(key=key, provider=provider, region=region, cidr=blocks[key], subnets=tuple(subnets)))
     return out
 

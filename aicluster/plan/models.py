@@ -30,6 +30,7 @@ class Subnet(_Plan):
     cidr: str
     role: Literal["compute", "public"]
     addresses_needed: int
+    addresses_available: int
 
 
 class PlannedNetwork(_Plan):

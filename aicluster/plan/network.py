@@ -1,22 +1,29 @@
-"""Address planning: one network per (provider, region), carved from one supernet so that the
-networks of a hybrid cluster never overlap and can be peered later."""
+"""Address planning that never moves: fixed slots, so growing a stack never replaces a subnet.
+
+- Each (provider, region) network takes the block of its region's fixed slot in the supernet
+  (catalog `network_slots`), unless the stack pins it (`network.cidrs`). Adding, removing or
+  reordering pools never changes an existing network's CIDR.
+- Inside a network of prefix P, each zone's compute subnet is the block of prefix P+3 at the zone's
+  index in the region's zone list; the last such block is cut into /26 public subnets, again by
+  zone index. A zone subnet never changes size, so more nodes never move it; a pool that outgrows
+  it is an error, not a silent renumbering.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Iterable, Iterator, Sequence
 
 # AWS reserves the first four and the last address of every subnet.
 RESERVED_PER_SUBNET = 5
 # Room to grow a pool and for the ENIs of file systems, endpoints and controllers.
 HEADROOM_FACTOR = 1.25
 HEADROOM_FIXED = 64
-SMALLEST_SUBNET_PREFIX = 24
-PUBLIC_SUBNET_PREFIX = 26
+ZONE_BITS = 3  # 8 blocks per network: 7 zones' compute subnets at most, then the public block
+PUBLIC_PREFIX = 26
 
 
-class AddressSpaceExhausted(ValueError):
+class AddressError(ValueError):
     pass
 
 
@@ -24,52 +31,36 @@ def addresses_needed(node_addresses: int) -> int:
     return math.ceil(node_addresses * HEADROOM_FACTOR) + HEADROOM_FIXED + RESERVED_PER_SUBNET
 
 
-def prefix_for(addresses: int) -> int:
-    """Longest prefix whose subnet holds `addresses` addresses (but never longer than /24)."""
-    bits = max(1, math.ceil(math.log2(addresses)))
-    return min(32 - bits, SMALLEST_SUBNET_PREFIX)
-
-
-def _free_blocks(
-    supernet: ipaddress.IPv4Network, prefix: int, used: Sequence[ipaddress.IPv4Network]
-) -> Iterator[ipaddress.IPv4Network]:
-    for block in supernet.subnets(new_prefix=prefix):
-        if not any(block.overlaps(u) for u in used):
-            yield block
-
-
-def allocate_networks(keys: Iterable[str], supernet: str, prefix: int, exclude: Iterable[str]) -> dict[str, str]:
-    """One block of `prefix` per key, in order, avoiding `exclude`. Deterministic."""
+def network_block(supernet: str, prefix: int, slot: int) -> str:
+    """The `slot`-th block of `prefix` inside `supernet`."""
     net = ipaddress.IPv4Network(supernet)
     if prefix < net.prefixlen:
-        raise AddressSpaceExhausted(f"network_prefix /{prefix} is larger than the supernet {supernet}")
-    used = [ipaddress.IPv4Network(e) for e in exclude]
-    out: dict[str, str] = {}
-    free = _free_blocks(net, prefix, used)
-    for key in keys:
-        block = next(free, None)
-        if block is None:
-            raise AddressSpaceExhausted(
-                f"{supernet} has no free /{prefix} left for network {key} (after excluding {list(map(str, used))})"
-            )
-        out[key] = str(block)
-    return out
+        raise AddressError(f"network_prefix /{prefix} is larger than the supernet {supernet}")
+    count = 2 ** (prefix - net.prefixlen)
+    if slot >= count:
+        raise AddressError(
+            f"the supernet {supernet} holds {count} /{prefix} blocks; this region's fixed slot is {slot}"
+        )
+    return str(ipaddress.IPv4Network((int(net.network_address) + slot * 2 ** (32 - prefix), prefix)))
 
 
-def allocate_subnets(network: str, requests: Sequence[tuple[str, int]]) -> dict[str, str]:
-    """Place subnets of the requested prefixes inside `network`, largest first, aligned.
+def overlaps(cidr: str, others: list[str]) -> str | None:
+    net = ipaddress.IPv4Network(cidr)
+    return next((o for o in others if net.overlaps(ipaddress.IPv4Network(o))), None)
 
-    `requests` is (name, prefix); the result maps name -> CIDR. Deterministic for a given input.
-    """
+
+def zone_subnets(network: str, zone_index: int) -> tuple[str, str]:
+    """(compute, public) CIDRs of the zone at `zone_index` of the region."""
     net = ipaddress.IPv4Network(network)
-    used: list[ipaddress.IPv4Network] = []
-    out: dict[str, str] = {}
-    for name, prefix in sorted(requests, key=lambda r: (r[1], r[0])):
-        if prefix < net.prefixlen:
-            raise AddressSpaceExhausted(f"subnet {name} needs a /{prefix}, larger than the network {network}")
-        block = next(_free_blocks(net, prefix, used), None)
-        if block is None:
-            raise AddressSpaceExhausted(f"network {network} has no room left for a /{prefix} subnet ({name})")
-        used.append(block)
-        out[name] = str(block)
-    return out
+    blocks = list(net.subnets(prefixlen_diff=ZONE_BITS))
+    if zone_index >= len(blocks) - 1:
+        raise AddressError(f"a network holds compute subnets for {len(blocks) - 1} zones; zone index {zone_index}")
+    public_block = blocks[-1]
+    public = ipaddress.IPv4Network(
+        (int(public_block.network_address) + zone_index * 2 ** (32 - PUBLIC_PREFIX), PUBLIC_PREFIX)
+    )
+    return str(blocks[zone_index]), str(public)
+
+
+def usable(cidr: str) -> int:
+    return int(ipaddress.IPv4Network(cidr).num_addresses) - RESERVED_PER_SUBNET

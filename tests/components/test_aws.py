@@ -187,10 +187,11 @@ def test_resources_are_pinned_to_the_pool_region(build: Build) -> None:
     assert {r.inputs["region"] for r in regional} == {"us-west-2"}
 
 
-def test_two_regions_get_two_networks(build: Build) -> None:
-    b = build(cluster(pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")], storage=[]))
-    cidrs = sorted(r.inputs["cidrBlock"] for r in b.of_type("aws:ec2/vpc:Vpc"))
-    assert cidrs == ["10.0.0.0/16", "10.1.0.0/16"]
+def test_subnets_come_from_the_plan(build: Build) -> None:
+    b = build(cluster(network={"cidrs": {"aws/us-east-1": "10.20.0.0/16"}}))
+    assert b.one("aws:ec2/vpc:Vpc").inputs["cidrBlock"] == "10.20.0.0/16"
+    subnets = sorted(r.inputs["cidrBlock"] for r in b.of_type("aws:ec2/subnet:Subnet"))
+    assert subnets == ["10.20.0.0/19", "10.20.224.0/26"]
 
 
 def test_resource_count_does_not_grow_with_nodes(build: Build) -> None:

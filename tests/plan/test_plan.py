@@ -7,7 +7,6 @@ m7i.2xlarge $0.4032/h, 0.042 kW; FSx PERSISTENT_2 250 MB/s/TiB $0.21/GiB-month.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import pytest
@@ -277,37 +276,79 @@ def test_reservation_targeting(catalog: Catalog) -> None:
 # --- networks ------------------------------------------------------------------------------------
 
 
-def test_one_network_per_region_without_overlap(catalog: Catalog) -> None:
-    cp = planned(
-        catalog,
-        pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")],
-        storage=[],
-        network={"exclude": ["10.0.0.0/16"]},
-    )
-    assert [(n.key, n.cidr) for n in cp.networks] == [
-        ("aws-us-east-1", "10.1.0.0/16"),
-        ("aws-us-west-2", "10.2.0.0/16"),
+def test_networks_take_their_region_slot(catalog: Catalog) -> None:
+    net = planned(catalog).networks[0]
+    assert catalog.network_slot("aws", "us-east-1") == 8
+    assert net.cidr == "10.8.0.0/16"
+    # us-east-1a is zone 0: compute /19 at block 0, public /26 at the start of the last /19
+    assert [(s.role, s.zone, s.cidr) for s in net.subnets] == [
+        ("compute", "us-east-1a", "10.8.0.0/19"),
+        ("public", "us-east-1a", "10.8.224.0/26"),
     ]
-    subnets = [ipaddress.ip_network(s.cidr) for n in cp.networks for s in n.subnets]
-    assert not any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :])
 
 
-def test_subnet_sized_for_the_pool(catalog: Catalog) -> None:
-    net = planned(catalog, pools=[pool(nodes=384)]).networks[0]
-    compute = net.subnet("us-east-1a")
-    # 384 nodes + controller = 385 addresses, x1.25 + 64 headroom + 5 AWS-reserved = 551 -> /22 (1,024)
-    assert compute.addresses_needed == 551
-    assert compute.cidr == "10.0.0.0/22"
+def cidrs(cp: ClusterPlan) -> dict[tuple[str, str, str], str]:
+    return {(n.key, s.role, s.zone): s.cidr for n in cp.networks for s in n.subnets} | {
+        (n.key, "vpc", ""): n.cidr for n in cp.networks
+    }
 
 
-def test_supernet_exhaustion_is_reported(catalog: Catalog) -> None:
-    found = problems(
-        catalog,
-        pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")],
-        storage=[],
-        network={"supernet": "10.0.0.0/16"},
-    )
-    assert any("network.supernet" in f and "no free /16" in f for f in found)
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"pools": [pool(nodes=4000)]}, id="more-nodes"),
+        pytest.param({"pools": [pool(name="a", zone="us-east-1c"), pool()]}, id="pool-prepended-in-another-zone"),
+        pytest.param({"pools": [pool(), pool(name="b", zone="us-east-1b", market="spot")]}, id="pool-appended"),
+        pytest.param(
+            {"storage": [{"name": "s", "kind": "lustre", "zone": "us-east-1f", "capacity_tib": 1, "mount": "/s"}]},
+            id="storage-in-another-zone",
+        ),
+    ],
+)
+def test_growing_a_stack_never_moves_an_existing_subnet(catalog: Catalog, change: dict[str, Any]) -> None:
+    before = cidrs(planned(catalog, storage=[]))
+    after = cidrs(planned(catalog, **change))
+    assert before.items() <= after.items()
+
+
+def test_pinned_network_block(catalog: Catalog) -> None:
+    net = planned(catalog, network={"cidrs": {"aws/us-east-1": "172.20.0.0/16"}}).networks[0]
+    assert net.cidr == "172.20.0.0/16"
+    assert net.subnet("us-east-1a").cidr == "172.20.0.0/19"
+
+
+def test_excluded_range_overlapping_the_slot_asks_for_a_pin(catalog: Catalog) -> None:
+    found = problems(catalog, network={"exclude": ["10.8.0.0/16"]})
+    assert found == [
+        't: network.supernet: got "10.8.0.0/16"; the aws/us-east-1 network 10.8.0.0/16 overlaps 10.8.0.0/16; '
+        "pin another block under network.cidrs (aws/us-east-1: <cidr>)"
+    ]
+
+
+def test_small_supernet_without_the_slot_asks_for_a_pin(catalog: Catalog) -> None:
+    found = problems(catalog, network={"supernet": "10.0.0.0/14"})
+    assert any("no fixed block for aws/us-east-1" in f and "network.cidrs" in f for f in found), found
+
+
+def test_a_zone_that_outgrows_its_subnet_is_an_error_not_a_move(catalog: Catalog) -> None:
+    found = problems(catalog, pools=[pool(nodes=7000)])
+    assert any(
+        "zone us-east-1a needs 8,821 addresses" in f and f.endswith("spread the pools over more zones") for f in found
+    ), found
+
+
+def test_one_region_per_provider_until_peering_exists(catalog: Catalog) -> None:
+    found = problems(catalog, pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")], storage=[])
+    assert found == [
+        't: pools[1].region: got "us-west-2"; the cluster already has a aws network in us-east-1 (pools[0].region); '
+        "networks in several regions of one provider need peering, which aicluster does not build yet: keep the "
+        "aws pools, storage and controller in one region, or split the cluster into two stacks"
+    ]
+
+
+def test_pin_for_an_unused_network(catalog: Catalog) -> None:
+    found = problems(catalog, network={"cidrs": {"aws/us-west-2": "10.50.0.0/16"}})
+    assert any("network.cidrs.aws/us-west-2" in f and "no pool, file system or controller uses" in f for f in found)
 
 
 # --- purity ---------------------------------------------------------------------------------------
