@@ -150,6 +150,12 @@ def _plan_details(plan: ClusterPlan) -> None:
                 f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {p.price.basis}"
             )
             out.print(f"[dim]{escape(text)}[/]")
+            if not p.aws.image_pinned:
+                note = (
+                    f"{p.name}: image {p.aws.image} is not pinned: nodes launched later may boot a newer AMI "
+                    "(driver, EFA and NCCL versions drift); pin it with image: ami-... or resolve:ssm:...:<version>"
+                )
+                out.print(f"[dim]{escape(note)}[/]")
     for n in plan.networks:
         subnets = ", ".join(f"{s.role} {s.zone} {s.cidr}" for s in n.subnets)
         out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets})')}[/]")

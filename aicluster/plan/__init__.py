@@ -10,6 +10,7 @@ Imports only aicluster.spec and aicluster.catalog.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -130,7 +131,7 @@ def _zone(
 
 def _image(ctx: _Ctx, path: tuple[str | int, ...], provider: str, given: str | None, default: str | None) -> str:
     if given is not None:
-        if given.startswith(("ami-", "resolve:ssm:")):
+        if given.startswith("resolve:ssm:") or re.fullmatch(r"ami-[0-9a-f]{8,17}", given):
             return given
         img = ctx.catalog.image(provider, given)
         if img is None:
@@ -144,7 +145,10 @@ def _image(ctx: _Ctx, path: tuple[str | int, ...], provider: str, given: str | N
             return given
         return img.reference
     img = ctx.catalog.image(provider, default) if default else None
-    return img.reference if img else ""
+    if img is None:
+        ctx.problem(path, f"the catalog has no default {provider} image here; set one (an AMI id or resolve:ssm: path)")
+        return ""
+    return img.reference
 
 
 def _instance_type(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: str) -> InstanceType | None:
@@ -414,6 +418,24 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
     )
 
 
+def _with_clients(
+    ctx: _Ctx, fs: PlannedFilesystem, pools: list[PlannedPool], controller: PlannedController | None
+) -> PlannedFilesystem:
+    """The zones whose nodes mount `fs`; warn when Lustre traffic has to cross zones."""
+    users = [(p.name, p.zone) for p in pools if p.network == fs.network and p.zone]
+    if controller is not None and controller.network == fs.network:
+        users.append(("controller", controller.zone))
+    zones = tuple(sorted({fs.zone, *(z for _, z in users if z)}))
+    if fs.kind == "lustre":
+        far = sorted({name for name, zone in users if zone != fs.zone and name != "controller"})
+        if far:
+            ctx.warnings.append(
+                f"{fs.name} ({fs.service}) is in {fs.zone}; pool(s) {', '.join(far)} reach it across zones "
+                "(more latency, and inter-zone data charges); set its zone to where the busiest pool runs"
+            )
+    return fs.model_copy(update={"client_zones": zones})
+
+
 def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, ...]) -> int:
     for size in sorted(first):
         if requested <= size:
@@ -436,7 +458,10 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     defaults = ctx.catalog.constants.defaults.get(provider)
     where = _placement(ctx, base, provider, c.region, None, "controller")
     type_name = c.instance_type or (defaults.controller_instance_type if defaults else None)
-    if where is None or type_name is None:
+    if type_name is None:
+        ctx.problem((*base, "instance_type"), f"the catalog has no default {provider} controller type; set one")
+        return None
+    if where is None:
         return None
     reg, zone = where
     it = _instance_type(ctx, (*base, "instance_type"), provider, type_name)
@@ -454,6 +479,8 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
     return PlannedController(
         kind="slurm",
+        root_volume_gib=aws_plan.CONTROLLER_ROOT_VOLUME_GIB,
+        imds_hop_limit=aws_plan.CONTROLLER_IMDS_HOP_LIMIT,
         provider=provider,
         region=reg.name,
         zone=zone,
@@ -465,6 +492,7 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         cost_usd_per_month=_round2(resolved.price.usd * ctx.catalog.hours_per_month),
         node_power_kw=it.node_power_kw,
         power_kw_facility=_round2(it.node_power_kw * reg.pue),
+        co2e_t_per_month=_round2(it.node_power_kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
     )
 
 
@@ -586,6 +614,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     networks = _plan_networks(ctx)
     if ctx.problems:
         raise SpecError("", ctx.problems)
+    filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
 
     hours = catalog.hours_per_month
     cost_h = sum(p.cost_usd_per_hour for p in pools) + sum(f.cost_usd_per_hour for f in filesystems)
@@ -594,6 +623,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     fac_kw = sum(p.power_kw_facility for p in pools)
     co2 = sum(p.co2e_t_per_month for p in pools)
     if controller is not None:
+        co2 += controller.co2e_t_per_month
         cost_h += controller.cost_usd_per_hour
         cost_m += controller.cost_usd_per_month
         it_kw += controller.node_power_kw

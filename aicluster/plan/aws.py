@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from aicluster.catalog import InstanceType
 from aicluster.spec import AwsPool
 
 from .models import AwsPoolDetails, Nic
 
-# Containers on the node (pyxis/enroot, Kubernetes pods) reach IMDS through one extra hop.
+# Containers on a GPU node (pyxis/enroot, Kubernetes pods) reach IMDS through one extra hop; the
+# controller runs no containers and keeps the default of 1.
 IMDS_HOP_LIMIT = 2
+CONTROLLER_IMDS_HOP_LIMIT = 1
+CONTROLLER_ROOT_VOLUME_GIB = 100
+_PINNED_SSM = re.compile(r"^resolve:ssm:.+:[0-9]+$")
+
+
+def image_pinned(image: str) -> bool:
+    """An AMI id or a versioned SSM parameter always launches the same image."""
+    return not image.startswith("resolve:ssm:") or bool(_PINNED_SSM.match(image))
 
 
 def efa_nics(it: InstanceType) -> tuple[Nic, ...]:
@@ -77,6 +88,8 @@ def details(pool: AwsPool, it: InstanceType, image: str) -> AwsPoolDetails:
         capacity_reservation_preference=preference,
         market_type=market_type,
         image=image,
+        image_pinned=image_pinned(image),
         root_volume_gib=pool.root_volume_gib,
         imds_hop_limit=IMDS_HOP_LIMIT,
+        capacity_rebalance=pool.market == "spot",
     )

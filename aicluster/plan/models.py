@@ -64,8 +64,10 @@ class AwsPoolDetails(_Plan):
     capacity_reservation_preference: Literal["open", "none"] | None
     market_type: Literal["spot", "capacity-block"] | None
     image: str
+    image_pinned: bool  # False: a `resolve:ssm:` parameter without a version resolves anew at every launch
     root_volume_gib: int
     imds_hop_limit: int
+    capacity_rebalance: bool  # spot: replace instances at risk of interruption before they are reclaimed
 
 
 class PlannedPool(_Plan):
@@ -123,10 +125,13 @@ class PlannedFilesystem(_Plan):
     cost_usd_per_month: float
     cost_usd_per_hour: float
     tags: dict[str, str]
+    client_zones: tuple[str, ...] = ()  # zones whose nodes mount it (an EFS mount target in each)
 
 
 class PlannedController(_Plan):
     kind: Literal["slurm"]
+    root_volume_gib: int
+    imds_hop_limit: int
     provider: str
     region: str
     zone: str
@@ -138,6 +143,7 @@ class PlannedController(_Plan):
     cost_usd_per_month: float
     node_power_kw: float
     power_kw_facility: float
+    co2e_t_per_month: float
 
 
 class Totals(_Plan):

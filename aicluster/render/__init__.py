@@ -58,10 +58,6 @@ def node_cloud_init(plan: ClusterPlan, pool: PlannedPool) -> str:
 
 def controller_cloud_init(plan: ClusterPlan) -> str:
     assert plan.controller is not None
-    facts = {
-        "cluster": plan.name,
-        "role": "controller",
-        "scheduler": plan.scheduler,
-        "pools": [{"name": p.name, "nodes": p.nodes, "instance_type": p.instance_type} for p in plan.pools],
-    }
+    # Nothing that changes with the pools (node counts): a new user-data means a new template version.
+    facts = {"cluster": plan.name, "role": "controller", "scheduler": plan.scheduler}
     return render("cloud-init/controller.yaml.j2", plan=plan, facts=facts)

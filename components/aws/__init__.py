@@ -55,7 +55,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
                 "node_security_group_id": net.node_security_group_id,
                 "instance_profile_arn": identity.instance_profile_arn,
             },
-            pulumi.ResourceOptions(parent=parent, transformations=[tagging({"aicluster:pool": pool.name})]),
+            pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
         )
         outputs["pools"][pool.name] = {
             "provider": "aws",
@@ -76,10 +76,10 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         fs_args: FilesystemArgs = {
             "filesystem": fs,
             "vpc_id": net.vpc_id,
-            "subnet_id": net.compute_subnet_ids[fs.zone],
+            "subnet_ids": net.compute_subnet_ids,
             "client_security_group_id": net.node_security_group_id,
         }
-        fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging({"aicluster:storage": fs.name})])
+        fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging(fs.tags)])
         info: dict[str, Any] = {"kind": fs.kind, "service": fs.service, "mount": fs.mount}
         if fs.service == "fsx-lustre":
             lustre = AwsLustreFileSystem(f"{name}-{fs.name}", fs_args, fs_opts)

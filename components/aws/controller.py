@@ -12,8 +12,6 @@ from aicluster.plan import PlannedController
 
 from .gpu_pool import imds_v2, root_volume
 
-ROOT_VOLUME_GIB = 100
-
 
 class ControllerArgs(TypedDict):
     controller: PlannedController
@@ -52,8 +50,8 @@ class AwsSlurmController(pulumi.ComponentResource):
                     delete_on_termination="true",
                 )
             ],
-            metadata_options=imds_v2(hop_limit=1),
-            block_device_mappings=[root_volume(ROOT_VOLUME_GIB)],
+            metadata_options=imds_v2(c.imds_hop_limit),
+            block_device_mappings=[root_volume(c.root_volume_gib)],
             monitoring=aws.ec2.LaunchTemplateMonitoringArgs(enabled=True),
             user_data=base64.b64encode(args["user_data"].encode()).decode(),
             update_default_version=True,
@@ -62,9 +60,11 @@ class AwsSlurmController(pulumi.ComponentResource):
         )
         instance = aws.ec2.Instance(
             f"{name}-vm",
-            launch_template=aws.ec2.InstanceLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
+            # "$Default", not the template's latest version number: a new template version must not
+            # replace the controller (changing an instance's launch template forces a new instance).
+            launch_template=aws.ec2.InstanceLaunchTemplateArgs(id=lt.id, version="$Default"),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=c.imds_hop_limit
             ),
             region=c.region,
             opts=child,

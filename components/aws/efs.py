@@ -11,7 +11,8 @@ NFS_PORT = 2049
 
 
 class AwsEfsFileSystem(pulumi.ComponentResource):
-    """Encrypted EFS with one mount target in the pools' zone, NFS open to cluster nodes only."""
+    """Encrypted EFS with a mount target in every zone whose nodes mount it (the EFS DNS name
+    resolves to the mount target of the client's own zone), NFS open to cluster nodes only."""
 
     dns_name: pulumi.Output[str]
 
@@ -43,13 +44,14 @@ class AwsEfsFileSystem(pulumi.ComponentResource):
             region=fs.region,
             opts=child,
         )
-        aws.efs.MountTarget(
-            f"{name}-{fs.zone}",
-            file_system_id=efs.id,
-            subnet_id=args["subnet_id"],
-            security_groups=[sg.id],
-            region=fs.region,
-            opts=child,
-        )
+        for zone in fs.client_zones:
+            aws.efs.MountTarget(
+                f"{name}-{zone}",
+                file_system_id=efs.id,
+                subnet_id=args["subnet_ids"][zone],
+                security_groups=[sg.id],
+                region=fs.region,
+                opts=child,
+            )
         self.dns_name = efs.dns_name
         self.register_outputs({"dns_name": efs.dns_name, "id": efs.id})

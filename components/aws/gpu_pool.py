@@ -99,6 +99,7 @@ class AwsGpuPool(pulumi.ComponentResource):
     - capacity-block / spot market options and capacity-reservation targeting from the plan;
     - IMDSv2 required, encrypted gp3 root volume, no public IPs.
     The group is sized to the pool (min = max = desired); Pulumi does not wait for GPU capacity.
+    Template changes reach nodes launched afterwards; running nodes are not replaced automatically.
     """
 
     asg_name: pulumi.Output[str]
@@ -120,7 +121,8 @@ class AwsGpuPool(pulumi.ComponentResource):
 
         lt = aws.ec2.LaunchTemplate(
             f"{name}-lt",
-            description=f"aicluster pool {pool.name}: {pool.nodes} x {pool.instance_type}",
+            # static: a node count here would make every resize a new template version
+            description=f"aicluster pool {pool.name} ({pool.instance_type})",
             image_id=pool.aws.image,
             instance_type=pool.instance_type,
             network_interfaces=network_interfaces(pool, args),
@@ -144,8 +146,10 @@ class AwsGpuPool(pulumi.ComponentResource):
             desired_capacity=pool.nodes,
             vpc_zone_identifiers=[args["subnet_id"]],
             placement_group=placement_group,
-            launch_template=aws.autoscaling.GroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
-            capacity_rebalance=pool.market == "spot",
+            # Nodes launched from now on use the newest template; running nodes are not replaced
+            # (no instance refresh: that would kill training jobs). Roll them deliberately.
+            launch_template=aws.autoscaling.GroupLaunchTemplateArgs(id=lt.id, version="$Latest"),
+            capacity_rebalance=pool.aws.capacity_rebalance,
             health_check_type="EC2",
             wait_for_capacity_timeout="0",
             region=region,

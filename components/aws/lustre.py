@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypedDict
 
 import pulumi
@@ -20,7 +21,7 @@ class FilesystemArgs(TypedDict):
 
     filesystem: PlannedFilesystem
     vpc_id: pulumi.Input[str]
-    subnet_id: pulumi.Input[str]
+    subnet_ids: Mapping[str, pulumi.Input[str]]  # compute subnet by zone
     client_security_group_id: pulumi.Input[str]
 
 
@@ -73,7 +74,7 @@ class AwsLustreFileSystem(pulumi.ComponentResource):
             storage_type="SSD",
             storage_capacity=fs.capacity_gib,
             per_unit_storage_throughput=int(fs.throughput_mb_s_per_tib),
-            subnet_ids=args["subnet_id"],  # pulumi-aws 7: one subnet (FSx for Lustre is single-AZ)
+            subnet_ids=args["subnet_ids"][fs.zone],  # pulumi-aws 7: one subnet (FSx for Lustre is single-AZ)
             security_group_ids=[sg.id],
             file_system_type_version=LUSTRE_VERSION,
             data_compression_type="LZ4",

@@ -198,3 +198,29 @@ def test_resource_count_does_not_grow_with_nodes(build: Build) -> None:
     small = build(cluster(pools=[pool(nodes=8)]))
     large = build(cluster(pools=[pool(nodes=3072)]))
     assert len(small.capture.resources) == len(large.capture.resources)
+
+
+def test_efs_has_a_mount_target_in_every_client_zone(build: Build) -> None:
+    b = build(
+        cluster(
+            pools=[pool(), pool(name="b", zone="us-east-1b", instance_type="p4d.24xlarge", market="spot")],
+            storage=[{"name": "home", "kind": "nfs", "capacity_tib": 1, "mount": "/shared"}],
+        )
+    )
+    targets = sorted(r.name for r in b.of_type("aws:efs/mountTarget:MountTarget"))
+    assert targets == ["llm-train-home-us-east-1a", "llm-train-home-us-east-1b"]
+
+
+def test_template_versions_do_not_churn_the_controller_or_the_group(build: Build) -> None:
+    b = build(cluster())
+    assert b.one("aws:ec2/instance:Instance").inputs["launchTemplate"]["version"] == "$Default"
+    assert b.one(ASG).inputs["launchTemplate"]["version"] == "$Latest"
+
+
+def test_resizing_a_pool_changes_only_the_pool(build: Build) -> None:
+    def inputs(b: Built) -> dict[str, Any]:
+        return {r.urn: r.inputs for r in b.capture.resources}
+
+    small, large = inputs(build(cluster(pools=[pool(nodes=4)]))), inputs(build(cluster(pools=[pool(nodes=40)])))
+    changed = sorted(urn.rsplit("::", 1)[1] for urn in small if small[urn] != large[urn])
+    assert changed == ["llm-train-h100-asg"]

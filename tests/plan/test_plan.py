@@ -364,3 +364,35 @@ def test_tags_carry_cluster_and_pool(catalog: Catalog) -> None:
     cp = planned(catalog)
     assert cp.tags == {"owner": "ml-platform", "cost-center": "4711", "aicluster:cluster": "llm-train"}
     assert cp.pools[0].tags["aicluster:pool"] == "h100"
+
+
+def test_lustre_away_from_a_pool_is_warned(catalog: Catalog) -> None:
+    st = {"name": "s", "kind": "lustre", "zone": "us-east-1b", "capacity_tib": 1, "mount": "/s"}
+    cp = planned(catalog, storage=[st])
+    assert any(w.startswith("s (fsx-lustre) is in us-east-1b; pool(s) h100 reach it across zones") for w in cp.warnings)
+    assert cp.filesystems[0].client_zones == ("us-east-1a", "us-east-1b")
+
+
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        pytest.param(None, False, id="default-latest-ssm"),
+        pytest.param("ami-0123456789abcdef0", True, id="ami"),
+        pytest.param("resolve:ssm:/aws/service/x/ami-id:42", True, id="versioned-ssm"),
+    ],
+)
+def test_image_pinning_is_reported(catalog: Catalog, image: str | None, pinned: bool) -> None:
+    aws = planned(catalog, pools=[pool(image=image)]).pools[0].aws
+    assert aws is not None
+    assert aws.image_pinned is pinned
+
+
+def test_bad_ami_id_is_refused(catalog: Catalog) -> None:
+    found = problems(catalog, pools=[pool(image="ami-zz")])
+    assert any('pools[0].image: got "ami-zz"; not an AMI id' in f for f in found), found
+
+
+def test_carbon_total_includes_the_controller(catalog: Catalog) -> None:
+    cp = planned(catalog, storage=[])
+    assert cp.controller is not None
+    assert cp.totals.co2e_t_per_month == round(cp.pools[0].co2e_t_per_month + cp.controller.co2e_t_per_month, 2)
