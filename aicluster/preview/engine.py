@@ -12,6 +12,7 @@ never unwrapped into the capture.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import runpy
 import sys
@@ -108,11 +109,22 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def _has_unknown(value: Any) -> bool:
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_unknown(v) for v in value)
+    return False
+
+
 class _Mocks(mocks.Mocks):
-    """Resources come back with only their inputs: every computed output stays unknown."""
+    """As in a real preview of resources being created: outputs that are inputs are known, the id and
+    every computed output (ARNs, generated names, addresses) stay unknown."""
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        return (None, {})
+        return (None, {k: v for k, v in args.inputs.items() if not _has_unknown(v)})
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         raise ProgramError(
@@ -121,14 +133,44 @@ class _Mocks(mocks.Mocks):
         )
 
 
+def _package_version(package: str) -> str:
+    try:
+        return importlib.metadata.version(f"pulumi-{package}")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
 class _Monitor(mocks.MockMonitor):
-    def __init__(self, project: str, stack: str) -> None:
+    def __init__(self, project: str, stack: str, config: Mapping[str, str], secret_keys: frozenset[str]) -> None:
         super().__init__(_Mocks())
         self.project = project
         self.stack = stack
+        self.config = config
+        self.secret_keys = secret_keys
         self.root_urn = f"urn:pulumi:{stack}::{project}::{ROOT_TYPE}::{project}-{stack}"
         self.captured: list[Resource] = []
+        self.default_providers: dict[str, Resource] = {}
         self.outputs: dict[str, Any] = {}
+
+    def _default_provider(self, package: str) -> str:
+        """The engine registers one default provider per package for resources that name none,
+        configured from the stack's `<package>:*` config; record it as the engine would."""
+        if package not in self.default_providers:
+            version = _package_version(package)
+            name = "default_" + version.replace(".", "_")
+            inputs: dict[str, Any] = {"version": version}
+            for key, value in self.config.items():
+                if key.startswith(f"{package}:"):
+                    inputs[key.split(":", 1)[1]] = SECRET_VALUE if key in self.secret_keys else value
+            self.default_providers[package] = Resource(
+                urn=f"urn:pulumi:{self.stack}::{self.project}::pulumi:providers:{package}::{name}",
+                type=f"pulumi:providers:{package}",
+                name=name,
+                parent=None,
+                custom=True,
+                inputs=inputs,
+            )
+        return self.default_providers[package].urn
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine's scheme: the parent's qualified type is prefixed, except for the root stack.
@@ -143,6 +185,9 @@ class _Monitor(mocks.MockMonitor):
         resp = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != ROOT_TYPE:
             inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+            provider = request.provider or None
+            if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
+                provider = self._default_provider(request.type.split(":", 1)[0])
             self.captured.append(
                 Resource(
                     urn=resp.urn,
@@ -153,7 +198,7 @@ class _Monitor(mocks.MockMonitor):
                     inputs=_clean(inputs),
                     dependencies=list(request.dependencies),
                     protect=bool(request.protect),
-                    provider=request.provider or None,
+                    provider=provider,
                 )
             )
         return resp
@@ -187,7 +232,7 @@ def run(
 ) -> Capture:
     """Run a Pulumi program function under the capturing mocks, in preview mode."""
     start = time.perf_counter()
-    monitor = _Monitor(project, stack)
+    monitor = _Monitor(project, stack, dict(config or {}), secret_keys)
     pulumi.runtime.set_all_config(dict(config or {}), sorted(secret_keys))
     mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=True, monitor=monitor)
     settings.set_root_resource(None)  # type: ignore[arg-type]  # run_in_stack creates the root, as the host does
@@ -204,7 +249,7 @@ def run(
         pulumi.runtime.set_all_config({}, [])
     # Registration order depends on asyncio scheduling; sort so that two previews of the same
     # program are identical (reports and diffs compare them).
-    resources = sorted(monitor.captured, key=lambda r: r.urn)
+    resources = sorted([*monitor.captured, *monitor.default_providers.values()], key=lambda r: r.urn)
     return Capture(project, stack, resources, monitor.outputs, time.perf_counter() - start)
 
 

@@ -175,6 +175,8 @@ def test_resources_are_parented_under_one_component_per_real_thing(build: Build)
     assert top.parent == "urn:pulumi:test::aicluster::pulumi:pulumi:Stack::aicluster-test"
     components = {r.urn: r for r in b.capture.resources if not r.custom}
     for r in b.capture.custom():
+        if r.type.startswith("pulumi:providers:"):
+            continue
         assert r.parent in components, r.name
         assert components[r.parent].type.startswith("aicluster:aws:"), r.name
     assert top.inputs["budgets"] == {}
@@ -183,7 +185,7 @@ def test_resources_are_parented_under_one_component_per_real_thing(build: Build)
 
 def test_resources_are_pinned_to_the_pool_region(build: Build) -> None:
     b = build(cluster(pools=[pool(region="us-west-2", zone="us-west-2a")], storage=[]))
-    regional = [r for r in b.capture.custom() if not r.type.startswith("aws:iam/")]
+    regional = [r for r in b.capture.custom() if r.type.startswith("aws:") and not r.type.startswith("aws:iam/")]
     assert {r.inputs["region"] for r in regional} == {"us-west-2"}
 
 
@@ -224,3 +226,11 @@ def test_resizing_a_pool_changes_only_the_pool(build: Build) -> None:
     small, large = inputs(build(cluster(pools=[pool(nodes=4)]))), inputs(build(cluster(pools=[pool(nodes=40)])))
     changed = sorted(urn.rsplit("::", 1)[1] for urn in small if small[urn] != large[urn])
     assert changed == ["llm-train-h100-asg"]
+
+
+def test_the_default_provider_is_recorded_as_the_engine_registers_it(build: Build) -> None:
+    b = build(cluster())
+    (provider,) = b.of_type("pulumi:providers:aws")
+    assert provider.urn == "urn:pulumi:test::aicluster::pulumi:providers:aws::default_7_51_1"
+    assert provider.inputs == {"version": "7.51.1"}
+    assert {r.provider for r in b.capture.custom() if r.type.startswith("aws:")} == {provider.urn}
