@@ -94,6 +94,20 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
         )
+    for n in plan.networks:
+        t.add_row(
+            "network",
+            n.provider,
+            n.region,
+            f"{n.nat_gateways} NAT gateway(s)",
+            "",
+            "",
+            "",
+            _money(n.cost_usd_per_month / plan.hours_per_month),
+            _money(n.cost_usd_per_month),
+            "",
+            "",
+        )
     if plan.controller is not None:
         c = plan.controller
         t.add_row(

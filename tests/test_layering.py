@@ -44,7 +44,7 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
         pytest.param("aicluster/plan", ("aicluster.plan", "aicluster.spec", "aicluster.catalog"), id="plan"),
         pytest.param(
             "components",
-            ("components", "aicluster.plan", "aicluster.render", "aicluster.catalog"),
+            ("components", "aicluster.plan", "aicluster.render"),
             id="components-read-the-plan",
         ),
         pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),

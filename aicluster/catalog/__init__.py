@@ -27,6 +27,7 @@ from .models import (
     Provider,
     ProviderDefaults,
     Region,
+    ServicePrice,
     Source,
     Sourced,
     StorageTier,
@@ -45,6 +46,7 @@ __all__ = [
     "Provider",
     "ProviderDefaults",
     "Region",
+    "ServicePrice",
     "Source",
     "StorageTier",
     "TpuType",
@@ -69,6 +71,7 @@ class Catalog:
     regions: dict[tuple[str, str], Region]
     storage_tiers: tuple[StorageTier, ...]
     images: dict[tuple[str, str], Image]
+    services: dict[tuple[str, str], ServicePrice]
     constants: Constants
     _by_provider: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
@@ -96,6 +99,10 @@ class Catalog:
 
     def image(self, provider: str, image_id: str) -> Image | None:
         return self.images.get((provider, image_id))
+
+    def service_price(self, provider: str, service: str, region: str) -> float | None:
+        rec = self.services.get((provider, service))
+        return rec.prices_usd.get(region) if rec else None
 
     def cite(self, record: Sourced, figure: str) -> Source:
         return self.sources[record.source_of(figure)]
@@ -165,6 +172,11 @@ def _check(cat: Catalog) -> None:
                 problems.append(f"storage {tier.service}: price for unknown region {rname!r}")
     for img in cat.images.values():
         cited(img, f"image {img.provider}/{img.id}")
+    for svc in cat.services.values():
+        cited(svc, f"service {svc.provider}/{svc.service}")
+        for rname in svc.prices_usd:
+            if cat.region(svc.provider, rname) is None:
+                problems.append(f"service {svc.service}: price for unknown region {rname!r}")
     for prov, d in cat.constants.defaults.items():
         for image_id in (d.gpu_image, d.controller_image):
             if cat.image(prov, image_id) is None:
@@ -218,10 +230,13 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     regions = _unique((((r.provider, r.name), r) for r in _load_dir(Region, data_dir / "regions")), "region")
     storage = tuple(_load_dir(StorageTier, data_dir / "storage"))
     images = _unique((((i.provider, i.id), i) for i in _load_dir(Image, data_dir / "images")), "image")
+    services = _unique(
+        (((v.provider, v.service), v) for v in _load_dir(ServicePrice, data_dir / "services")), "service price"
+    )
     try:
         constants = Constants.model_validate(_read(data_dir / "constants.yaml"))
     except ValidationError as exc:
         raise CatalogError(f"{data_dir / 'constants.yaml'}: {exc}") from exc
-    cat = Catalog(sources, accelerators, instance_types, tpu_types, regions, storage, images, constants)
+    cat = Catalog(sources, accelerators, instance_types, tpu_types, regions, storage, images, services, constants)
     _check(cat)
     return cat

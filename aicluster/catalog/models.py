@@ -166,6 +166,15 @@ class StorageTier(Sourced):
         return f"{self.service}/{self.deployment}/{self.throughput_mb_s_per_tib:g}"
 
 
+class ServicePrice(Sourced):
+    """A charge that comes with a cluster besides instances and file systems (volumes, NAT)."""
+
+    provider: Provider
+    service: Annotated[str, Field(description="What is charged (e.g. `ebs-gp3`, `nat-gateway`).")]
+    unit: Literal["gib-month", "hour"]
+    prices_usd: Annotated[dict[str, float], Field(description="Region -> USD per unit.")]
+
+
 class Image(Sourced):
     provider: Provider
     id: Annotated[str, Field(description="Catalog id (e.g. `dlami-base-ubuntu22`).")]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aicluster.catalog import Catalog, InstanceType, Region
+from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
 from aicluster.spec import (
     AwsPool,
     ClusterSpec,
@@ -219,9 +219,34 @@ def _plan_aws_pool(ctx: _Ctx, i: int, pool: AwsPool) -> PlannedPool | None:
     network = ctx.need(
         (*base, "region"), "aws", pool.region, zone, pool.nodes * aws_plan.ip_addresses_per_node(details.nics)
     )
-    return _pool_record(
-        ctx, i, pool.name, "aws", reg, zone, network, it, pool.nodes, pool.market, resolved.price, aws=details
+    volumes_month = _service_month(
+        ctx, "aws", "ebs-gp3", pool.region, pool.nodes * pool.root_volume_gib, f"the root volumes of pool {pool.name}"
     )
+    return _pool_record(
+        ctx,
+        i,
+        pool.name,
+        "aws",
+        reg,
+        zone,
+        network,
+        it,
+        pool.nodes,
+        pool.market,
+        resolved.price,
+        volumes_month,
+        aws=details,
+    )
+
+
+def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity: float, what: str) -> float:
+    """Monthly cost of `quantity` units (GiB or items) of a catalog service; 0 with a warning if unpriced."""
+    rec = ctx.catalog.services.get((provider, service))
+    price = ctx.catalog.service_price(provider, service, region)
+    if rec is None or price is None:
+        ctx.warnings.append(f"no {service} price for {region} in the catalog; {what} are not in the cost")
+        return 0.0
+    return quantity * price * (ctx.catalog.hours_per_month if rec.unit == "hour" else 1.0)
 
 
 def _pool_record(
@@ -236,6 +261,7 @@ def _pool_record(
     nodes: int,
     market: str,
     price: Price,
+    volumes_usd_per_month: float,
     **details: object,
 ) -> PlannedPool | None:
     acc = ctx.catalog.accelerator_of(it)
@@ -277,8 +303,10 @@ def _pool_record(
         network_bandwidth_gbps=it.network.bandwidth_gbps,
         market=market,
         price=price,
-        cost_usd_per_hour=_round2(price.usd * nodes),
-        cost_usd_per_month=_round2(price.usd * nodes * hours),
+        instances_usd_per_month=_round2(price.usd * nodes * hours),
+        volumes_usd_per_month=_round2(volumes_usd_per_month),
+        cost_usd_per_hour=_round2(price.usd * nodes + volumes_usd_per_month / hours),
+        cost_usd_per_month=_round2(price.usd * nodes * hours + volumes_usd_per_month),
         node_power_kw=it.node_power_kw,
         power_basis=it.power_basis,
         power_kw_it=_round2(it_kw),
@@ -361,8 +389,14 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
     else:
         tier = tiers[0]
     requested_gib = math.ceil(st.capacity_tib * 1024)
-    capacity = _round_capacity(
-        requested_gib, tier.min_capacity_gib, tier.capacity_step_gib, tier.allowed_first_sizes_gib
+    named = round(st.capacity_tib * 1000)
+    as_named = (
+        not _valid_size(requested_gib, tier) and abs(st.capacity_tib * 1000 - named) < 1e-6 and _valid_size(named, tier)
+    )
+    capacity = (
+        named
+        if as_named  # "1.2 TiB" / "2.4 TiB": the service's own name for 1,200 / 2,400 GiB
+        else _round_capacity(requested_gib, tier.min_capacity_gib, tier.capacity_step_gib, tier.allowed_first_sizes_gib)
     )
     if tier.max_capacity_gib is not None and capacity > tier.max_capacity_gib:
         ctx.problem(
@@ -372,7 +406,12 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         )
         return None
     rounding = None
-    if capacity != requested_gib:
+    if as_named and capacity != requested_gib:
+        rounding = (
+            f"{st.capacity_tib:g} TiB taken as the {capacity} GiB size, which {tier.service} calls "
+            f"{st.capacity_tib:g} TiB ({requested_gib - capacity} GiB less than {st.capacity_tib:g} x 1,024)"
+        )
+    elif capacity != requested_gib:
         rounding = (
             f"{st.capacity_tib:g} TiB ({requested_gib} GiB) rounded up to {capacity} GiB: "
             f"{tier.service} {tier.deployment} sizes are "
@@ -436,6 +475,12 @@ def _with_clients(
     return fs.model_copy(update={"client_zones": zones})
 
 
+def _valid_size(size: int, tier: StorageTier) -> bool:
+    return size in tier.allowed_first_sizes_gib or (
+        size >= tier.min_capacity_gib and size % tier.capacity_step_gib == 0
+    )
+
+
 def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, ...]) -> int:
     for size in sorted(first):
         if requested <= size:
@@ -477,6 +522,9 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         return None
     network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
     image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
+    volume_month = _service_month(
+        ctx, provider, "ebs-gp3", reg.name, aws_plan.CONTROLLER_ROOT_VOLUME_GIB, "the controller's root volume"
+    )
     return PlannedController(
         kind="slurm",
         root_volume_gib=aws_plan.CONTROLLER_ROOT_VOLUME_GIB,
@@ -488,8 +536,8 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         instance_type=it.name,
         image=image,
         price=resolved.price,
-        cost_usd_per_hour=_round2(resolved.price.usd),
-        cost_usd_per_month=_round2(resolved.price.usd * ctx.catalog.hours_per_month),
+        cost_usd_per_hour=_round2(resolved.price.usd + volume_month / ctx.catalog.hours_per_month),
+        cost_usd_per_month=_round2(resolved.price.usd * ctx.catalog.hours_per_month + volume_month),
         node_power_kw=it.node_power_kw,
         power_kw_facility=_round2(it.node_power_kw * reg.pue),
         co2e_t_per_month=_round2(it.node_power_kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
@@ -583,8 +631,63 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
             subnets.append(
                 Subnet(zone=zone, cidr=public, role="public", addresses_needed=1, addresses_available=usable(public))
             )
-        out.append(PlannedNetwork(key=key, provider=provider, region=region, cidr=blocks[key], subnets=tuple(subnets)))
+        nats = len(zones)  # one NAT gateway (and its public IPv4 address) per zone in use
+        month = _service_month(ctx, provider, "nat-gateway", region, nats, "NAT gateways") + _service_month(
+            ctx, provider, "public-ipv4", region, nats, "the NAT gateways' public IPv4 addresses"
+        )
+        out.append(
+            PlannedNetwork(
+                key=key,
+                provider=provider,
+                region=region,
+                cidr=blocks[key],
+                subnets=tuple(subnets),
+                nat_gateways=nats,
+                cost_usd_per_month=_round2(month),
+            )
+        )
     return out
+
+
+def _check_overrides(ctx: _Ctx) -> None:
+    """Every negotiated rate must be able to apply: known SKU, the SKU's unit, a known region."""
+    cat = ctx.catalog
+    instance_providers = {n: p for (p, n) in cat.instance_types}
+    storage = {t.sku: t.provider for t in cat.storage_tiers}
+    for j, o in enumerate(ctx.spec.pricing.overrides):
+        base: tuple[str | int, ...] = ("pricing", "overrides", j)
+        if o.sku in instance_providers:
+            provider = instance_providers[o.sku]
+            if o.usd_per_gib_month is not None:
+                ctx.problem(
+                    (*base, "usd_per_gib_month"), f"{o.sku} is an instance type: give usd_per_hour", o.usd_per_gib_month
+                )
+        elif o.sku in storage:
+            provider = storage[o.sku]
+            if o.usd_per_hour is not None:
+                ctx.problem(
+                    (*base, "usd_per_hour"), f"{o.sku} is a storage tier: give usd_per_gib_month", o.usd_per_hour
+                )
+            if o.market is not None:
+                ctx.problem((*base, "market"), "storage has no market; drop it", o.market)
+        else:
+            known = sorted({*instance_providers, *storage})
+            ctx.problem(
+                (*base, "sku"), "not an instance type or storage tier in the catalog", o.sku, did_you_mean(o.sku, known)
+            )
+            continue
+        if o.region is not None and cat.region(provider, o.region) is None:
+            names = cat.region_names(provider)
+            ctx.problem(
+                (*base, "region"), f"not a {provider} region in the catalog", o.region, did_you_mean(o.region, names)
+            )
+
+
+def _unused_overrides(ctx: _Ctx, prices: list[Price]) -> None:
+    used = {p.basis for p in prices}
+    for j, _ in enumerate(ctx.spec.pricing.overrides):
+        if f"pricing.overrides[{j}]" not in used:
+            ctx.warnings.append(f"pricing.overrides[{j}] matches no pool, file system or controller of this cluster")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -600,25 +703,21 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         planned = _POOL_PLANNERS[pool.provider](ctx, i, pool)
         if planned is not None:
             pools.append(planned)
-    for j, o in enumerate(spec.pricing.overrides):
-        known = {n for (_, n) in catalog.instance_types} | {t.sku for t in catalog.storage_tiers}
-        if o.sku not in known:
-            ctx.problem(
-                ("pricing", "overrides", j, "sku"),
-                "not an instance type or storage tier in the catalog",
-                o.sku,
-                did_you_mean(o.sku, sorted(known)),
-            )
+    _check_overrides(ctx)
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
     controller = _plan_controller(ctx)
     networks = _plan_networks(ctx)
     if ctx.problems:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
+    _unused_overrides(
+        ctx, [p.price for p in pools] + [f.price for f in filesystems] + ([controller.price] if controller else [])
+    )
 
     hours = catalog.hours_per_month
-    cost_h = sum(p.cost_usd_per_hour for p in pools) + sum(f.cost_usd_per_hour for f in filesystems)
-    cost_m = sum(p.cost_usd_per_month for p in pools) + sum(f.cost_usd_per_month for f in filesystems)
+    network_m = sum(n.cost_usd_per_month for n in networks)
+    cost_h = sum(p.cost_usd_per_hour for p in pools) + sum(f.cost_usd_per_hour for f in filesystems) + network_m / hours
+    cost_m = sum(p.cost_usd_per_month for p in pools) + sum(f.cost_usd_per_month for f in filesystems) + network_m
     it_kw = sum(p.power_kw_it for p in pools)
     fac_kw = sum(p.power_kw_facility for p in pools)
     co2 = sum(p.co2e_t_per_month for p in pools)

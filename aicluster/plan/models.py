@@ -39,6 +39,8 @@ class PlannedNetwork(_Plan):
     region: str
     cidr: str
     subnets: tuple[Subnet, ...]
+    nat_gateways: int
+    cost_usd_per_month: float  # NAT gateways and their public IPv4 addresses (traffic not modelled)
 
     def subnet(self, zone: str, role: str = "compute") -> Subnet:
         return next(s for s in self.subnets if s.zone == zone and s.role == role)
@@ -88,8 +90,10 @@ class PlannedPool(_Plan):
     fabric: str
     network_bandwidth_gbps: float
     market: Market
-    price: Price
-    cost_usd_per_hour: float
+    price: Price  # per node-hour, instance only
+    instances_usd_per_month: float
+    volumes_usd_per_month: float  # root volumes
+    cost_usd_per_hour: float  # instances + volumes
     cost_usd_per_month: float
     node_power_kw: float
     power_basis: str

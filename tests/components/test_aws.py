@@ -118,7 +118,7 @@ def test_nothing_is_reachable_from_the_internet(build: Build) -> None:
 def test_lustre_file_system_and_its_security_group(build: Build) -> None:
     b = build(cluster())
     fs = b.one("aws:fsx/lustreFileSystem:LustreFileSystem").inputs
-    assert (fs["deploymentType"], fs["storageCapacity"], fs["perUnitStorageThroughput"]) == ("PERSISTENT_2", 50400, 250)
+    assert (fs["deploymentType"], fs["storageCapacity"], fs["perUnitStorageThroughput"]) == ("PERSISTENT_2", 48000, 250)
     assert fs["subnetIds"] == UNKNOWN
     ports = {(r["fromPort"], r["toPort"]) for r in b.one(SG, "-scratch-sg").inputs["ingress"]}
     assert ports == {(988, 988), (1018, 1023)}

@@ -2,7 +2,8 @@
 
 Catalog figures used by hand: p5.48xlarge us-east-1 on-demand $55.04/h, spot $14.246/h, node power
 10.2 kW (DGX H100 max); p4d.24xlarge spot $6.289/h, 6.5 kW; us-east-1 PUE 1.14, 379.069 gCO2e/kWh;
-m7i.2xlarge $0.4032/h, 0.042 kW; FSx PERSISTENT_2 250 MB/s/TiB $0.21/GiB-month.
+m7i.2xlarge $0.4032/h, 0.042 kW; FSx PERSISTENT_2 250 MB/s/TiB $0.21/GiB-month; gp3 $0.08/GiB-month;
+NAT gateway $0.045/h; public IPv4 $0.005/h.
 """
 
 from __future__ import annotations
@@ -33,22 +34,27 @@ def problems(catalog: Catalog, **changes: Any) -> list[str]:
 def test_on_demand_cost_per_pool_hour_and_month(catalog: Catalog) -> None:
     p = planned(catalog, storage=[]).pools[0]
     assert p.price.usd == 55.04
-    assert p.cost_usd_per_hour == 220.16  # 4 x 55.04
-    assert p.cost_usd_per_month == 160716.8  # 220.16 x 730
+    assert p.instances_usd_per_month == 160716.8  # 4 x 55.04 x 730
+    assert p.volumes_usd_per_month == 160.0  # 4 x 500 GiB gp3 x 0.08
+    assert p.cost_usd_per_month == 160876.8
+    assert p.cost_usd_per_hour == round(4 * 55.04 + 160 / 730, 2)
 
 
-def test_totals_add_pools_storage_and_controller(catalog: Catalog) -> None:
-    t = planned(catalog).totals
-    fsx_month = 50400 * 0.21  # 48 TiB rounded to 50,400 GiB
-    ctl_month = 0.4032 * 730
-    assert t.cost_usd_per_month == pytest.approx(160716.8 + fsx_month + ctl_month, abs=0.02)
-    assert t.cost_usd_per_hour == pytest.approx(220.16 + fsx_month / 730 + 0.4032, abs=0.02)
+def test_totals_add_pools_storage_controller_and_network(catalog: Catalog) -> None:
+    cp = planned(catalog)
+    fsx_month = 48000 * 0.21  # "48 TiB" is FSx's 48,000 GiB size
+    ctl_month = 0.4032 * 730 + 100 * 0.08  # instance + 100 GiB root volume
+    net_month = (0.045 + 0.005) * 730  # one NAT gateway and its public IPv4 address
+    assert cp.networks[0].cost_usd_per_month == round(net_month, 2)
+    expected = 160876.8 + fsx_month + ctl_month + net_month
+    assert cp.totals.cost_usd_per_month == pytest.approx(expected, abs=0.02)
+    assert cp.totals.cost_usd_per_hour == pytest.approx(expected / 730, abs=0.02)
 
 
 def test_spot_pools_use_the_spot_rate(catalog: Catalog) -> None:
     p = planned(catalog, pools=[pool(instance_type="p4d.24xlarge", nodes=10, market="spot")]).pools[0]
     assert p.price.basis == "catalog spot us-east-1"
-    assert p.cost_usd_per_hour == 62.89
+    assert p.instances_usd_per_month == round(10 * 6.289 * 730, 2)
 
 
 def test_missing_market_rate_falls_back_to_on_demand_with_a_warning(catalog: Catalog) -> None:
@@ -82,11 +88,46 @@ def test_negotiated_rates_override_list_prices(
     assert p.price.usd == expected
 
 
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        pytest.param(
+            {"sku": "p5.48xlarge", "usd_per_gib_month": 1.0},
+            "pricing.overrides[0].usd_per_gib_month: got 1.0; p5.48xlarge is an instance type: give usd_per_hour",
+            id="unit-for-instance",
+        ),
+        pytest.param(
+            {"sku": "fsx-lustre/PERSISTENT_2/250", "usd_per_hour": 1.0},
+            "pricing.overrides[0].usd_per_hour: got 1.0; fsx-lustre/PERSISTENT_2/250 is a storage tier: give "
+            "usd_per_gib_month",
+            id="unit-for-storage",
+        ),
+        pytest.param(
+            {"sku": "fsx-lustre/PERSISTENT_2/250", "market": "spot", "usd_per_gib_month": 0.1},
+            'pricing.overrides[0].market: got "spot"; storage has no market; drop it',
+            id="market-for-storage",
+        ),
+        pytest.param(
+            {"sku": "p5.48xlarge", "region": "us-east1", "usd_per_hour": 1.0},
+            'pricing.overrides[0].region: got "us-east1"; not a aws region in the catalog (did you mean "us-east-1"?)',
+            id="bad-region",
+        ),
+    ],
+)
+def test_overrides_that_could_never_apply_are_errors(catalog: Catalog, override: dict[str, Any], expected: str) -> None:
+    assert problems(catalog, pricing={"overrides": [override]}) == [f"t: {expected}"]
+
+
+def test_override_that_matches_nothing_is_warned(catalog: Catalog) -> None:
+    cp = planned(catalog, pricing={"overrides": [{"sku": "p4d.24xlarge", "usd_per_hour": 10.0}]})
+    assert "pricing.overrides[0] matches no pool, file system or controller of this cluster" in cp.warnings
+
+
 def test_storage_price_override(catalog: Catalog) -> None:
     fs = planned(
         catalog, pricing={"overrides": [{"sku": "fsx-lustre/PERSISTENT_2/250", "usd_per_gib_month": 0.1}]}
     ).filesystems[0]
-    assert fs.cost_usd_per_month == 5040.0  # 50,400 GiB x 0.1
+    assert fs.cost_usd_per_month == 4800.0  # 48,000 GiB x 0.1
 
 
 # --- power, carbon, racks -------------------------------------------------------------------------
@@ -126,10 +167,13 @@ def test_bf16_peak(catalog: Catalog) -> None:
 @pytest.mark.parametrize(
     ("tib", "gib"),
     [
-        pytest.param(1, 1200, id="first-size"),
+        pytest.param(1, 1200, id="one-tib-rounds-up"),
         pytest.param(1.17, 1200, id="just-under-first"),
-        pytest.param(2, 2400, id="second-size"),
-        pytest.param(48, 50400, id="48-tib"),
+        pytest.param(1.2, 1200, id="fsx-1.2-tib"),
+        pytest.param(2, 2400, id="two-tib-rounds-up"),
+        pytest.param(2.4, 2400, id="fsx-2.4-tib"),
+        pytest.param(48, 48000, id="fsx-48-tib"),
+        pytest.param(50, 52800, id="50-tib-rounds-up"),
         pytest.param(1024, 1048800, id="1-pib"),
     ],
 )
@@ -137,16 +181,22 @@ def test_lustre_capacity_rounds_up_to_valid_fsx_sizes(catalog: Catalog, tib: flo
     st = {"name": "s", "kind": "lustre", "capacity_tib": tib, "throughput_mb_s_per_tib": 250, "mount": "/fsx"}
     fs = planned(catalog, storage=[st]).filesystems[0]
     assert fs.capacity_gib == gib
-    assert (fs.rounding is None) == (gib == round(tib * 1024))
+    assert fs.rounding is not None
 
 
 def test_rounding_is_explained_and_throughput_follows_capacity(catalog: Catalog) -> None:
     fs = planned(catalog).filesystems[0]
     assert fs.rounding == (
-        "48 TiB (49152 GiB) rounded up to 50400 GiB: fsx-lustre PERSISTENT_2 sizes are 1200 GiB or "
+        "48 TiB taken as the 48000 GiB size, which fsx-lustre calls 48 TiB (1152 GiB less than 48 x 1,024)"
+    )
+    assert fs.throughput_mb_s == round(48000 / 1024 * 250, 1)
+    other = planned(
+        catalog, storage=[{"name": "s", "kind": "lustre", "capacity_tib": 50, "mount": "/fsx"}]
+    ).filesystems[0]
+    assert other.rounding == (
+        "50 TiB (51200 GiB) rounded up to 52800 GiB: fsx-lustre PERSISTENT_2 sizes are 1200 GiB or "
         "multiples of 2400 GiB"
     )
-    assert fs.throughput_mb_s == round(50400 / 1024 * 250, 1)
     assert fs.zone == "us-east-1a"
 
 
