@@ -158,7 +158,7 @@ def _plan_details(plan: ClusterPlan) -> None:
             out.print(f"[dim]{escape(f.name)}: {escape(f.rounding)}[/]")
     for p in plan.pools:
         if p.aws is not None:
-            efa = sum(1 for n in p.aws.nics if n.interface_type != "interface")
+            efa = p.aws.efa_devices
             text = (
                 f"{p.name}: {efa} EFA + 1 ENA interfaces per node; placement group: "
                 f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {p.price.basis}"
@@ -323,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except (StackNotFound, ProjectNotFound, UsageError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # a path the user gave cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"[red]error:[/] {escape(where + (exc.strerror or str(exc)))}; nothing was written.")
         return EXIT_BAD_INPUT
     except _program_error() as exc:
         err.print(f"[red]error:[/] the Pulumi program failed: {escape(str(exc))}")

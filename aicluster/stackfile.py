@@ -103,7 +103,12 @@ def find_project(start: Path | None = None) -> Project:
     for cand in (here, *here.parents):
         pfile = cand / "Pulumi.yaml"
         if pfile.is_file():
-            data = yaml.safe_load(pfile.read_text(encoding="utf-8")) or {}
+            try:
+                data = yaml.safe_load(pfile.read_text(encoding="utf-8")) or {}
+            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                raise ProjectNotFound(f"{pfile}: not a valid Pulumi.yaml ({exc})") from None
+            if not isinstance(data, Mapping):
+                raise ProjectNotFound(f"{pfile}: not a valid Pulumi.yaml (expected a mapping with `name`)")
             name = str(data.get("name") or cand.name)
             stack_dir = cand / str(data.get("stackConfigDir") or ".")
             return Project(cand, name, stack_dir)
@@ -146,7 +151,10 @@ def read_stack(project: Project, stack: str) -> StackConfig:
     if not path.is_file():
         raise StackNotFound(stack, project.root, project.stacks())
     source = project.relative(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(source, [Problem((), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8")]) from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as exc:

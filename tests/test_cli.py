@@ -166,6 +166,31 @@ def test_malformed_stack_files(project: Path, text: str, message: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_stack_file_that_is_not_utf8(project: Path) -> None:
+    (project / "stacks" / "Pulumi.bad.yaml").write_bytes(b"config:\n  aicluster:cluster: \xff\xfe\n")
+    proc = run_cli("-C", str(project), "validate", "bad")
+    assert proc.returncode == 2
+    assert "stacks/Pulumi.bad.yaml: (top level): not UTF-8 text (byte 29); save the file as UTF-8" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_broken_pulumi_yaml(project: Path) -> None:
+    (project / "Pulumi.yaml").write_text("name: [\n")
+    proc = run_cli("-C", str(project), "validate", "good")
+    assert proc.returncode == 2
+    assert "not a valid Pulumi.yaml" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unwritable_json_target_is_a_clear_error(project: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = run_cli("-C", str(project), "plan", "good", "--json", str(blocker / "plan.json"))
+    assert proc.returncode == 2
+    assert f"error: {blocker}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_missing_stack_lists_the_stacks_that_exist(project: Path) -> None:
     proc = run_cli("-C", str(project), "preview", "nope")
     assert proc.returncode == 2

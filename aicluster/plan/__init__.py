@@ -196,7 +196,7 @@ def _plan_aws_pool(ctx: _Ctx, i: int, pool: AwsPool) -> PlannedPool | None:
     image = _image(ctx, (*base, "image"), "aws", pool.image, default_image)
     details = aws_plan.details(pool, it, image)
     if zone is None:
-        if details.efa:
+        if details.efa_devices:
             ctx.problem(
                 (*base, "zone"),
                 f"{it.name} uses EFA, which does not cross Availability Zones: set the zone the pool "

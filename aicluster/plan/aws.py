@@ -80,7 +80,7 @@ def details(pool: AwsPool, it: InstanceType, image: str) -> AwsPoolDetails:
     market_type = pool.market if pool.market in ("spot", "capacity-block") else None
     return AwsPoolDetails(
         nics=nics,
-        efa=any(n.interface_type in ("efa", "efa-only") for n in nics),
+        efa_devices=sum(1 for n in nics if n.interface_type in ("efa", "efa-only")),
         placement_group=mode,
         placement_group_name=pg_name,
         placement_group_reason=reason,

@@ -58,7 +58,7 @@ class Nic(_Plan):
 
 class AwsPoolDetails(_Plan):
     nics: tuple[Nic, ...]
-    efa: bool
+    efa_devices: int  # EFA interfaces per node (0: no EFA)
     placement_group: Literal["create", "existing", "none"]
     placement_group_name: str | None
     placement_group_reason: str

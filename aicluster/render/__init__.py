@@ -42,7 +42,7 @@ def node_facts(plan: ClusterPlan, pool: PlannedPool) -> dict[str, Any]:
         "accelerator": pool.accelerator,
         "accelerators_per_node": pool.accelerators_per_node,
         "fabric": pool.fabric,
-        "efa_devices": sum(1 for n in pool.aws.nics if n.interface_type != "interface") if pool.aws else 0,
+        "efa_devices": pool.aws.efa_devices if pool.aws else 0,
         "scheduler": plan.scheduler,
         "filesystems": [
             {"name": fs.name, "kind": fs.kind, "service": fs.service, "mount": fs.mount}
