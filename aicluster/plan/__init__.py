@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
+from aicluster.catalog.pricing import Price, compute_price, storage_price
 from aicluster.spec import (
     AwsPool,
     ClusterSpec,
@@ -36,12 +37,10 @@ from .models import (
     PlannedFilesystem,
     PlannedNetwork,
     PlannedPool,
-    Price,
     Subnet,
     Totals,
 )
 from .network import AddressError, addresses_needed, network_block, overlaps, usable, zone_subnets
-from .pricing import compute_price, storage_price
 
 __all__ = [
     "AwsPoolDetails",

@@ -9,20 +9,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from aicluster.catalog.pricing import Price
 from aicluster.spec import Budgets, Compliance, Market
 
 
 class _Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Price(_Plan):
-    """A resolved price and where it came from."""
-
-    usd: float  # per node-hour (compute) or per GiB-month (storage)
-    unit: Literal["node-hour", "gib-month"]
-    basis: str  # e.g. "catalog on-demand us-east-1", "override pricing.overrides[0]"
-    source: str | None  # catalog source id, None for overrides
 
 
 class Subnet(_Plan):

@@ -1,13 +1,45 @@
-"""Price resolution: negotiated overrides from the stack first, then catalog list prices."""
+"""Price resolution: negotiated overrides first, then catalog list prices.
+
+Shared by the planner (overrides from the stack spec) and the policy pack (overrides as the
+`AiCluster` component declares them), so both cost a fleet the same way.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
-from aicluster.catalog import InstanceType, StorageTier
-from aicluster.spec import PriceOverride
+from pydantic import BaseModel, ConfigDict
 
-from .models import Price
+from .models import InstanceType, StorageTier
+
+
+class Override(Protocol):
+    """A negotiated rate (the stack's `pricing.overrides[]` entries have this shape)."""
+
+    @property
+    def sku(self) -> str: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def market(self) -> str | None: ...
+    @property
+    def usd_per_hour(self) -> float | None: ...
+    @property
+    def usd_per_gib_month(self) -> float | None: ...
+
+
+class Price(BaseModel):
+    """A resolved price and where it came from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd: float  # per node-hour (compute) or per GiB-month (storage)
+    unit: Literal["node-hour", "gib-month"]
+    basis: str  # e.g. "catalog on-demand us-east-1", "override pricing.overrides[0]"
+    source: str | None  # catalog source id, None for overrides
+
 
 _MARKET_FIELD = {
     "on-demand": "on_demand_usd_per_hour",
@@ -24,9 +56,9 @@ class Resolved:
 
 
 def _override(
-    overrides: list[PriceOverride], sku: str, region: str, market: str | None, field: str
-) -> tuple[int, PriceOverride] | None:
-    best: tuple[int, int, PriceOverride] | None = None
+    overrides: Sequence[Override], sku: str, region: str, market: str | None, field: str
+) -> tuple[int, Override] | None:
+    best: tuple[int, int, Override] | None = None
     for i, o in enumerate(overrides):
         if o.sku != sku or getattr(o, field) is None:
             continue
@@ -40,7 +72,7 @@ def _override(
     return (best[1], best[2]) if best else None
 
 
-def compute_price(it: InstanceType, region: str, market: str, overrides: list[PriceOverride]) -> Resolved:
+def compute_price(it: InstanceType, region: str, market: str, overrides: Sequence[Override]) -> Resolved:
     found = _override(overrides, it.name, region, market, "usd_per_hour")
     if found is not None:
         i, o = found
@@ -76,7 +108,7 @@ def compute_price(it: InstanceType, region: str, market: str, overrides: list[Pr
     )
 
 
-def storage_price(tier: StorageTier, region: str, overrides: list[PriceOverride]) -> Resolved:
+def storage_price(tier: StorageTier, region: str, overrides: Sequence[Override]) -> Resolved:
     found = _override(overrides, tier.sku, region, None, "usd_per_gib_month")
     if found is not None:
         i, o = found
