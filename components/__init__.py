@@ -44,6 +44,7 @@ class AiCluster(pulumi.ComponentResource):
             "budgets": plan.budgets.model_dump(mode="json", exclude_none=True),
             "compliance": plan.compliance.model_dump(mode="json"),
             "tags": plan.tags,
+            "pricing": plan.pricing.model_dump(mode="json", exclude_none=True),
         }
         opts = pulumi.ResourceOptions.merge(
             opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])
@@ -60,7 +61,8 @@ class AiCluster(pulumi.ComponentResource):
             part = BUILDERS[provider](plan, self)
             for key in ("pools", "filesystems", "networks"):
                 merged[key].update(part.get(key, {}))
-            if "controller" in part:
-                merged["controller"] = part["controller"]
+            for key in ("controller", "audit"):
+                if key in part:
+                    merged[key] = part[key]
         self.outputs = merged
         self.register_outputs(merged)

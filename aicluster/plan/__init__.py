@@ -682,6 +682,15 @@ def _check_overrides(ctx: _Ctx) -> None:
             )
 
 
+# Frameworks whose controls require an audit trail of API activity: SOC 2 CC7.2, HIPAA 164.312(b),
+# PCI DSS requirement 10, ISO/IEC 27001:2022 A.8.15. GDPR alone does not.
+AUDITED_FRAMEWORKS = frozenset({"soc2", "hipaa", "pci-dss", "iso27001"})
+
+
+def _needs_audit_log(spec: ClusterSpec) -> bool:
+    return bool(AUDITED_FRAMEWORKS.intersection(spec.compliance.frameworks))
+
+
 def _unused_overrides(ctx: _Ctx, prices: list[Price]) -> None:
     used = {p.basis for p in prices}
     for j, _ in enumerate(ctx.spec.pricing.overrides):
@@ -751,6 +760,8 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         totals=totals,
         budgets=spec.budgets,
         compliance=spec.compliance,
+        pricing=spec.pricing,
+        audit_logging=tuple(sorted({n.provider for n in networks})) if _needs_audit_log(spec) else (),
         hours_per_month=hours,
         warnings=tuple(ctx.warnings),
     )

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from aicluster.catalog.pricing import Price
-from aicluster.spec import Budgets, Compliance, Market
+from aicluster.spec import Budgets, Compliance, Market, Pricing
 
 
 class _Plan(BaseModel):
@@ -167,6 +167,10 @@ class ClusterPlan(_Plan):
     totals: Totals
     budgets: Budgets
     compliance: Compliance
+    pricing: Pricing  # negotiated rates, declared on the AiCluster component for the policy pack
+    # providers that get a cluster audit log (AWS: a multi-region CloudTrail), because a control
+    # framework that requires audit logging is declared
+    audit_logging: tuple[str, ...]
     hours_per_month: float
     warnings: tuple[str, ...]
 

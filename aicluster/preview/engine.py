@@ -55,6 +55,8 @@ class Resource:
     custom: bool
     inputs: dict[str, Any]  # Unknown -> UNKNOWN sentinel, secrets -> SECRET_VALUE
     dependencies: list[str] = field(default_factory=list)
+    # input property (camelCase) -> URNs of the resources its value came from
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     protect: bool = False
     provider: str | None = None
 
@@ -197,6 +199,9 @@ class _Monitor(mocks.MockMonitor):
                     custom=bool(request.custom),
                     inputs=_clean(inputs),
                     dependencies=list(request.dependencies),
+                    property_dependencies={
+                        k: list(v.urns) for k, v in sorted(request.propertyDependencies.items()) if v.urns
+                    },
                     protect=bool(request.protect),
                     provider=provider,
                 )

@@ -10,6 +10,7 @@ from aicluster.plan import ClusterPlan
 from aicluster.render import controller_cloud_init, node_cloud_init
 
 from ..tags import tagging
+from .audit import AwsAuditTrail
 from .controller import AwsSlurmController
 from .efs import AwsEfsFileSystem
 from .gpu_pool import AwsGpuPool
@@ -18,6 +19,7 @@ from .lustre import AwsLustreFileSystem, FilesystemArgs
 from .network import AwsNetwork
 
 __all__ = [
+    "AwsAuditTrail",
     "AwsEfsFileSystem",
     "AwsGpuPool",
     "AwsLustreFileSystem",
@@ -39,6 +41,10 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
     outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}}
     for key, net in networks.items():
         outputs["networks"][key] = {"vpc_id": net.vpc_id, "subnet_ids": net.compute_subnet_ids}
+    if "aws" in plan.audit_logging:
+        home = next(n.region for n in plan.networks if n.provider == "aws")
+        trail = AwsAuditTrail(f"{name}-audit", {"cluster": name, "region": home}, opts)
+        outputs["audit"] = {"trail_arn": trail.trail_arn, "bucket": trail.bucket_name}
 
     for pool in plan.pools:
         if pool.provider != "aws":
