@@ -226,16 +226,72 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _read_json(path: str, what: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} {path}: not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{what} {path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
+def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    if not args.policy_config:
+        return None
+    doc = _read_json(args.policy_config, "--policy-config")
+    if not isinstance(doc, dict):
+        raise UsageError(f"--policy-config {args.policy_config}: expected a JSON object of policy name -> settings")
+    return doc
+
+
+def _verdict(result: Any) -> tuple[int, str]:
+    """Exit code and one line for a policy result: mandatory violations fail the run."""
+    pol = result.policy
+    mandatory, advisory = len(pol.mandatory), len(pol.violations) - len(pol.mandatory)
+    summary = (
+        f"policy pack {pol.pack['name']}@{pol.pack['version']}: {len(pol.passed)} passed, "
+        f"{mandatory} mandatory and {advisory} advisory violation(s), {len(pol.waived)} waived, "
+        f"{len(pol.not_applicable)} not applicable"
+    )
+    return (EXIT_FAILED if mandatory else EXIT_OK), summary
+
+
+def _findings_table(result: Any) -> Table | None:
+    pol = result.policy
+    if not pol.violations and not pol.waived:
+        return None
+    t = Table(title="Policy findings", title_justify="left")
+    for col in ("level", "severity", "policy", "resource", "message"):
+        t.add_column(col, overflow="fold")
+    style = {"mandatory": "red", "advisory": "yellow"}
+    for v in pol.violations:
+        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, v.resource, escape(v.message))
+    for w in pol.waived:
+        t.add_row(
+            "[dim]waived[/]",
+            w.severity,
+            w.policy,
+            w.resource,
+            escape(f"{w.message} [waived until {w.expires}: {w.reason}]"),
+        )
+    return t
+
+
 def cmd_preview(args: argparse.Namespace) -> int:
     from .preview import preview_stack
 
     target = _json_target(args.json)
+    config = _policy_config(args)
     _, stack = _stack(args)
-    result = preview_stack(stack)
+    result = preview_stack(stack, config)
     data = json.dumps(result.to_json(), indent=2) + "\n"
+    code, verdict = _verdict(result)
     if args.json == "-":
         sys.stdout.write(data)
-        return EXIT_OK
+        err.print(verdict)
+        return code
     _print_warnings(result.plan)
     t = Table(title=f"Resources ({len(result.capture.resources)}) in preview of {stack.stack}", title_justify="left")
     t.add_column("type")
@@ -246,9 +302,83 @@ def cmd_preview(args: argparse.Namespace) -> int:
     out.print(_pools_table(result.plan))
     _plan_details(result.plan)
     out.print(f"[dim]offline preview: {result.capture.seconds:.2f} s, no cloud account used[/]")
+    findings = _findings_table(result)
+    if findings is not None:
+        out.print(findings)
+    out.print(f"[{'red' if code else 'green'}]{escape(verdict)}[/]")
     if target is not None:
         write_atomic(target, data)
         out.print(f"wrote {target}")
+    return code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .preview import preview_stack
+    from .report import render
+
+    config = _policy_config(args)
+    _, stack = _stack(args)
+    result = preview_stack(stack, config)
+    text = render(result.to_json(), args.format)
+    write_atomic(Path(args.output), text)
+    _, verdict = _verdict(result)
+    out.print(f"wrote {args.output} ({args.format}); {escape(verdict)}")
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .report import diff_markdown
+
+    base = _read_json(args.base, "base")
+    head = _read_json(args.head, "head")
+    try:
+        text = diff_markdown(base, head)
+    except ValueError as exc:
+        raise UsageError(f"not a preview JSON (aicluster preview --json): {exc}") from None
+    if args.output:
+        write_atomic(Path(args.output), text)
+        out.print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    from policies import POLICIES
+
+    from .preview.policy import describe, resolve_config
+
+    levels, _ = resolve_config(_policy_config(args))
+    t = Table(title=f"Policies ({len(POLICIES)})", title_justify="left")
+    for col in ("policy", "concern", "kind", "severity", "enforcement", "frameworks", "description"):
+        t.add_column(col, overflow="fold")
+    for p in POLICIES:
+        d = describe(p, levels[p.name])
+        t.add_row(
+            d["name"],
+            d["concern"],
+            d["kind"],
+            d["severity"],
+            d["enforcement"],
+            ", ".join(d["frameworks"]),
+            d["description"],
+        )
+    out.print(t)
+    return EXIT_OK
+
+
+def cmd_policy_config(args: argparse.Namespace) -> int:
+    from .preview import plan_stack
+    from .preview.policy import pack_config
+
+    _, stack = _stack(args)
+    plan = plan_stack(stack)
+    text = json.dumps(pack_config(plan.compliance.waivers), indent=2) + "\n"
+    if args.output:
+        write_atomic(Path(args.output), text)
+        out.print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -302,8 +432,30 @@ def build_parser() -> argparse.ArgumentParser:
     add("validate", cmd_validate, "check a stack file against the schema and the catalog")
     p = add("plan", cmd_plan, "show the resolved plan: instance facts, CIDRs, cost, power, racks")
     p.add_argument("--json", metavar="FILE", help="also write the plan as JSON ('-' for stdout only)")
-    p = add("preview", cmd_preview, "run the Pulumi program offline under mocks and show what it would create")
+    p = add(
+        "preview",
+        cmd_preview,
+        "run the Pulumi program offline under mocks, show what it would create and run the policy pack "
+        "(exit 1 on a mandatory violation)",
+    )
     p.add_argument("--json", metavar="FILE", help="also write the preview as JSON ('-' for stdout only)")
+    p.add_argument("--policy-config", metavar="FILE", help="CrossGuard policy config JSON (as --policy-pack-config)")
+    p = add("report", cmd_report, "preview the stack and write a policy report: md, html, sarif, junit or json")
+    p.add_argument("--format", required=True, choices=("md", "html", "sarif", "junit", "json"))
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
+    p.add_argument("--policy-config", metavar="FILE", help="CrossGuard policy config JSON (as --policy-pack-config)")
+    p = add("diff", cmd_diff, "Markdown for a PR comment: what changes between two preview JSONs", stack=False)
+    p.add_argument("base", help="preview JSON of the base branch")
+    p.add_argument("head", help="preview JSON of the change")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (default: stdout)")
+    p = add("policies", cmd_policies, "list the policy pack's policies", stack=False)
+    p.add_argument("--policy-config", metavar="FILE", help="show enforcement levels under this policy config")
+    p = add(
+        "policy-config",
+        cmd_policy_config,
+        "write the --policy-pack-config that carries the stack's waivers to the Pulumi CLI",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (default: stdout)")
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)
@@ -321,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = len(exc.problems)
         err.print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")
         return EXIT_BAD_INPUT
-    except (StackNotFound, ProjectNotFound, UsageError) as exc:
+    except (StackNotFound, ProjectNotFound, UsageError, _policy_config_error()) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path the user gave cannot be read or written
@@ -331,6 +483,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _program_error() as exc:
         err.print(f"[red]error:[/] the Pulumi program failed: {escape(str(exc))}")
         return EXIT_FAILED
+
+
+def _policy_config_error() -> type[Exception]:
+    from .preview import PolicyConfigError
+
+    return PolicyConfigError
 
 
 def _program_error() -> type[Exception]:

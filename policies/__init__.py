@@ -1,1 +1,34 @@
-"""The CrossGuard policy pack (rules arrive with the policy issue). Imports only aicluster.catalog."""
+"""The aicluster CrossGuard policy pack: cost, power, compliance, fabric and storage guardrails.
+
+Policies judge resources as the Pulumi engine hands them (type tokens, camelCase props), so they
+also guard programs that do not use aicluster's components. They import only `aicluster.catalog`.
+Run by the Pulumi CLI as `pulumi preview --policy-pack policies`, and in-process by `aicluster preview`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from . import compliance, cost, fabric, power, storage
+from .rule import Meta, ResourceRule, Rule, StackRule, Waived
+
+__all__ = ["PACK_NAME", "POLICIES", "Meta", "ResourceRule", "Rule", "StackRule", "Waived", "pack_version"]
+
+PACK_NAME = "aicluster"
+
+# The pack, in the order the engine runs it: one explicit list.
+POLICIES: list[Rule] = [
+    *cost.POLICIES,
+    *power.POLICIES,
+    *compliance.POLICIES,
+    *fabric.POLICIES,
+    *storage.POLICIES,
+]
+
+
+def pack_version() -> str:
+    """The version the Pulumi CLI reports: PulumiPolicy.yaml's."""
+    doc = yaml.safe_load((Path(__file__).parent / "PulumiPolicy.yaml").read_text(encoding="utf-8"))
+    return str(doc["version"])

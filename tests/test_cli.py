@@ -21,9 +21,23 @@ SUMMARY_KEYS = {
     "cost_usd_per_month",
     "power_kw_it",
     "power_kw_facility",
+    "carbon_t_per_month",
     "resources",
 }
-POOL_KEYS = {"name", "provider", "instance_type", "nodes", "gpus", "cost_usd_per_hour", "power_kw_it"}
+POOL_KEYS = {
+    "name",
+    "provider",
+    "region",
+    "zone",
+    "instance_type",
+    "market",
+    "nodes",
+    "gpus",
+    "cost_usd_per_hour",
+    "cost_usd_per_month",
+    "power_kw_it",
+    "power_kw_facility",
+}
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "custom", "inputs"}
 
 
@@ -61,6 +75,12 @@ def test_every_example_stack_validates_plans_and_previews(stack: str, tmp_path: 
             assert r["parent"] in urns or r["parent"].endswith("::pulumi:pulumi:Stack::aicluster-" + stack)
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["totals"]["cost_usd_per_month"] == data["summary"]["cost_usd_per_month"]
+    # every example stack passes every mandatory policy of the pack
+    policy = data["policy"]
+    assert [v for v in policy["violations"] if v["enforcement"] == "mandatory"] == []
+    assert len(policy["passed"]) + len({v["policy"] for v in policy["violations"]}) + len(
+        policy["not_applicable"]
+    ) == len(policy["policies"])
 
 
 def test_large_stack_has_3072_gpus(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,15 +13,19 @@ from aicluster.spec import SpecError
 from aicluster.stackfile import StackConfig, load_cluster
 
 from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource, jsonable, run_program
+from .policy import PolicyConfigError, PolicyResult, Violation, evaluate, resolve_config, waiver_problems
 
 __all__ = [
     "COMPUTED",
     "SECRET",
     "UNKNOWN",
     "Capture",
+    "PolicyConfigError",
+    "PolicyResult",
     "Preview",
     "ProgramError",
     "Resource",
+    "Violation",
     "plan_stack",
     "preview_stack",
 ]
@@ -29,10 +34,14 @@ __all__ = [
 def plan_stack(stack: StackConfig) -> ClusterPlan:
     """Spec + plan for a stack file; SpecError (with file and line numbers) on bad input."""
     spec = load_cluster(stack)
+    problems = waiver_problems(spec.compliance.waivers)
     try:
-        return plan(spec, load_catalog())
+        cluster_plan = plan(spec, load_catalog())
     except SpecError as err:
-        raise SpecError(stack.source, err.problems, stack.lines) from None
+        raise SpecError(stack.source, [*problems, *err.problems], stack.lines) from None
+    if problems:
+        raise SpecError(stack.source, problems, stack.lines)
+    return cluster_plan
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class Preview:
     stack: StackConfig
     plan: ClusterPlan
     capture: Capture
+    policy: PolicyResult
 
     def resource_counts(self) -> list[tuple[str, int]]:
         counts = Counter(r.type for r in self.capture.resources)
@@ -50,6 +60,14 @@ class Preview:
         return {
             "stack": self.stack.stack,
             "project": self.stack.project.name,
+            "cluster": {
+                "name": p.name,
+                "tags": dict(p.tags),
+                "regions": sorted({f"{n.provider}/{n.region}" for n in p.networks}),
+                "frameworks": list(p.compliance.frameworks),
+                "allowed_regions": list(p.compliance.allowed_regions),
+                "budgets": p.budgets.model_dump(mode="json", exclude_none=True),
+            },
             "summary": {
                 "nodes": p.totals.nodes,
                 "gpus": p.totals.gpus,
@@ -57,23 +75,30 @@ class Preview:
                 "cost_usd_per_month": p.totals.cost_usd_per_month,
                 "power_kw_it": p.totals.power_kw_it,
                 "power_kw_facility": p.totals.power_kw_facility,
+                "carbon_t_per_month": p.totals.co2e_t_per_month,
                 "resources": len(self.capture.resources),
             },
             "pools": [
                 {
                     "name": pool.name,
                     "provider": pool.provider,
+                    "region": pool.region,
+                    "zone": pool.zone,
                     "instance_type": pool.instance_type,
+                    "market": pool.market,
                     "nodes": pool.nodes,
                     "gpus": pool.gpus,
                     "cost_usd_per_hour": pool.cost_usd_per_hour,
+                    "cost_usd_per_month": pool.cost_usd_per_month,
                     "power_kw_it": pool.power_kw_it,
+                    "power_kw_facility": pool.power_kw_facility,
                 }
                 for pool in p.pools
             ],
             "resources": [r.to_json() for r in self.capture.resources],
             "outputs": _outputs_json(self.capture.outputs),
             "warnings": list(p.warnings),
+            "policy": self.policy.to_json(),
         }
 
 
@@ -81,7 +106,10 @@ def _outputs_json(value: Any) -> Any:
     return jsonable(value)
 
 
-def preview_stack(stack: StackConfig) -> Preview:
+def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = None) -> Preview:
+    """Plan, run the program offline, and run the policy pack over what it registered.
+    `policy_config` is a CrossGuard policy config (`--policy-pack-config`), checked before anything runs."""
     cluster_plan = plan_stack(stack)
+    resolve_config(policy_config)  # PolicyConfigError before the program runs
     capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
-    return Preview(stack, cluster_plan, capture)
+    return Preview(stack, cluster_plan, capture, evaluate(capture, policy_config))

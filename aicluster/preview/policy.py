@@ -1,0 +1,269 @@
+"""Run the policy pack in-process over an offline preview's captured resources.
+
+Mirrors what the Pulumi engine and the SDK's analyzer servicer do with a pack (the pack is the same
+`policies.POLICIES` the CLI serves): enforcement levels from the pack, overridden by a CrossGuard
+policy config (`{"all": ..., "<policy>": "mandatory" | {"enforcementLevel": ..., <properties>}}`);
+`Analyze` for every resource, then `AnalyzeStack` over all of them with parents and property
+dependencies linked; a property unknown during preview turns a finding into the engine's advisory
+"can't run policy ... during preview". Waived findings are collected for reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
+from pulumi_policy.policy import PolicyCustomTimeouts, _NotApplicableError
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+
+from aicluster.spec import Problem, did_you_mean
+from policies import PACK_NAME, POLICIES, Rule, Waived, pack_version
+from policies.rule import WAIVED
+
+from .engine import SECRET_VALUE, Capture, Resource
+
+_LEVELS = {level.value: level for level in EnforcementLevel}
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    severity: str
+    enforcement: str  # advisory | mandatory
+    resource: str
+    type: str
+    urn: str
+    message: str
+
+
+@dataclass
+class PolicyResult:
+    pack: dict[str, str]
+    policies: list[dict[str, Any]]
+    violations: list[Violation] = field(default_factory=list)
+    waived: list[Waived] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+    not_applicable: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def mandatory(self) -> list[Violation]:
+        return [v for v in self.violations if v.enforcement == "mandatory"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack,
+            "policies": self.policies,
+            "violations": [asdict(v) for v in self.violations],
+            "waived": [asdict(w) for w in self.waived],
+            "passed": self.passed,
+            "not_applicable": self.not_applicable,
+        }
+
+
+class PolicyConfigError(ValueError):
+    """The policy config names no such policy or an unknown enforcement level."""
+
+
+def _level(value: Any, where: str) -> EnforcementLevel:
+    if value not in _LEVELS:
+        raise PolicyConfigError(f"{where}: enforcement level {value!r}; allowed: {', '.join(sorted(_LEVELS))}")
+    return _LEVELS[value]
+
+
+def resolve_config(
+    config: Mapping[str, Any] | None, policies: Sequence[Rule] = POLICIES
+) -> tuple[dict[str, EnforcementLevel], dict[str, dict[str, Any]]]:
+    """Per-policy enforcement level and properties from a CrossGuard policy config, as the engine
+    resolves them: the policy's own entry beats `all`, which beats the policy's default."""
+    config = dict(config or {})
+    names = [p.name for p in policies]
+    for key in config:
+        if key != "all" and key not in names:
+            hint = did_you_mean(key, names)
+            raise PolicyConfigError(f"policy config names no policy {key!r}" + (f"; {hint}" if hint else ""))
+    levels: dict[str, EnforcementLevel] = {}
+    props: dict[str, dict[str, Any]] = {}
+    every = config.get("all")
+    for p in policies:
+        level = p.meta.enforcement
+        if isinstance(every, str):
+            level = _level(every, "all")
+        elif isinstance(every, Mapping) and "enforcementLevel" in every:
+            level = _level(every["enforcementLevel"], "all.enforcementLevel")
+        entry = config.get(p.name)
+        if isinstance(entry, str):
+            level = _level(entry, p.name)
+        elif isinstance(entry, Mapping):
+            if "enforcementLevel" in entry:
+                level = _level(entry["enforcementLevel"], f"{p.name}.enforcementLevel")
+            props[p.name] = {k: v for k, v in entry.items() if k != "enforcementLevel"}
+        levels[p.name] = level
+    return levels, props
+
+
+def _wire(value: Any) -> Any:
+    """Inputs as the engine hands them to a pack: unknowns stay sentinels, secrets stay hidden."""
+    if value is SECRET_VALUE:
+        return "[secret]"
+    if isinstance(value, Mapping):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+def _opts(parent: str | None) -> PolicyResourceOptions:
+    return PolicyResourceOptions(False, [], False, [], PolicyCustomTimeouts(0, 0, 0), [], parent=parent)
+
+
+def _call(fn: Any, *args: Any) -> None:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        asyncio.new_event_loop().run_until_complete(result)
+
+
+def evaluate(
+    capture: Capture, config: Mapping[str, Any] | None = None, policies: Sequence[Rule] = POLICIES
+) -> PolicyResult:
+    levels, props = resolve_config(config, policies)
+    result = PolicyResult(
+        pack={"name": PACK_NAME, "version": pack_version()},
+        policies=sorted((describe(p, levels[p.name]) for p in policies), key=lambda d: d["name"]),
+    )
+    by_urn = {r.urn: r for r in capture.resources}
+    wired = {r.urn: unknown_checking_proxy(_wire(r.inputs)) for r in capture.resources}
+    providers = {
+        r.urn: PolicyProviderResource(r.type, wired[r.urn], r.urn, r.name)
+        for r in capture.resources
+        if r.type.startswith("pulumi:providers:")
+    }
+    failed: set[str] = set()
+    not_applicable: dict[str, str] = {}
+
+    def reporter(policy: Rule, level: EnforcementLevel, res: Resource | None) -> Any:
+        def report(message: str, urn: str | None = None) -> None:
+            target = by_urn.get(urn) if urn else res
+            failed.add(policy.name)
+            result.violations.append(
+                Violation(
+                    policy.name,
+                    policy.meta.severity.value,
+                    "advisory" if level == EnforcementLevel.ADVISORY else "mandatory",
+                    target.name if target else "",
+                    target.type if target else "",
+                    target.urn if target else "",
+                    message,
+                )
+            )
+
+        return report
+
+    def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, args: Any) -> None:
+        try:
+            _call(fn, args, reporter(policy, level, res))
+        except UnknownValueError as e:
+            pack = f"{PACK_NAME}@v{result.pack['version']}"
+            report = reporter(policy, EnforcementLevel.ADVISORY, res)
+            report(f"can't run policy '{policy.name}' from policy pack '{pack}' during preview: {e.message}")
+        except _NotApplicableError as e:
+            not_applicable.setdefault(policy.name, e.reason or "")
+
+    token = WAIVED.set(result.waived)
+    try:
+        active = [p for p in policies if levels[p.name] != EnforcementLevel.DISABLED]
+        resource_policies = [p for p in active if hasattr(p, "types")]
+        for r in capture.resources:
+            if not r.custom or r.type.startswith("pulumi:providers:"):
+                continue
+            provider = providers.get(r.provider or "")
+            for p in resource_policies:
+                args = ResourceValidationArgs(
+                    r.type, wired[r.urn], r.urn, r.name, _opts(r.parent), provider, props.get(p.name, {}), {}
+                )
+                guarded(p, levels[p.name], r, p.validate, args)
+        stack_resources = _policy_resources(capture, wired, providers)
+        for p in active:
+            if hasattr(p, "types"):
+                continue
+            stack_args = StackValidationArgs(stack_resources, props.get(p.name, {}), {})
+            guarded(p, levels[p.name], None, p.validate, stack_args)
+    finally:
+        WAIVED.reset(token)
+    result.violations.sort(key=lambda v: (v.policy, v.urn, v.message))
+    result.waived.sort(key=lambda w: (w.policy, w.urn, w.message))
+    result.passed = sorted(p.name for p in active if p.name not in failed and p.name not in not_applicable)
+    result.not_applicable = [{"policy": k, "reason": v} for k, v in sorted(not_applicable.items())]
+    return result
+
+
+def _policy_resources(
+    capture: Capture, wired: Mapping[str, Any], providers: Mapping[str, PolicyProviderResource]
+) -> list[PolicyResource]:
+    made = {
+        r.urn: PolicyResource(
+            r.type, wired[r.urn], r.urn, r.name, _opts(r.parent), providers.get(r.provider or ""), None, [], {}
+        )
+        for r in capture.resources
+    }
+    for r in capture.resources:
+        pr = made[r.urn]
+        pr.parent = made.get(r.parent or "")
+        pr.dependencies = [made[d] for d in r.dependencies if d in made]
+        pr.property_dependencies = {k: [made[u] for u in v if u in made] for k, v in r.property_dependencies.items()}
+    return list(made.values())
+
+
+def describe(policy: Rule, level: EnforcementLevel) -> dict[str, Any]:
+    m = policy.meta
+    return {
+        "name": m.name,
+        "display_name": m.display_name,
+        "description": m.description,
+        "concern": m.concern,
+        "kind": "resource" if hasattr(policy, "types") else "stack",
+        "severity": m.severity.value,
+        "enforcement": level.value,
+        "remediation": m.remediation,
+        "frameworks": list(m.frameworks),
+        "controls": list(m.controls),
+    }
+
+
+def waiver_problems(waivers: Sequence[Any], policies: Sequence[Rule] = POLICIES) -> list[Problem]:
+    """Waivers naming no policy of the pack (a typo would silently waive nothing)."""
+    names = [p.name for p in policies]
+    out = []
+    for i, w in enumerate(waivers):
+        if w.policy not in names:
+            out.append(
+                Problem(
+                    ("compliance", "waivers", i, "policy"),
+                    "no such policy in the pack; `aicluster policies` lists them",
+                    w.policy,
+                    True,
+                    did_you_mean(w.policy, names),
+                )
+            )
+    return out
+
+
+def pack_config(waivers: Sequence[Any], policies: Sequence[Rule] = POLICIES) -> dict[str, Any]:
+    """A `--policy-pack-config` file carrying the stack's waivers to every policy they name, so the
+    Pulumi CLI honours them in resource policies too (stack policies read them from AiCluster)."""
+    out: dict[str, Any] = {}
+    for w in waivers:
+        entry = out.setdefault(w.policy, {"waivers": []})
+        entry["waivers"].append({"policy": w.policy, "resource": w.resource, "reason": w.reason, "expires": w.expires})
+    known = {p.name for p in policies}
+    return {k: v for k, v in sorted(out.items()) if k in known}

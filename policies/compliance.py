@@ -1,0 +1,405 @@
+"""Compliance: encryption at rest, no public exposure, IMDSv2, required tags, data residency, audit logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, Severity
+
+from .facts import (
+    ASG,
+    EBS_VOLUME,
+    EFS,
+    EIP,
+    FSX_LUSTRE,
+    INSTANCE,
+    LAUNCH_TEMPLATE,
+    NAT_GATEWAY,
+    SECURITY_GROUP,
+    TRAIL,
+    UNKNOWN,
+    Res,
+    Stack,
+    get,
+    items,
+    truthy,
+)
+from .rule import Ctx, Meta, ResourceRule, StackRule
+
+MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
+
+# --------------------------------------------------------------------------------------------------
+# IMDSv2
+
+
+def _imdsv2(res: Res, ctx: Ctx) -> Iterator[str]:
+    tokens = res.get("metadataOptions", "httpTokens")
+    if tokens is UNKNOWN or res.get("metadataOptions", "httpEndpoint") == "disabled":
+        return
+    if res.type == INSTANCE and tokens is None and res.get("launchTemplate") is not None:
+        return  # its launch template decides, and is judged itself
+    if tokens != "required":
+        what = f'"{tokens}"' if tokens is not None else "not set (IMDSv1 stays on)"
+        yield (
+            f"{_kind(res)} {res.name} allows IMDSv1: metadataOptions.httpTokens is {what}; set "
+            'metadataOptions.httpTokens = "required" so credentials need a session token'
+        )
+
+
+imdsv2 = ResourceRule(
+    Meta(
+        name="aws-ec2-instance-enforce-imdsv2",
+        display_name="IMDSv2 only",
+        description="EC2 instances and launch templates require IMDSv2 session tokens.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation='Set metadataOptions.httpTokens to "required" (aicluster components always do).',
+        frameworks=("cis-aws", "soc2"),
+        controls=("CIS AWS Foundations v6.0.0 6.7", "SOC 2 CC6.1", "SOC 2 CC7.2"),
+    ),
+    {LAUNCH_TEMPLATE, INSTANCE},
+    _imdsv2,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Public IPs on compute
+
+
+def _public_ip(res: Res, ctx: Ctx) -> Iterator[str]:
+    if res.type == INSTANCE and truthy(res.get("associatePublicIpAddress")):
+        yield (
+            f"instance {res.name} gets a public IP (associatePublicIpAddress = true); set it false and reach "
+            "the node through SSM or a bastion"
+        )
+    for i, nic in enumerate(items(res.props, "networkInterfaces")):
+        if truthy(get(nic, "associatePublicIpAddress")):
+            yield (
+                f"{_kind(res)} {res.name} gives network interface {i} (card {get(nic, 'networkCardIndex', default=0)}) "
+                "a public IP (associatePublicIpAddress = true); set it false: nodes egress through NAT"
+            )
+
+
+public_ip = ResourceRule(
+    Meta(
+        name="aws-ec2-instance-disallow-public-ip",
+        display_name="No public IPs on compute",
+        description="GPU and controller nodes get no public IP addresses.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation="Set associatePublicIpAddress to false; use SSM Session Manager or a bastion for access.",
+        frameworks=("cis-aws", "soc2"),
+        controls=("SOC 2 CC6.1", "Checkov CKV_AWS_88"),
+    ),
+    {LAUNCH_TEMPLATE, INSTANCE},
+    _public_ip,
+)
+
+# --------------------------------------------------------------------------------------------------
+# SSH / RDP from the internet
+
+ADMIN_PORTS = {22: "SSH", 3389: "RDP"}
+SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+_ANYWHERE = {"0.0.0.0/0", "::/0"}
+
+
+def _opens_admin(protocol: Any, lo: Any, hi: Any) -> list[str]:
+    proto = str(protocol).lower()
+    if proto in ("-1", "all"):
+        return list(ADMIN_PORTS.values())
+    if proto not in ("tcp", "6") or not isinstance(lo, int | float) or not isinstance(hi, int | float):
+        return []
+    return [name for port, name in ADMIN_PORTS.items() if lo <= port <= hi]
+
+
+def _admin_from_internet(res: Res, ctx: Ctx) -> Iterator[str]:
+    rules: list[tuple[str, Any, Any, Any, set[str]]] = []
+    if res.type == SECURITY_GROUP:
+        for i, r in enumerate(items(res.props, "ingress")):
+            cidrs = {str(c) for c in items(r, "cidrBlocks") + items(r, "ipv6CidrBlocks")}
+            rules.append((f"ingress[{i}]", get(r, "protocol"), get(r, "fromPort"), get(r, "toPort"), cidrs))
+    elif res.type == SG_INGRESS_RULE:
+        cidrs = {str(c) for c in (res.get("cidrIpv4"), res.get("cidrIpv6")) if isinstance(c, str)}
+        rules.append(("rule", res.get("ipProtocol"), res.get("fromPort"), res.get("toPort"), cidrs))
+    elif res.type == SG_RULE and res.get("type") == "ingress":
+        cidrs = {str(c) for c in items(res.props, "cidrBlocks") + items(res.props, "ipv6CidrBlocks")}
+        rules.append(("rule", res.get("protocol"), res.get("fromPort"), res.get("toPort"), cidrs))
+    for where, proto, lo, hi, cidrs in rules:
+        open_to = sorted(cidrs & _ANYWHERE)
+        services = _opens_admin(proto, lo, hi)
+        if open_to and services:
+            yield (
+                f"security group {res.name} {where} lets {' and '.join(open_to)} reach {'/'.join(services)} "
+                f"(protocol {proto}, ports {lo}-{hi}); remove it and reach nodes through SSM Session Manager"
+            )
+
+
+admin_from_internet = ResourceRule(
+    Meta(
+        name="aws-ec2-securitygroup-disallow-admin-from-internet",
+        display_name="No SSH/RDP from the internet",
+        description="No security group admits 0.0.0.0/0 or ::/0 to SSH (22) or RDP (3389).",
+        concern="compliance",
+        severity=Severity.CRITICAL,
+        enforcement=MANDATORY,
+        remediation="Drop the rule; use SSM Session Manager (aicluster nodes carry its IAM policy) or a VPN.",
+        frameworks=("cis-aws", "soc2"),
+        controls=("CIS AWS Foundations v6.0.0 6.3", "CIS AWS Foundations v6.0.0 6.4", "SOC 2 CC6.1"),
+    ),
+    {SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE},
+    _admin_from_internet,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Encryption at rest
+
+
+def _ebs_encrypted(res: Res, ctx: Ctx) -> Iterator[str]:
+    if res.type == EBS_VOLUME:
+        if not truthy(res.get("encrypted")) and res.get("encrypted") is not UNKNOWN:
+            yield f"EBS volume {res.name} is not encrypted; set encrypted = true"
+        return
+    if res.type == LAUNCH_TEMPLATE:
+        for i, m in enumerate(items(res.props, "blockDeviceMappings")):
+            ebs = get(m, "ebs")
+            if isinstance(ebs, Mapping) and not truthy(get(ebs, "encrypted")):
+                yield (
+                    f"launch template {res.name} blockDeviceMappings[{i}] ({get(m, 'deviceName', default='?')}) "
+                    'is not encrypted; set ebs.encrypted = "true"'
+                )
+        return
+    root = res.get("rootBlockDevice")
+    if isinstance(root, Mapping) and not truthy(get(root, "encrypted")):
+        yield f"instance {res.name} root volume is not encrypted; set rootBlockDevice.encrypted = true"
+    for i, dev in enumerate(items(res.props, "ebsBlockDevices")):
+        if not truthy(get(dev, "encrypted")):
+            yield f"instance {res.name} ebsBlockDevices[{i}] is not encrypted; set encrypted = true"
+
+
+ebs_encryption = ResourceRule(
+    Meta(
+        name="aws-ebs-volume-enforce-encryption",
+        display_name="Encrypted EBS volumes",
+        description="Root and data volumes of nodes, templates and standalone EBS volumes are encrypted.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation='Set encrypted = true (launch templates: ebs.encrypted = "true").',
+        frameworks=("cis-aws", "soc2", "hipaa", "pci-dss"),
+        controls=("SOC 2 CC6.1", "HIPAA 164.312(a)(2)(iv)", "PCI DSS 3.5", "Checkov CKV_AWS_8"),
+    ),
+    {LAUNCH_TEMPLATE, INSTANCE, EBS_VOLUME},
+    _ebs_encrypted,
+)
+
+
+def _efs_encrypted(res: Res, ctx: Ctx) -> Iterator[str]:
+    if res.get("encrypted") is not UNKNOWN and not truthy(res.get("encrypted")):
+        yield f"EFS file system {res.name} is not encrypted at rest; set encrypted = true (needs a new file system)"
+
+
+efs_encryption = ResourceRule(
+    Meta(
+        name="aws-efs-filesystem-enforce-encryption",
+        display_name="Encrypted EFS",
+        description="EFS file systems are encrypted at rest.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation="Create the file system with encrypted = true; encryption cannot be turned on later.",
+        frameworks=("cis-aws", "soc2", "hipaa", "pci-dss"),
+        controls=("CIS AWS Foundations v6.0.0 3.3.1", "SOC 2 CC6.1", "HIPAA 164.312(a)(2)(iv)"),
+    ),
+    {EFS},
+    _efs_encrypted,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Required tags
+
+DEFAULT_REQUIRED_TAGS = ("owner", "cost-center")
+# Resources that cost money: these must carry the allocation tags even where the program gave them none.
+COST_BEARING = frozenset({ASG, INSTANCE, LAUNCH_TEMPLATE, FSX_LUSTRE, EFS, NAT_GATEWAY, EIP, EBS_VOLUME})
+
+
+def _tag_keys(res: Res) -> set[str] | None:
+    tags = res.get("tags")
+    if tags is UNKNOWN:
+        return None
+    keys: set[str] = set()
+    if res.type == ASG:
+        keys = {str(get(t, "key")) for t in items(res.props, "tags") if truthy(get(t, "propagateAtLaunch"))}
+    elif isinstance(tags, Mapping):
+        keys = {str(k) for k in tags}
+    defaults = get(res.provider_props, "defaultTags", "tags")
+    if isinstance(defaults, Mapping):
+        keys |= {str(k) for k in defaults}
+    return keys
+
+
+def _required_tags(res: Res, ctx: Ctx) -> Iterator[str]:
+    if not res.type.startswith("aws:") or (res.type not in COST_BEARING and "tags" not in res.props):
+        return
+    keys = _tag_keys(res)
+    if keys is None:
+        return
+    required = [str(t) for t in ctx.setting("required_tags", default=DEFAULT_REQUIRED_TAGS)]
+    missing = [t for t in required if t not in keys]
+    if missing:
+        where = "tags that propagate at launch" if res.type == ASG else "tags"
+        yield (
+            f"{_kind(res)} {res.name} lacks required {where} {', '.join(missing)}; add them to the cluster's "
+            "tags in the stack file (aicluster:cluster.tags) or to the provider's defaultTags"
+        )
+
+
+required_tags = ResourceRule(
+    Meta(
+        name="aws-resource-missing-required-tags",
+        display_name="Cost-allocation tags",
+        description="Every taggable resource, and every cost-bearing one, carries the owner and cost-center tags.",
+        concern="compliance",
+        severity=Severity.MEDIUM,
+        enforcement=MANDATORY,
+        remediation="Add the tags under aicluster:cluster.tags; AiCluster applies them to every resource.",
+        frameworks=("soc2",),
+        controls=("SOC 2 CC1.3",),
+        config={
+            "required_tags": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Tag keys every resource needs. Default: owner, cost-center.",
+            }
+        },
+    ),
+    None,  # every type: taggable ones are picked in the check
+    _required_tags,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Data residency
+
+
+GLOBAL_PREFIXES = ("aws:iam/", "aicluster:", "pulumi:")
+
+
+def _allowed_regions(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    allowed = [str(r) for r in ctx.setting("allowed_regions", ("compliance", "allowed_regions"), [])]
+    if not allowed:
+        return
+    for res in stack.resources:
+        if res.type.startswith(GLOBAL_PREFIXES):
+            continue
+        region = res.region
+        if region is not None and region not in allowed:
+            yield (
+                res,
+                f"{_kind(res)} {res.name} is in {region}, outside compliance.allowed_regions "
+                f"[{', '.join(allowed)}]; move it to an allowed region or add {region} to allowed_regions",
+            )
+
+
+allowed_regions = StackRule(
+    Meta(
+        name="aicluster-resource-enforce-allowed-regions",
+        display_name="Data residency",
+        description="Every regional resource lives in a region listed in compliance.allowed_regions.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation="Move the pool or file system to an allowed region, or amend compliance.allowed_regions.",
+        frameworks=("gdpr",),
+        controls=("GDPR Art. 44-49 (transfers to third countries)",),
+        config={
+            "allowed_regions": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Regions data may live in. Default: the AiCluster's compliance.allowed_regions.",
+            }
+        },
+    ),
+    _allowed_regions,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Audit logging
+
+AUDITED_FRAMEWORKS = ("soc2", "hipaa", "pci-dss", "iso27001")
+GCP_AUDIT = ("gcp:projects/iAMAuditConfig:IAMAuditConfig", "gcp:organizations/iamAuditConfig:IamAuditConfig")
+AZURE_AUDIT = ("azure-native:insights:DiagnosticSetting", "azure-native:monitor:DiagnosticSetting")
+
+
+def _trail_ok(trail: Res) -> bool:
+    return (
+        truthy(trail.get("isMultiRegionTrail"))
+        and truthy(trail.get("enableLogFileValidation"))
+        and trail.get("enableLogging") is not False
+    )
+
+
+def _audit_logging(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    frameworks = [str(f) for f in ctx.setting("frameworks", ("compliance", "frameworks"), [])]
+    needing = [f for f in frameworks if f in AUDITED_FRAMEWORKS]
+    if not needing:
+        return
+    held = f"the stack is held to {', '.join(needing)}"
+    providers = {r.provider for r in stack.resources if not r.type.startswith(("pulumi:", "aicluster:"))}
+    if "aws" in providers and not any(_trail_ok(t) for t in stack.of(TRAIL)):
+        yield (
+            None,
+            f"{held} but records no AWS API activity: add a CloudTrail trail with isMultiRegionTrail and "
+            "enableLogFileValidation (aicluster adds one when compliance.frameworks names soc2, hipaa, pci-dss or "
+            "iso27001), or waive this for an organization trail",
+        )
+    if "gcp" in providers and not stack.of(*GCP_AUDIT):
+        yield (None, f"{held} but no GCP audit config (IAMAuditConfig for allServices) is declared")
+    if "azure-native" in providers and not stack.of(*AZURE_AUDIT):
+        yield (None, f"{held} but no Azure diagnostic setting sends activity logs to a workspace")
+
+
+audit_logging = StackRule(
+    Meta(
+        name="aicluster-cluster-missing-audit-logging",
+        display_name="Audit logging",
+        description="Clusters held to SOC 2, HIPAA, PCI DSS or ISO 27001 record cloud API activity.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation="Declare the framework in compliance.frameworks (AiCluster adds a CloudTrail), or waive for an "
+        "organization-wide trail.",
+        frameworks=("soc2", "hipaa", "pci-dss", "iso27001", "cis-aws"),
+        controls=("SOC 2 CC7.2", "HIPAA 164.312(b)", "PCI DSS 10.2", "ISO/IEC 27001:2022 A.8.15", "CIS AWS 3.1"),
+        config={
+            "frameworks": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Frameworks the stack is held to. Default: the AiCluster's compliance.frameworks.",
+            }
+        },
+    ),
+    _audit_logging,
+)
+
+
+def _kind(res: Res) -> str:
+    """`launch template`, `security group`, ...: the type's last segment, spaced."""
+    last = res.type.rsplit(":", 1)[-1]
+    words = [last[0]]
+    for ch in last[1:]:
+        words.append(f" {ch}" if ch.isupper() and not words[-1][-1:].isupper() else ch)
+    return "".join(words).lower()
+
+
+POLICIES: list[ResourceRule | StackRule] = [
+    imdsv2,
+    public_ip,
+    admin_from_internet,
+    ebs_encryption,
+    efs_encryption,
+    required_tags,
+    allowed_regions,
+    audit_logging,
+]

@@ -1,0 +1,153 @@
+"""Power: facility kW within budget, nodes that fit the racks, and the carbon the cluster emits.
+
+IT power is each node's maximum draw from the catalog (datasheet system maximum, e.g. 10.2 kW for a
+DGX H100-class node); facility power multiplies it by the region's PUE; carbon multiplies facility
+energy over a 730-hour month by the region's grid intensity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pulumi_policy import EnforcementLevel, Severity
+
+from .facts import Fleet, Res, Stack
+from .rule import Ctx, Meta, NotApplicable, StackRule
+
+
+@dataclass(frozen=True)
+class Draw:
+    fleet: Fleet
+    it_kw: float
+    facility_kw: float | None  # None: region not in the catalog
+    co2e_t_per_month: float | None
+
+
+def draws(stack: Stack) -> list[Draw]:
+    out = []
+    hours = stack.catalog.hours_per_month
+    for f in stack.fleets:
+        if f.spec is None:
+            continue
+        it_kw = f.spec.node_power_kw * f.nodes
+        reg = stack.region_record(f.res.provider, f.region)
+        facility = it_kw * reg.pue if reg else None
+        co2 = facility * hours * reg.carbon_g_per_kwh / 1e6 if reg and facility is not None else None
+        out.append(Draw(f, it_kw, facility, co2))
+    return out
+
+
+def _power_budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    budget = ctx.setting("power_kw", ("budgets", "power_kw"))
+    if budget is None:
+        raise NotApplicable("no power budget: set budgets.power_kw in the stack or power_kw in policy config")
+    ds = draws(stack)
+    total = sum(d.facility_kw if d.facility_kw is not None else d.it_kw for d in ds)
+    if total > float(budget):
+        top = sorted(ds, key=lambda d: -(d.facility_kw or d.it_kw))[:3]
+        parts = "; ".join(
+            f"{d.fleet.res.name} {d.fleet.nodes} x {d.fleet.instance_type} {d.facility_kw or d.it_kw:,.1f} kW"
+            for d in top
+        )
+        yield (
+            None,
+            f"facility power {total:,.1f} kW (IT kW x PUE) exceeds the budget {float(budget):,.1f} kW by "
+            f"{total - float(budget):,.1f} kW; largest: {parts}. Shrink a pool or raise budgets.power_kw",
+        )
+
+
+power_budget = StackRule(
+    Meta(
+        name="aicluster-cluster-enforce-power-budget",
+        display_name="Facility power budget",
+        description="Facility power (nodes' maximum IT draw x region PUE) stays within budgets.power_kw.",
+        concern="power",
+        severity=Severity.HIGH,
+        enforcement=EnforcementLevel.MANDATORY,
+        remediation="Shrink pools, pick a region with a lower PUE, or raise budgets.power_kw.",
+        config={
+            "power_kw": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Facility kW ceiling. Default: the AiCluster's budgets.power_kw.",
+            }
+        },
+    ),
+    _power_budget,
+)
+
+
+def _rack_density(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    rack_kw = ctx.setting("rack_kw", ("budgets", "rack_kw"))
+    if rack_kw is None:
+        raise NotApplicable("no rack power limit: set budgets.rack_kw in the stack or rack_kw in policy config")
+    for f in stack.fleets:
+        if f.spec is not None and f.spec.node_power_kw > float(rack_kw):
+            yield (
+                f.res,
+                f"one {f.instance_type} node of {f.res.name} draws up to {f.spec.node_power_kw:g} kW, more than a "
+                f"whole {float(rack_kw):g} kW rack; racks for this pool need at least {f.spec.node_power_kw:g} kW "
+                "(liquid-cooled or high-density rows)",
+            )
+
+
+rack_density = StackRule(
+    Meta(
+        name="aicluster-node-enforce-rack-power",
+        display_name="Rack power density",
+        description="Every node fits the rack power limit (budgets.rack_kw).",
+        concern="power",
+        severity=Severity.MEDIUM,
+        enforcement=EnforcementLevel.MANDATORY,
+        remediation="Raise budgets.rack_kw to what the racks deliver, or pick a lower-power instance type.",
+        config={
+            "rack_kw": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "kW one rack delivers. Default: the AiCluster's budgets.rack_kw.",
+            }
+        },
+    ),
+    _rack_density,
+)
+
+
+def _carbon(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    ds = draws(stack)
+    total = sum(d.co2e_t_per_month or 0.0 for d in ds)
+    ceiling = ctx.setting("max_t_co2e_per_month")
+    if ceiling is None:
+        raise NotApplicable(f"{total:,.1f} t CO2e/month (location-based); no ceiling set (max_t_co2e_per_month)")
+    if total > float(ceiling):
+        worst = max(ds, key=lambda d: d.co2e_t_per_month or 0.0)
+        reg = stack.region_record(worst.fleet.res.provider, worst.fleet.region)
+        grid = f" ({reg.name} grid {reg.carbon_g_per_kwh:g} g CO2e/kWh)" if reg else ""
+        yield (
+            None,
+            f"the cluster emits about {total:,.1f} t CO2e/month, over the ceiling of {float(ceiling):g}; most from "
+            f"{worst.fleet.res.name}{grid}. A lower-carbon region cuts it",
+        )
+
+
+carbon = StackRule(
+    Meta(
+        name="aicluster-cluster-configure-carbon-ceiling",
+        display_name="Carbon",
+        description="Location-based emissions of the GPU fleets (facility kWh x grid intensity), advisory.",
+        concern="power",
+        severity=Severity.LOW,
+        enforcement=EnforcementLevel.ADVISORY,
+        remediation="Pick a region with a cleaner grid (see docs/catalog.md), or accept and record the figure.",
+        config={
+            "max_t_co2e_per_month": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Tonnes CO2e per month; none by default (the figure is then only reported).",
+            }
+        },
+    ),
+    _carbon,
+)
+
+POLICIES: list[StackRule] = [power_budget, rack_density, carbon]
