@@ -47,7 +47,7 @@ def _power_budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if total > float(budget):
         top = sorted(ds, key=lambda d: -(d.facility_kw or d.it_kw))[:3]
         parts = "; ".join(
-            f"{d.fleet.res.name} {d.fleet.nodes} x {d.fleet.instance_type} {d.facility_kw or d.it_kw:,.1f} kW"
+            f"{d.fleet.res.name} {d.fleet.nodes} x {d.fleet.instance_type} {d.facility_kw or d.it_kw:,.2f} kW"
             for d in top
         )
         yield (

@@ -1,0 +1,50 @@
+"""A real capture to mutate: the p5-small example stack as the offline engine records it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from aicluster.preview import PolicyResult, Resource
+from aicluster.preview.engine import Capture, run_program
+from aicluster.preview.policy import evaluate
+from aicluster.stackfile import find_project, read_stack
+from policies import POLICIES, Rule
+from tests.conftest import ROOT
+
+
+def capture_of(stack: str) -> Capture:
+    st = read_stack(find_project(ROOT), stack)
+    return run_program(st.project.root, st.project.name, st.stack, st.engine_config(), st.secret_keys)
+
+
+@pytest.fixture(scope="session")
+def p5_small() -> Capture:
+    return capture_of("p5-small")
+
+
+def policy(name: str) -> Rule:
+    return next(p for p in POLICIES if p.name == name)
+
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def mutated(capture: Capture, changes: dict[str, Mutation]) -> Capture:
+    """A copy of the capture with `changes[name](inputs)` applied to the named resources."""
+    resources: list[Resource] = copy.deepcopy(capture.resources)
+    for r in resources:
+        if r.name in changes and not r.type.startswith("aicluster:aws"):
+            changes[r.name](r.inputs)
+    return Capture(capture.project, capture.stack, resources, capture.outputs, capture.seconds)
+
+
+def judge(capture: Capture, names: Sequence[str], config: dict[str, Any] | None = None) -> PolicyResult:
+    return evaluate(capture, config, [policy(n) for n in names])
+
+
+def messages(result: PolicyResult) -> list[str]:
+    return [v.message for v in result.violations]
