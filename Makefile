@@ -40,6 +40,7 @@ schema: $(STAMP)  ## regenerate the published JSON schema and the spec reference
 
 bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py
+	$(BIN)/python benchmarks/policy_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

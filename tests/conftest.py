@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,24 @@ def catalog() -> Catalog:
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A scratch copy of the project with the p5-small stack as `good`."""
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(ROOT / "stacks" / "Pulumi.p5-small.yaml", tmp_path / "stacks" / "Pulumi.good.yaml")
+    return tmp_path
+
+
+def write_stack(project: Path, name: str, text: str) -> None:
+    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(text)
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
+    )

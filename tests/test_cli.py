@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from aicluster.cli import main
-from tests.conftest import ROOT, STACKS
+from tests.conftest import STACKS, run_cli, write_stack
 
 SUMMARY_KEYS = {
     "nodes",
@@ -39,13 +35,6 @@ POOL_KEYS = {
     "power_kw_facility",
 }
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "custom", "inputs"}
-
-
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "aicluster.cli", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
-    )
 
 
 def test_there_are_example_stacks() -> None:
@@ -109,19 +98,6 @@ def test_json_to_stdout() -> None:
 
 
 # --- bad input -------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
-    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
-    (tmp_path / "stacks").mkdir()
-    shutil.copy(ROOT / "stacks" / "Pulumi.p5-small.yaml", tmp_path / "stacks" / "Pulumi.good.yaml")
-    return tmp_path
-
-
-def write_stack(project: Path, name: str, text: str) -> None:
-    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(text)
 
 
 BAD = """\

@@ -48,6 +48,7 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
             id="components-read-the-plan",
         ),
         pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),
+        pytest.param("aicluster/report", ("aicluster.report",), id="reports-read-only-the-preview-json"),
     ],
 )
 def test_layering(folder: str, may_import: tuple[str, ...]) -> None:

@@ -1,0 +1,57 @@
+"""Reports rendered from the preview JSON (docs/preview-json.md), as pure functions `doc -> str`:
+
+- `render(doc, fmt)` for fmt in FORMATS: Markdown (PR comments, job summaries), one self-contained
+  HTML file (compliance reviewers), SARIF 2.1.0 (code scanning), JUnit XML (CI test views) and a
+  JSON report (the same facts as data, without resource inputs);
+- `diff_markdown(base, head)`: the PR comment comparing two previews.
+
+A document of the wrong shape raises ValueError naming the key path. SARIF and JUnit are about
+policy results, so they need the document's `policy` section; the other formats say that the
+checks were not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import _html, _markdown
+from ._diff import render_diff
+from ._doc import PolicyResults, PreviewDoc, parse
+from ._jsonreport import render_json
+from ._junit import render_junit
+from ._sarif import render_sarif
+
+__all__ = ["FORMATS", "diff_markdown", "render"]
+
+FORMATS = ("md", "html", "sarif", "junit", "json")
+
+
+def _needs_policy(render_with: Callable[[PreviewDoc, PolicyResults], str], fmt: str) -> Callable[[PreviewDoc], str]:
+    def render_doc(doc: PreviewDoc) -> str:
+        if doc.policy is None:
+            raise ValueError(f"preview JSON: missing key 'policy' (a {fmt} report lists policy results)")
+        return render_with(doc, doc.policy)
+
+    return render_doc
+
+
+_RENDERERS: dict[str, Callable[[PreviewDoc], str]] = {
+    "md": _markdown.render_report,
+    "html": _html.render_report,
+    "sarif": _needs_policy(render_sarif, "SARIF"),
+    "junit": _needs_policy(render_junit, "JUnit"),
+    "json": render_json,
+}
+
+
+def render(doc: Mapping[str, Any], fmt: str) -> str:
+    """The report of one preview in `fmt` (one of FORMATS)."""
+    if fmt not in _RENDERERS:
+        raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return _RENDERERS[fmt](parse(doc))
+
+
+def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
+    """Markdown for a PR comment: what changes from the base preview to the head preview."""
+    return render_diff(parse(base), parse(head))

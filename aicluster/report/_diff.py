@@ -1,0 +1,203 @@
+"""The PR comment for `aicluster diff BASE.json HEAD.json`: what a change does to the stack's
+resources, cost, power and findings, and the head's verdict.
+
+Resources are matched by URN, findings by (policy, URN, message), pools by name. URNs embed the
+stack name, so when the two previews are of different stacks it is left out of the match (and the
+comment says so): a renamed stack then shows what really changed, not everything replaced."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._doc import PreviewDoc, Resource, Violation
+from ._markdown import tidy
+from ._templates import render_markdown
+from ._views import Verdict, change_pct, number, plural, signed, usd, verdict
+
+COLLAPSE_OVER = 10
+_MISSING = object()
+
+
+def _urn_key(urn: str, stack: str) -> str:
+    prefix = f"urn:pulumi:{stack}::"
+    return "urn:pulumi:::" + urn[len(prefix) :] if urn.startswith(prefix) else urn
+
+
+def changed_keys(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]:
+    """Top-level input keys whose values differ, including keys only one side has."""
+    return sorted(k for k in base.keys() | head.keys() if base.get(k, _MISSING) != head.get(k, _MISSING))
+
+
+@dataclass(frozen=True)
+class ResourceChanges:
+    added: list[Resource]
+    removed: list[Resource]
+    changed: list[tuple[Resource, list[str]]]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def resource_changes(base: PreviewDoc, head: PreviewDoc) -> ResourceChanges:
+    old = {_urn_key(r.urn, base.stack): r for r in base.resources}
+    new = {_urn_key(r.urn, head.stack): r for r in head.resources}
+    changed = [(new[k], changed_keys(old[k].inputs, new[k].inputs)) for k in sorted(old.keys() & new.keys())]
+    return ResourceChanges(
+        added=[new[k] for k in sorted(new.keys() - old.keys())],
+        removed=[old[k] for k in sorted(old.keys() - new.keys())],
+        changed=[(r, keys) for r, keys in changed if keys],
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    base: str
+    head: str
+    delta: str
+    pct: str
+
+
+def _change(base: float | None, head: float | None, fmt: Callable[[float], str], added: bool) -> Change:
+    b, h = base or 0.0, head or 0.0
+    return Change(
+        base="—" if base is None else fmt(base),
+        head="—" if head is None else fmt(head),
+        delta=signed(h - b, fmt),
+        pct="new" if added else change_pct(b, h),
+    )
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One row of the cost and power table; a pool only one side has counts as zero on the other."""
+
+    label: str
+    status: Literal["", "added", "removed"]
+    base_cost: float | None
+    head_cost: float | None
+    base_kw: float | None
+    head_kw: float | None
+
+    @property
+    def cost(self) -> Change:
+        return _change(self.base_cost, self.head_cost, usd, self.status == "added")
+
+    @property
+    def power(self) -> Change:
+        return _change(self.base_kw, self.head_kw, number, self.status == "added")
+
+    @property
+    def unchanged(self) -> bool:
+        return self.status == "" and self.base_cost == self.head_cost and self.base_kw == self.head_kw
+
+
+def pool_deltas(base: PreviewDoc, head: PreviewDoc) -> list[Delta]:
+    """Pools by name (base order, then pools new in head), with the stack totals last."""
+    old = {p.name: p for p in base.pools}
+    new = {p.name: p for p in head.pools}
+    names = [*old, *(n for n in new if n not in old)]
+    rows = []
+    for name in names:
+        b, h = old.get(name), new.get(name)
+        status: Literal["", "added", "removed"] = "added" if b is None else "removed" if h is None else ""
+        rows.append(
+            Delta(
+                name,
+                status,
+                b.cost_usd_per_month if b else None,
+                h.cost_usd_per_month if h else None,
+                b.power_kw_facility if b else None,
+                h.power_kw_facility if h else None,
+            )
+        )
+    bs, hs = base.summary, head.summary
+    total = Delta("Total", "", bs.cost_usd_per_month, hs.cost_usd_per_month, bs.power_kw_facility, hs.power_kw_facility)
+    return [*rows, total]
+
+
+@dataclass(frozen=True)
+class FindingChanges:
+    compared: bool
+    why_not: str
+    new: list[Violation]
+    fixed: list[Violation]
+
+    def __bool__(self) -> bool:
+        return bool(self.new or self.fixed)
+
+
+def finding_changes(base: PreviewDoc, head: PreviewDoc) -> FindingChanges:
+    if base.policy is None or head.policy is None:
+        lacking = [side for side, doc in (("base", base), ("head", head)) if doc.policy is None]
+        why = "neither preview has" if len(lacking) == 2 else f"the {lacking[0]} preview has no"
+        return FindingChanges(False, f"{why} policy results", [], [])
+
+    def key(v: Violation, stack: str) -> tuple[str, str, str]:
+        return (v.policy, _urn_key(v.urn, stack), v.message)
+
+    old = {key(v, base.stack) for v in base.policy.violations}
+    new = {key(v, head.stack) for v in head.policy.violations}
+    return FindingChanges(
+        compared=True,
+        why_not="",
+        new=[v for v in head.policy.violations if key(v, head.stack) not in old],
+        fixed=[v for v in base.policy.violations if key(v, base.stack) not in new],
+    )
+
+
+def _headline(changes: ResourceChanges) -> str:
+    counted = [
+        (n, word)
+        for n, word in (
+            (len(changes.added), "added"),
+            (len(changes.changed), "changed"),
+            (len(changes.removed), "removed"),
+        )
+        if n
+    ]
+    if not counted:
+        return "no resource changes"
+    (n, word), *rest = counted
+    return ", ".join([f"{plural(n, 'resource')} {word}", *(f"{m} {w}" for m, w in rest)])
+
+
+def _resource_sections(changes: ResourceChanges) -> list[tuple[str, list[str]]]:
+    return [
+        ("Added", [r.urn for r in changes.added]),
+        ("Removed", [r.urn for r in changes.removed]),
+        ("Changed", [f"{r.urn}: {', '.join(keys)}" for r, keys in changes.changed]),
+    ]
+
+
+def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
+    resources = resource_changes(base, head)
+    deltas = pool_deltas(base, head)
+    findings = finding_changes(base, head)
+    head_verdict = verdict(head.policy)
+    base_verdict = _verdict_or_none(verdict(base.policy), head_verdict)
+    unchanged = not resources and not findings and all(d.unchanged for d in deltas) and base_verdict is None
+    return tidy(
+        render_markdown(
+            "diff.md.j2",
+            base=base,
+            head=head,
+            unchanged=unchanged,
+            headline=_headline(resources),
+            verdict=head_verdict,
+            base_verdict=base_verdict,
+            resources=resources,
+            resource_sections=_resource_sections(resources),
+            deltas=deltas,
+            costs_unchanged=all(d.unchanged for d in deltas),
+            findings=findings,
+            finding_sections=[("New", findings.new), ("Fixed", findings.fixed)],
+            collapse_over=COLLAPSE_OVER,
+        )
+    )
+
+
+def _verdict_or_none(base: Verdict, head: Verdict) -> Verdict | None:
+    """The base's verdict, shown only where it reads differently from the head's."""
+    return None if (base.status, base.text) == (head.status, head.text) else base

@@ -1,0 +1,371 @@
+"""The preview JSON (docs/preview-json.md) read into typed, frozen records.
+
+Every renderer reads these records, never the raw dict, so a document of the wrong shape fails
+here, once, with a ValueError that names the key path (`pools[1].cost_usd_per_month`). The
+`cluster` and `policy` sections are optional: previews written before they existed still render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, cast, get_args
+
+Severity: TypeAlias = Literal["critical", "high", "medium", "low"]
+Enforcement: TypeAlias = Literal["mandatory", "advisory", "disabled"]
+FindingEnforcement: TypeAlias = Literal["mandatory", "advisory"]
+
+SEVERITIES: tuple[Severity, ...] = ("critical", "high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Budgets:
+    monthly_usd: float | None
+    power_kw: float | None
+    rack_kw: float | None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    tags: Mapping[str, str]
+    regions: tuple[str, ...]
+    frameworks: tuple[str, ...]
+    allowed_regions: tuple[str, ...]
+    budgets: Budgets
+
+
+@dataclass(frozen=True)
+class Summary:
+    nodes: int
+    gpus: int
+    cost_usd_per_hour: float
+    cost_usd_per_month: float
+    power_kw_it: float
+    power_kw_facility: float
+    carbon_t_per_month: float
+    resources: int
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    provider: str
+    region: str
+    zone: str | None
+    instance_type: str
+    market: str
+    nodes: int
+    gpus: int
+    cost_usd_per_hour: float
+    cost_usd_per_month: float
+    power_kw_it: float
+    power_kw_facility: float
+
+
+@dataclass(frozen=True)
+class Resource:
+    urn: str
+    type: str
+    name: str
+    inputs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    display_name: str
+    description: str
+    concern: str
+    kind: str
+    severity: Severity
+    enforcement: Enforcement
+    remediation: str
+    frameworks: tuple[str, ...]
+    controls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    severity: Severity
+    enforcement: FindingEnforcement
+    resource: str
+    type: str
+    urn: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Waived:
+    policy: str
+    severity: Severity
+    resource: str
+    type: str
+    urn: str
+    message: str
+    reason: str
+    expires: str
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    policy: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PolicyResults:
+    pack: Pack
+    policies: tuple[Policy, ...]
+    violations: tuple[Violation, ...]
+    waived: tuple[Waived, ...]
+    passed: tuple[str, ...]
+    not_applicable: tuple[NotApplicable, ...]
+
+    def policy(self, name: str) -> Policy:
+        return next(p for p in self.policies if p.name == name)
+
+
+@dataclass(frozen=True)
+class PreviewDoc:
+    stack: str
+    project: str
+    cluster: Cluster | None
+    summary: Summary
+    pools: tuple[Pool, ...]
+    resources: tuple[Resource, ...]
+    warnings: tuple[str, ...]
+    policy: PolicyResults | None
+
+    @property
+    def stack_file(self) -> str:
+        return f"stacks/Pulumi.{self.stack}.yaml"
+
+
+class _Reader:
+    """One JSON object at a known path; each accessor checks presence and type."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, Mapping):
+            where = f"'{path}'" if path else "the document"
+            raise ValueError(f"preview JSON: {where} must be an object, got {_kind(data)}")
+        self._data = data
+        self._path = path
+
+    def _at(self, key: str) -> str:
+        return f"{self._path}.{key}" if self._path else key
+
+    def _get(self, key: str) -> object:
+        if key not in self._data:
+            raise ValueError(f"preview JSON: missing key '{self._at(key)}'")
+        return self._data[key]
+
+    def has(self, key: str) -> bool:
+        return self._data.get(key) is not None
+
+    def text(self, key: str) -> str:
+        return _string(self._get(key), self._at(key))
+
+    def optional_text(self, key: str) -> str | None:
+        return None if self._data.get(key) is None else self.text(key)
+
+    def whole(self, key: str) -> int:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a whole number, got {value!r}")
+        return int(value)
+
+    def number(self, key: str) -> float:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a number, got {_kind(value)}")
+        return float(value)
+
+    def optional_positive(self, key: str) -> float | None:
+        if self._data.get(key) is None:
+            return None
+        value = self.number(key)
+        if value <= 0:
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be greater than 0, got {value:g}")
+        return value
+
+    def obj(self, key: str) -> _Reader:
+        return _Reader(self._get(key), self._at(key))
+
+    def objs(self, key: str) -> list[_Reader]:
+        return [_Reader(item, f"{self._at(key)}[{i}]") for i, item in enumerate(self._list(key))]
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        return tuple(_string(item, f"{self._at(key)}[{i}]") for i, item in enumerate(self._list(key)))
+
+    def text_map(self, key: str) -> dict[str, str]:
+        value = self.obj(key)._data
+        return {str(k): _string(v, f"{self._at(key)}.{k}") for k, v in sorted(value.items())}
+
+    def choice(self, key: str, allowed: object) -> str:
+        choices = get_args(allowed)
+        value = self.text(key)
+        if value not in choices:
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def raw(self, key: str) -> Mapping[str, Any]:
+        return self.obj(key)._data
+
+    def _list(self, key: str) -> Sequence[object]:
+        value = self._get(key)
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a list, got {_kind(value)}")
+        return value
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _string(value: object, path: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"preview JSON: '{path}' must be a string, got {_kind(value)}")
+    return value
+
+
+def parse(doc: Mapping[str, Any]) -> PreviewDoc:
+    """The preview JSON as records; ValueError naming the key path when its shape is wrong."""
+    r = _Reader(doc, "")
+    return PreviewDoc(
+        stack=r.text("stack"),
+        project=r.text("project"),
+        cluster=_cluster(r.obj("cluster")) if r.has("cluster") else None,
+        summary=_summary(r.obj("summary")),
+        pools=tuple(_pool(p) for p in r.objs("pools")),
+        resources=tuple(_resource(x) for x in r.objs("resources")),
+        warnings=r.texts("warnings"),
+        policy=_policy_results(r.obj("policy")) if r.has("policy") else None,
+    )
+
+
+def _cluster(r: _Reader) -> Cluster:
+    b = r.obj("budgets")
+    return Cluster(
+        name=r.text("name"),
+        tags=r.text_map("tags"),
+        regions=r.texts("regions"),
+        frameworks=r.texts("frameworks"),
+        allowed_regions=r.texts("allowed_regions"),
+        budgets=Budgets(
+            monthly_usd=b.optional_positive("monthly_usd"),
+            power_kw=b.optional_positive("power_kw"),
+            rack_kw=b.optional_positive("rack_kw"),
+        ),
+    )
+
+
+def _summary(r: _Reader) -> Summary:
+    return Summary(
+        nodes=r.whole("nodes"),
+        gpus=r.whole("gpus"),
+        cost_usd_per_hour=r.number("cost_usd_per_hour"),
+        cost_usd_per_month=r.number("cost_usd_per_month"),
+        power_kw_it=r.number("power_kw_it"),
+        power_kw_facility=r.number("power_kw_facility"),
+        carbon_t_per_month=r.number("carbon_t_per_month"),
+        resources=r.whole("resources"),
+    )
+
+
+def _pool(r: _Reader) -> Pool:
+    return Pool(
+        name=r.text("name"),
+        provider=r.text("provider"),
+        region=r.text("region"),
+        zone=r.optional_text("zone"),
+        instance_type=r.text("instance_type"),
+        market=r.text("market"),
+        nodes=r.whole("nodes"),
+        gpus=r.whole("gpus"),
+        cost_usd_per_hour=r.number("cost_usd_per_hour"),
+        cost_usd_per_month=r.number("cost_usd_per_month"),
+        power_kw_it=r.number("power_kw_it"),
+        power_kw_facility=r.number("power_kw_facility"),
+    )
+
+
+def _resource(r: _Reader) -> Resource:
+    return Resource(urn=r.text("urn"), type=r.text("type"), name=r.text("name"), inputs=r.raw("inputs"))
+
+
+def _policy_results(r: _Reader) -> PolicyResults:
+    pack = r.obj("pack")
+    results = PolicyResults(
+        pack=Pack(name=pack.text("name"), version=pack.text("version")),
+        policies=tuple(_policy(p) for p in r.objs("policies")),
+        violations=tuple(_violation(v) for v in r.objs("violations")),
+        waived=tuple(_waived(w) for w in r.objs("waived")),
+        passed=r.texts("passed"),
+        not_applicable=tuple(
+            NotApplicable(policy=n.text("policy"), reason=n.text("reason")) for n in r.objs("not_applicable")
+        ),
+    )
+    _check_policy_names(results)
+    return results
+
+
+def _policy(r: _Reader) -> Policy:
+    return Policy(
+        name=r.text("name"),
+        display_name=r.text("display_name"),
+        description=r.text("description"),
+        concern=r.text("concern"),
+        kind=r.text("kind"),
+        severity=cast(Severity, r.choice("severity", Severity)),
+        enforcement=cast(Enforcement, r.choice("enforcement", Enforcement)),
+        remediation=r.text("remediation"),
+        frameworks=r.texts("frameworks"),
+        controls=r.texts("controls"),
+    )
+
+
+def _violation(r: _Reader) -> Violation:
+    return Violation(
+        policy=r.text("policy"),
+        severity=cast(Severity, r.choice("severity", Severity)),
+        enforcement=cast(FindingEnforcement, r.choice("enforcement", FindingEnforcement)),
+        resource=r.text("resource"),
+        type=r.text("type"),
+        urn=r.text("urn"),
+        message=r.text("message"),
+    )
+
+
+def _waived(r: _Reader) -> Waived:
+    return Waived(
+        policy=r.text("policy"),
+        severity=cast(Severity, r.choice("severity", Severity)),
+        resource=r.text("resource"),
+        type=r.text("type"),
+        urn=r.text("urn"),
+        message=r.text("message"),
+        reason=r.text("reason"),
+        expires=r.text("expires"),
+    )
+
+
+def _check_policy_names(results: PolicyResults) -> None:
+    """Every finding, pass and n/a names a policy of the pack (SARIF and JUnit index by it)."""
+    known = {p.name for p in results.policies}
+    named = [
+        *((f"policy.violations[{i}].policy", v.policy) for i, v in enumerate(results.violations)),
+        *((f"policy.waived[{i}].policy", w.policy) for i, w in enumerate(results.waived)),
+        *((f"policy.passed[{i}]", name) for i, name in enumerate(results.passed)),
+        *((f"policy.not_applicable[{i}].policy", n.policy) for i, n in enumerate(results.not_applicable)),
+    ]
+    for path, name in named:
+        if name not in known:
+            raise ValueError(f"preview JSON: '{path}' names {name!r}, which is not in policy.policies")

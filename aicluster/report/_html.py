@@ -1,0 +1,121 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no script, no external URL) for
+compliance reviewers. Chart geometry is computed here; the template only draws it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ._doc import PreviewDoc
+from ._templates import render_html
+from ._views import budget_uses, by_framework, kw, number, pct, plural, usd, verdict
+
+CHART_WIDTH = 720
+LABEL_WIDTH = 180
+BAR_AREA = 400
+ROW_HEIGHT = 24
+BAR_HEIGHT = 16
+LABEL_CHARS = 24
+GAUGE_WIDTH = 320
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    short_label: str
+    value: float
+    text: str
+    y: float
+    width: float
+
+
+@dataclass(frozen=True)
+class BarChart:
+    title: str
+    width: int
+    height: int
+    label_width: int
+    bar_height: int
+    bars: tuple[Bar, ...]
+
+
+def _shorten(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+def bar_chart(title: str, rows: Sequence[tuple[str, float]], fmt: Callable[[float], str]) -> BarChart:
+    """Horizontal bars whose lengths are proportional to the values (the largest spans BAR_AREA);
+    all-zero values draw zero-length bars, and the height grows with the number of rows."""
+    top = max((value for _, value in rows), default=0.0)
+    bars = tuple(
+        Bar(
+            label=label,
+            short_label=_shorten(label),
+            value=value,
+            text=fmt(value),
+            y=i * ROW_HEIGHT + (ROW_HEIGHT - BAR_HEIGHT) / 2,
+            width=value / top * BAR_AREA if top > 0 else 0.0,
+        )
+        for i, (label, value) in enumerate(rows)
+    )
+    return BarChart(title, CHART_WIDTH, max(len(bars), 1) * ROW_HEIGHT, LABEL_WIDTH, BAR_HEIGHT, bars)
+
+
+@dataclass(frozen=True)
+class Gauge:
+    label: str
+    actual: str
+    budget: str
+    used: str
+    fill_width: float
+    state: Literal["ok", "near", "over"]
+
+
+def gauges(doc: PreviewDoc) -> list[Gauge]:
+    """Used against budget; the fill stops at the track's end, the label carries the real share."""
+    found = []
+    for b in budget_uses(doc):
+        state: Literal["ok", "near", "over"] = "over" if b.used_pct > 100 else "near" if b.used_pct >= 80 else "ok"
+        fill = min(b.used_pct, 100.0) / 100 * GAUGE_WIDTH
+        found.append(Gauge(b.label, b.fmt(b.actual), b.fmt(b.budget), pct(b.used_pct), fill, state))
+    return found
+
+
+@dataclass(frozen=True)
+class Card:
+    label: str
+    value: str
+    detail: str = ""
+
+
+def cards(doc: PreviewDoc) -> list[Card]:
+    s = doc.summary
+    return [
+        Card("Nodes", f"{s.nodes:,}", plural(len(doc.pools), "pool")),
+        Card("GPUs", f"{s.gpus:,}"),
+        Card("Cost per month", usd(s.cost_usd_per_month), f"{usd(s.cost_usd_per_hour)} per hour"),
+        Card("Power (IT)", kw(s.power_kw_it)),
+        Card("Power (facility)", kw(s.power_kw_facility)),
+        Card("Carbon", f"{number(s.carbon_t_per_month)} t", "CO2e per month"),
+        Card("Resources", f"{s.resources:,}"),
+    ]
+
+
+def render_report(doc: PreviewDoc) -> str:
+    rack_kw = doc.cluster.budgets.rack_kw if doc.cluster else None
+    return render_html(
+        "report.html.j2",
+        doc=doc,
+        verdict=verdict(doc.policy),
+        cards=cards(doc),
+        gauges=gauges(doc),
+        gauge_width=GAUGE_WIDTH,
+        rack_kw=kw(rack_kw) if rack_kw else "",
+        charts=[
+            bar_chart("Cost by pool, $/month", [(p.name, p.cost_usd_per_month) for p in doc.pools], usd),
+            bar_chart("Power by pool, kW (facility)", [(p.name, p.power_kw_facility) for p in doc.pools], kw),
+        ],
+        frameworks=by_framework(doc.policy) if doc.policy else [],
+        disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
+    )

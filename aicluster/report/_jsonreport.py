@@ -1,0 +1,49 @@
+"""The JSON report: what the other reports show, as data (no resource inputs), byte-stable."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ._doc import Cluster, PreviewDoc
+from ._views import budget_uses, verdict
+
+
+def _cluster(cluster: Cluster | None) -> dict[str, Any] | None:
+    if cluster is None:
+        return None
+    data = asdict(cluster)
+    data["budgets"] = {
+        k: v for k, v in data["budgets"].items() if v is not None
+    }  # absent when unset, as in the preview
+    return data
+
+
+def report_data(doc: PreviewDoc) -> dict[str, Any]:
+    v = verdict(doc.policy)
+    return {
+        "stack": doc.stack,
+        "project": doc.project,
+        "verdict": {
+            "status": v.status,
+            "text": v.text,
+            "mandatory": v.mandatory,
+            "advisory": v.advisory,
+            "waived": v.waived,
+            "passed": v.passed,
+        },
+        "cluster": _cluster(doc.cluster),
+        "summary": asdict(doc.summary),
+        "budgets": [
+            {"name": b.key, "budget": b.budget, "actual": b.actual, "used_pct": round(b.used_pct, 2)}
+            for b in budget_uses(doc)
+        ],
+        "pools": [asdict(p) for p in doc.pools],
+        "policy": asdict(doc.policy) if doc.policy else None,
+        "warnings": list(doc.warnings),
+    }
+
+
+def render_json(doc: PreviewDoc) -> str:
+    return json.dumps(report_data(doc), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

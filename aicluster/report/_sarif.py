@@ -1,0 +1,96 @@
+"""SARIF 2.1.0 for code scanning (GitHub, GitLab, Azure DevOps).
+
+One run; its driver is the policy pack and its rules are every policy of the pack, in the pack's
+order, so `ruleIndex` is stable. A violation is a result at the resource (a logical location named
+by its URN; stack-wide findings at the stack's own URN) and at the stack file (a physical location
+relative to `%SRCROOT%`, without a region: the finding is about the file, not a line). A waived
+finding is a result too, with an accepted external suppression that carries the waiver's reason and
+expiry, so a code-scanning UI shows it as dismissed rather than dropping it. `partialFingerprints`
+hash (policy, URN, message), so the same finding on the next run is the same alert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from urllib.parse import quote
+
+from ._doc import Policy, PolicyResults, PreviewDoc, Violation, Waived
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+FINGERPRINT = "aiclusterFinding/v1"
+SECURITY_SEVERITY = {"critical": "9.0", "high": "7.0", "medium": "4.0", "low": "2.0"}
+LEVEL = {"mandatory": "error", "advisory": "warning", "disabled": "none"}
+
+
+def fingerprint(policy: str, urn: str, message: str) -> str:
+    return hashlib.sha256("\0".join((policy, urn, message)).encode()).hexdigest()
+
+
+def _rule(policy: Policy) -> dict[str, Any]:
+    return {
+        "id": policy.name,
+        "name": policy.display_name,
+        "shortDescription": {"text": policy.description},
+        "help": {"text": policy.remediation},
+        "defaultConfiguration": {"level": LEVEL[policy.enforcement], "enabled": policy.enforcement != "disabled"},
+        "properties": {
+            "security-severity": SECURITY_SEVERITY[policy.severity],
+            "tags": list(dict.fromkeys([policy.concern, *policy.frameworks])),
+            "severity": policy.severity,
+            "kind": policy.kind,
+            "controls": list(policy.controls),
+        },
+    }
+
+
+def _location(doc: PreviewDoc, finding: Violation | Waived) -> dict[str, Any]:
+    if finding.resource:
+        logical = {"name": finding.resource, "fullyQualifiedName": finding.urn, "kind": "resource"}
+    else:
+        stack_urn = f"urn:pulumi:{doc.stack}::{doc.project}::pulumi:pulumi:Stack::{doc.project}-{doc.stack}"
+        logical = {"name": doc.stack, "fullyQualifiedName": stack_urn, "kind": "stack"}
+    return {
+        "physicalLocation": {"artifactLocation": {"uri": quote(doc.stack_file), "uriBaseId": "%SRCROOT%"}},
+        "logicalLocations": [logical],
+    }
+
+
+def _result(doc: PreviewDoc, index: dict[str, int], finding: Violation | Waived, level: str) -> dict[str, Any]:
+    return {
+        "ruleId": finding.policy,
+        "ruleIndex": index[finding.policy],
+        "level": level,
+        "message": {"text": finding.message},
+        "locations": [_location(doc, finding)],
+        "partialFingerprints": {FINGERPRINT: fingerprint(finding.policy, finding.urn, finding.message)},
+        "properties": {"severity": finding.severity},
+    }
+
+
+def _waived_result(doc: PreviewDoc, results: PolicyResults, index: dict[str, int], w: Waived) -> dict[str, Any]:
+    result = _result(doc, index, w, LEVEL[results.policy(w.policy).enforcement])
+    suppression = {"kind": "external", "status": "accepted", "justification": w.reason}
+    result["suppressions"] = [{**suppression, "properties": {"expires": w.expires}}]
+    return result
+
+
+def render_sarif(doc: PreviewDoc, results: PolicyResults) -> str:
+    index = {p.name: i for i, p in enumerate(results.policies)}
+    run = {
+        "tool": {
+            "driver": {
+                "name": results.pack.name,
+                "version": results.pack.version,
+                "rules": [_rule(p) for p in results.policies],
+            }
+        },
+        "automationDetails": {"id": f"{doc.project}/{doc.stack}/"},
+        "results": [
+            *(_result(doc, index, v, LEVEL[v.enforcement]) for v in results.violations),
+            *(_waived_result(doc, results, index, w) for w in results.waived),
+        ],
+    }
+    log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,129 @@
+"""The policy pack through the CLI: preview's verdict and exit code, reports, diffs, waivers, config."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli, write_stack
+
+OVER_BUDGET = (ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text().replace("monthly_usd: 250000", "monthly_usd: 1000")
+
+
+def test_mandatory_violation_fails_preview_after_writing_the_json(project: Path) -> None:
+    write_stack(project, "tight", OVER_BUDGET)
+    out = project / "preview.json"
+    proc = run_cli("-C", str(project), "preview", "tight", "--json", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert "aicluster-cluster-enforce-monthly-budget" in proc.stdout
+    assert "monthly cost $171,296 exceeds the budget $1,000" in proc.stdout
+    assert "1 mandatory and 0 advisory violation(s)" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert [(v["policy"], v["enforcement"], v["resource"]) for v in doc["policy"]["violations"]] == [
+        ("aicluster-cluster-enforce-monthly-budget", "mandatory", "llm-dev")
+    ]
+
+
+def test_policy_config_can_make_it_advisory(project: Path, tmp_path: Path) -> None:
+    write_stack(project, "tight", OVER_BUDGET)
+    cfg = tmp_path / "policy.json"
+    cfg.write_text(json.dumps({"aicluster-cluster-enforce-monthly-budget": "advisory"}))
+    proc = run_cli("-C", str(project), "preview", "tight", "--policy-config", str(cfg))
+    assert proc.returncode == 0, proc.stderr
+    assert "0 mandatory and 1 advisory violation(s)" in proc.stdout
+
+
+def test_spec_waiver_is_honoured_and_reported(project: Path) -> None:
+    waived = OVER_BUDGET.replace(
+        "      allowed_regions: [us-east-1]",
+        "      allowed_regions: [us-east-1]\n      waivers:\n"
+        "        - {policy: aicluster-cluster-enforce-monthly-budget, resource: llm-dev,\n"
+        "           reason: pilot funded from the 2027 budget, expires: '2099-12-31'}",
+    )
+    write_stack(project, "waived", waived)
+    proc = run_cli("-C", str(project), "preview", "waived", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["policy"]["violations"] == []
+    assert [(w["policy"], w["reason"]) for w in doc["policy"]["waived"]] == [
+        ("aicluster-cluster-enforce-monthly-budget", "pilot funded from the 2027 budget")
+    ]
+
+
+def test_waiver_for_an_unknown_policy_is_bad_input(project: Path) -> None:
+    typo = OVER_BUDGET.replace(
+        "      allowed_regions: [us-east-1]",
+        "      allowed_regions: [us-east-1]\n      waivers:\n"
+        "        - {policy: aicluster-cluster-enforce-monthly-budgte, resource: llm-dev,\n"
+        "           reason: pilot funded from the 2027 budget, expires: '2099-12-31'}",
+    )
+    write_stack(project, "typo", typo)
+    proc = run_cli("-C", str(project), "preview", "typo")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert (
+        'compliance.waivers[0].policy: got "aicluster-cluster-enforce-monthly-budgte"; no such policy in the pack; '
+        '`aicluster policies` lists them (did you mean "aicluster-cluster-enforce-monthly-budget"?)'
+    ) in " ".join(proc.stderr.split())
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("{not json", "not JSON (line 1, column 2", id="not-json"),
+        pytest.param('{"no-such-policy": "mandatory"}', "policy config names no policy 'no-such-policy'", id="name"),
+        pytest.param("[1, 2]", "expected a JSON object of policy name -> settings", id="shape"),
+    ],
+)
+def test_bad_policy_config_is_bad_input(tmp_path: Path, content: str, message: str) -> None:
+    cfg = tmp_path / "policy.json"
+    cfg.write_text(content)
+    proc = run_cli("preview", "p5-small", "--policy-config", str(cfg))
+    assert proc.returncode == 2
+    assert message in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "sarif", "junit", "json"])
+def test_report_for_an_example_stack(fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"report.{fmt}"
+    proc = run_cli("report", "mixed-spot", "--format", fmt, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    if fmt in ("sarif", "json"):
+        json.loads(text)
+    elif fmt == "junit":
+        root = ET.fromstring(text)
+        assert root.tag == "testsuites"
+    assert "aicluster-filesystem-enforce-checkpoint-throughput" in text
+
+
+def test_diff_of_two_previews(project: Path, tmp_path: Path) -> None:
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    assert run_cli("-C", str(project), "preview", "good", "--json", str(base)).returncode == 0
+    write_stack(project, "good", (ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text().replace("nodes: 4", "nodes: 5"))
+    assert run_cli("-C", str(project), "preview", "good", "--json", str(head)).returncode == 0
+    proc = run_cli("diff", str(base), str(head))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 resource changed" in proc.stdout
+    assert "| h100 | $160,876.80 | $201,096.00 | +$40,219.20 (+25.0%) |" in proc.stdout
+
+
+def test_diff_of_a_file_that_is_not_a_preview(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text('{"hello": 1}')
+    proc = run_cli("diff", str(bad), str(bad))
+    assert proc.returncode == 2
+    assert "not a preview JSON" in proc.stderr
+
+
+def test_policies_and_policy_config_commands(project: Path) -> None:
+    proc = run_cli("policies")
+    assert proc.returncode == 0
+    assert "aws-ec2-instance-enforce-imdsv2" in proc.stdout
+    proc = run_cli("-C", str(project), "policy-config", "good")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout) == {}
