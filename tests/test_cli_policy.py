@@ -6,9 +6,12 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from tests.conftest import ROOT, run_cli, write_stack
+from aicluster.cli import main
+from aicluster.report import FORMATS, render
+from tests.conftest import ROOT, STACKS, run_cli, write_stack
 
 OVER_BUDGET = (ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text().replace("monthly_usd: 250000", "monthly_usd: 1000")
 
@@ -127,3 +130,22 @@ def test_policies_and_policy_config_commands(project: Path) -> None:
     proc = run_cli("-C", str(project), "policy-config", "good")
     assert proc.returncode == 0
     assert json.loads(proc.stdout) == {}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_example_stack_gets_every_report(stack: str, tmp_path: Path) -> None:
+    """What CI publishes per stack: one preview, then each format rendered from it."""
+    preview = tmp_path / "preview.json"
+    assert main(["preview", stack, "--json", str(preview)]) == 0
+    doc = json.loads(preview.read_text())
+    sarif_schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    for fmt in FORMATS:
+        text = render(doc, fmt)
+        (tmp_path / f"{stack}.{fmt}").write_text(text)
+        if fmt == "sarif":
+            jsonschema.validators.validator_for(sarif_schema)(sarif_schema).validate(json.loads(text))
+        if fmt == "junit":
+            suite = ET.fromstring(text).find("testsuite")
+            assert suite is not None
+            assert int(suite.get("tests", "0")) == len(doc["policy"]["policies"])
+            assert suite.get("failures") == "0"

@@ -234,3 +234,34 @@ def test_the_default_provider_is_recorded_as_the_engine_registers_it(build: Buil
     assert provider.urn == "urn:pulumi:test::aicluster::pulumi:providers:aws::default_7_51_1"
     assert provider.inputs == {"version": "7.51.1"}
     assert {r.provider for r in b.capture.custom() if r.type.startswith("aws:")} == {provider.urn}
+
+
+TRAIL = "aws:cloudtrail/trail:Trail"
+
+
+@pytest.mark.parametrize(
+    ("frameworks", "trails"),
+    [
+        pytest.param([], 0, id="none"),
+        pytest.param(["gdpr"], 0, id="gdpr-needs-no-audit-log"),
+        pytest.param(["soc2"], 1, id="soc2"),
+        pytest.param(["hipaa", "pci-dss"], 1, id="hipaa-pci"),
+    ],
+)
+def test_audit_trail_when_a_framework_requires_it(build: Build, frameworks: list[str], trails: int) -> None:
+    b = build(cluster(compliance={"frameworks": frameworks}))
+    assert len(b.of_type(TRAIL)) == trails
+    if trails:
+        trail = b.one(TRAIL).inputs
+        assert trail["isMultiRegionTrail"] is True
+        assert trail["enableLogFileValidation"] is True
+        assert trail["includeGlobalServiceEvents"] is True
+        block = b.one("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs
+        assert all(
+            block[k] is True
+            for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+        )
+        sse = b.one("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration").inputs
+        assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+        policy = b.one("aws:s3/bucketPolicy:BucketPolicy")
+        assert policy.urn in b.one(TRAIL).dependencies  # CloudTrail checks bucket access on create
