@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._doc import PreviewDoc, Resource, Violation
-from ._markdown import tidy
 from ._templates import render_markdown
 from ._views import Verdict, change_pct, number, plural, signed, usd, verdict
 
@@ -177,24 +176,23 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
     findings = finding_changes(base, head)
     head_verdict = verdict(head.policy)
     base_verdict = _verdict_or_none(verdict(base.policy), head_verdict)
-    unchanged = not resources and not findings and all(d.unchanged for d in deltas) and base_verdict is None
-    return tidy(
-        render_markdown(
-            "diff.md.j2",
-            base=base,
-            head=head,
-            unchanged=unchanged,
-            headline=_headline(resources),
-            verdict=head_verdict,
-            base_verdict=base_verdict,
-            resources=resources,
-            resource_sections=_resource_sections(resources),
-            deltas=deltas,
-            costs_unchanged=all(d.unchanged for d in deltas),
-            findings=findings,
-            finding_sections=[("New", findings.new), ("Fixed", findings.fixed)],
-            collapse_over=COLLAPSE_OVER,
-        )
+    costs_unchanged = all(d.unchanged for d in deltas)
+    unchanged = not resources and not findings and costs_unchanged and base_verdict is None
+    return render_markdown(
+        "diff.md.j2",
+        base=base,
+        head=head,
+        unchanged=unchanged,
+        headline=_headline(resources),
+        verdict=head_verdict,
+        base_verdict=base_verdict,
+        resources=resources,
+        resource_sections=_resource_sections(resources),
+        deltas=deltas,
+        costs_unchanged=costs_unchanged,
+        findings=findings,
+        finding_sections=[("New", findings.new), ("Fixed", findings.fixed)],
+        collapse_over=COLLAPSE_OVER,
     )
 
 

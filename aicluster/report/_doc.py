@@ -7,6 +7,7 @@ here, once, with a ValueError that names the key path (`pools[1].cost_usd_per_mo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, cast, get_args
@@ -178,14 +179,14 @@ class _Reader:
 
     def whole(self, key: str) -> int:
         value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
             raise ValueError(f"preview JSON: '{self._at(key)}' must be a whole number, got {value!r}")
         return int(value)
 
     def number(self, key: str) -> float:
         value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be a number, got {_kind(value)}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {value!r}")
         return float(value)
 
     def optional_positive(self, key: str) -> float | None:

@@ -3,12 +3,12 @@ waivers and warnings; for PR comments and CI job summaries."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ._doc import PreviewDoc
 from ._templates import render_markdown
-from ._views import budget_uses, by_severity, kw, number, pct, usd, verdict
+from ._views import BudgetUse, budget_uses, by_severity, kw, number, pct, usd, verdict
 
 
 @dataclass(frozen=True)
@@ -19,45 +19,37 @@ class SummaryRow:
     used: str = ""
 
 
+def _budget_cells(use: BudgetUse | None, fmt: Callable[[float], str]) -> tuple[str, str]:
+    return (fmt(use.budget), pct(use.used_pct)) if use else ("", "")
+
+
 def summary_rows(doc: PreviewDoc) -> list[SummaryRow]:
     s = doc.summary
     budgets = {b.key: b for b in budget_uses(doc)}
-    cost, power = budgets.get("monthly_usd"), budgets.get("power_kw")
     return [
         SummaryRow("Nodes", f"{s.nodes:,}"),
         SummaryRow("GPUs", f"{s.gpus:,}"),
         SummaryRow("Cost, $/hour", usd(s.cost_usd_per_hour)),
-        SummaryRow(
-            "Cost, $/month", usd(s.cost_usd_per_month), *((usd(cost.budget), pct(cost.used_pct)) if cost else ())
-        ),
+        SummaryRow("Cost, $/month", usd(s.cost_usd_per_month), *_budget_cells(budgets.get("monthly_usd"), usd)),
         SummaryRow("Power (IT), kW", number(s.power_kw_it)),
         SummaryRow(
-            "Power (facility), kW",
-            number(s.power_kw_facility),
-            *((number(power.budget), pct(power.used_pct)) if power else ()),
+            "Power (facility), kW", number(s.power_kw_facility), *_budget_cells(budgets.get("power_kw"), number)
         ),
         SummaryRow("Carbon, t CO2e/month", number(s.carbon_t_per_month)),
         SummaryRow("Resources", f"{s.resources:,}"),
     ]
 
 
-def tidy(text: str) -> str:
-    """At most one blank line in a row, one trailing newline: templates stay readable."""
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
-
-
 def render_report(doc: PreviewDoc) -> str:
     rack_kw = doc.cluster.budgets.rack_kw if doc.cluster else None
-    return tidy(
-        render_markdown(
-            "report.md.j2",
-            doc=doc,
-            verdict=verdict(doc.policy),
-            summary=summary_rows(doc),
-            rack_kw=kw(rack_kw) if rack_kw else "",
-            findings=by_severity(doc.policy.violations) if doc.policy else [],
-            disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
-            usd=usd,
-            number=number,
-        )
+    return render_markdown(
+        "report.md.j2",
+        doc=doc,
+        verdict=verdict(doc.policy),
+        summary=summary_rows(doc),
+        rack_kw=kw(rack_kw) if rack_kw else "",
+        findings=by_severity(doc.policy.violations) if doc.policy else [],
+        disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
+        usd=usd,
+        number=number,
     )

@@ -57,7 +57,10 @@ def _html() -> jinja2.Environment:
 
 
 def render_markdown(template: str, **context: Any) -> str:
-    return _markdown().get_template(f"report/{template}").render(**context)
+    """The template's text with at most one blank line in a row and one trailing newline, so the
+    templates can space their blocks for readability."""
+    text = _markdown().get_template(f"report/{template}").render(**context)
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
 def render_html(template: str, **context: Any) -> str:

@@ -60,6 +60,16 @@ def test_numbers_are_checked(failing_doc: dict[str, Any]) -> None:
     failing_doc["pools"][0]["nodes"] = True
     with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got True"):
         render(failing_doc, "json")
+    failing_doc["pools"][0]["nodes"] = float("inf")
+    with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got inf"):
+        render(failing_doc, "json")
+    failing_doc["pools"][0]["nodes"] = 2
+    failing_doc["summary"]["power_kw_it"] = float("nan")
+    with pytest.raises(ValueError, match=r"'summary.power_kw_it' must be a finite number, got nan"):
+        render(failing_doc, "json")
+    failing_doc["summary"]["power_kw_it"] = "70"
+    with pytest.raises(ValueError, match=r"'summary.power_kw_it' must be a finite number, got '70'"):
+        render(failing_doc, "json")
 
 
 def test_closed_sets_are_checked(failing_doc: dict[str, Any]) -> None:

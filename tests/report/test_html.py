@@ -117,6 +117,12 @@ def test_header_carries_stack_project_verdict_and_pack(failing_doc: dict[str, An
     assert "Policy pack aicluster 0.2.0 · project aicluster · stack p5-small" in text
 
 
+def test_advisory_only_is_a_pass_in_amber(failing_doc: dict[str, Any]) -> None:
+    failing_doc["policy"]["violations"] = failing_doc["policy"]["violations"][-1:]
+    text = render(failing_doc, "html")
+    assert '<div class="verdict pass advisory">Passed: no mandatory violations, 1 advisory finding</div>' in text
+
+
 def test_bars_are_proportional_to_the_values(failing_doc: dict[str, Any]) -> None:
     # cost 0 / 160,000 / 120,000 and facility power 0 / 45 / 33.75 kW
     assert bar_widths(failing_doc) == [[0.0, 400.0, 300.0], [0.0, 400.0, 300.0]]
