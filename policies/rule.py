@@ -66,6 +66,19 @@ class Meta:
     controls: tuple[str, ...] = ()  # e.g. "CIS AWS Foundations v6.0.0 6.7"
     config: dict[str, dict[str, Any]] = field(default_factory=dict)  # JSON schema per threshold
 
+    def policy_args(self) -> dict[str, Any]:
+        """What every pulumi_policy policy takes from the metadata, resource or stack alike."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "enforcement_level": self.enforcement,
+            "config_schema": self.schema(),
+            "display_name": self.display_name,
+            "severity": self.severity,
+            "tags": [self.concern, *self.frameworks],
+            "remediation_steps": self.remediation,
+        }
+
     def schema(self) -> PolicyConfigSchema:
         return PolicyConfigSchema(properties={**self.config, "waivers": WAIVERS_SCHEMA})
 
@@ -157,17 +170,7 @@ class ResourceRule(ResourceValidationPolicy):
         self.meta = meta
         self.types = frozenset(types) if types is not None else None
         self.check = check
-        super().__init__(
-            name=meta.name,
-            description=meta.description,
-            validate=self._validate,
-            enforcement_level=meta.enforcement,
-            config_schema=meta.schema(),
-            display_name=meta.display_name,
-            severity=meta.severity,
-            tags=[meta.concern, *meta.frameworks],
-            remediation_steps=meta.remediation,
-        )
+        super().__init__(validate=self._validate, **meta.policy_args())
 
     def _validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
         if self.types is not None and args.resource_type not in self.types:
@@ -192,17 +195,7 @@ class StackRule(StackValidationPolicy):
     def __init__(self, meta: Meta, check: StackCheck) -> None:
         self.meta = meta
         self.check = check
-        super().__init__(
-            name=meta.name,
-            description=meta.description,
-            validate=self._validate,
-            enforcement_level=meta.enforcement,
-            config_schema=meta.schema(),
-            display_name=meta.display_name,
-            severity=meta.severity,
-            tags=[meta.concern, *meta.frameworks],
-            remediation_steps=meta.remediation,
-        )
+        super().__init__(validate=self._validate, **meta.policy_args())
 
     def _validate(self, args: StackValidationArgs, report: ReportViolation) -> None:
         try:
