@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -34,7 +35,7 @@ from pydantic_core import PydanticCustomError
 Path = tuple[str | int, ...]
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_:./@-]+$")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_:./@-]+")
 
 
 def format_path(path: Sequence[str | int]) -> str:
@@ -43,7 +44,7 @@ def format_path(path: Sequence[str | int]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            key = part if _PLAIN_KEY.match(part) else _quote(part)
+            key = part if _PLAIN_KEY.fullmatch(part) else _quote(part)  # not match + "$", which lets "0\n" through
             out += ("." if out else "") + key
     return out or "(top level)"
 
@@ -203,8 +204,9 @@ TagValue = Annotated[str, Field(max_length=256), AfterValidator(_tag_text)]
 Count = Annotated[int, Field(strict=True)]  # YAML `true` or `4.0` is not a count
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
-SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws",)
+SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws", "azure")
 Market = Literal["on-demand", "spot", "capacity-block", "reserved"]
+AzureMarket = Literal["on-demand", "spot", "reserved"]
 Framework = Literal["soc2", "gdpr", "hipaa", "pci-dss", "iso27001"]
 
 
@@ -324,7 +326,88 @@ class AwsPool(Strict):
         return self
 
 
-Pool = Annotated[AwsPool, Field(discriminator="provider")]
+def _zone_number(value: Any) -> Any:
+    """Azure zones are the logical numbers 1, 2 and 3; YAML reads an unquoted `1` as a number."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class AzurePool(Strict):
+    """A fleet of identical Azure ND nodes: one or more VM scale sets that each keep one InfiniBand fabric."""
+
+    name: Annotated[DnsLabel, Field(description="Pool name, unique in the cluster (e.g. `h100`).")]
+    provider: Annotated[Literal["azure"], Field(description="Cloud or site that runs the pool.")]
+    region: Annotated[
+        str, Field(pattern=r"^[a-z][a-z0-9]+$", description="Azure location, lowercase without spaces (e.g. `eastus`).")
+    ]
+    zone: Annotated[
+        Literal["1", "2", "3"] | None,
+        BeforeValidator(_zone_number),
+        Field(
+            description="Logical availability zone (`1`, `2` or `3`). Default: none (regional), which works in "
+            "every region; pin it to the zone your quota or Managed Lustre is in."
+        ),
+    ] = None
+    instance_type: Annotated[str, Field(min_length=1, description="VM size (e.g. `Standard_ND96isr_H100_v5`).")]
+    nodes: Annotated[
+        Count,
+        Field(
+            ge=1,
+            le=100_000,
+            description="Number of VMs (e.g. `64`). Above 100 the pool becomes several scale sets, each its own "
+            "InfiniBand domain.",
+        ),
+    ]
+    market: Annotated[
+        AzureMarket,
+        Field(
+            description="How capacity is bought: `on-demand` (pay as you go), `spot` (evictable) or `reserved` "
+            "(reserved instances or a capacity reservation)."
+        ),
+    ] = "on-demand"
+    spot_eviction: Annotated[
+        Literal["delete", "deallocate"] | None,
+        Field(
+            description="What Azure does with an evicted spot VM: `delete` (default; nothing is billed after "
+            "eviction) or `deallocate` (keeps its disks, which are billed). Spot pools only."
+        ),
+    ] = None
+    resource_group: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[-\w.()]{0,89}[-\w()]$",
+            description="Existing resource group to deploy into (e.g. `rg-ml-prod`). Default: the cluster creates "
+            "one per region.",
+        ),
+    ] = None
+    image: Annotated[
+        str | None,
+        Field(
+            pattern=r"^([a-z0-9][a-z0-9-]*|[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+)$",
+            description="Catalog image id (e.g. `ubuntu-hpc-2204`) or a Marketplace URN "
+            "`publisher:offer:sku:version`. Default: the catalog's Ubuntu-HPC image.",
+        ),
+    ] = None
+    root_volume_gib: Annotated[
+        Count, Field(ge=64, le=4_095, description="Encrypted Premium SSD OS disk size, GiB (e.g. `512`).")
+    ] = 512
+
+    @model_validator(mode="after")
+    def _market_rules(self) -> AzurePool:
+        if self.spot_eviction is not None and self.market != "spot":
+            raise _Problems(
+                [
+                    Problem(
+                        ("spot_eviction",),
+                        f"only spot VMs are evicted; drop spot_eviction or set market: spot (now {self.market})",
+                        self.spot_eviction,
+                        True,
+                    )
+                ]
+            )
+        return self
+
+
+Pool = Annotated[AwsPool | AzurePool, Field(discriminator="provider")]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -342,6 +425,7 @@ class _Storage(Strict):
     ] = None
     zone: Annotated[
         str | None,
+        BeforeValidator(_zone_number),
         Field(description="Zone. Default: the zone of the first pool of that provider and region."),
     ] = None
     capacity_tib: Annotated[
@@ -458,6 +542,50 @@ class Pricing(Strict):
     overrides: Annotated[list[PriceOverride], Field(description="Negotiated rates; the most specific match wins.")] = []
 
 
+_SSH_KEY = r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]{32,}={0,2}( [^\n]*)?$"
+_PATTERN_HINTS[_SSH_KEY] = (
+    "must be one OpenSSH public key line (ssh-ed25519 / ssh-rsa / ecdsa-sha2-nistp*, then the base64 key), "
+    "as in ~/.ssh/id_ed25519.pub; never the private key"
+)
+
+
+class Access(Strict):
+    """How administrators reach the nodes (clouds that need an admin account at VM creation, such as Azure)."""
+
+    admin_username: Annotated[
+        str,
+        Field(
+            pattern=r"^[a-z_][a-z0-9_-]{0,31}$",
+            description="Admin account created on Azure VMs (e.g. `aicluster`; Azure rejects `root` and `admin`).",
+        ),
+    ] = "aicluster"
+    ssh_public_keys: Annotated[
+        list[Annotated[str, Field(pattern=_SSH_KEY)]],
+        Field(description="OpenSSH public keys authorised for the admin account; password login stays off."),
+    ] = []
+
+    @model_validator(mode="after")
+    def _reserved(self) -> Access:
+        if self.admin_username in _RESERVED_ADMIN_NAMES:
+            raise _Problems(
+                [
+                    Problem(
+                        ("admin_username",),
+                        "reserved by Azure for Linux VMs; use e.g. aicluster",
+                        self.admin_username,
+                        True,
+                    )
+                ]
+            )
+        return self
+
+
+# Linux admin names Azure refuses at VM creation (a subset that matters in practice).
+_RESERVED_ADMIN_NAMES = frozenset(
+    {"root", "admin", "administrator", "user", "user1", "test", "test1", "guest", "sys", "support", "azureadmin"}
+)
+
+
 class NetworkSpec(Strict):
     supernet: Annotated[
         Cidr, Field(description="Private range each cloud network's CIDR is carved from (e.g. `10.0.0.0/8`).")
@@ -487,6 +615,9 @@ class NetworkSpec(Strict):
 # ------------------------------------------------------------------------------------------------
 # The cluster
 # ------------------------------------------------------------------------------------------------
+
+
+_AZURE_TAG_FORBIDDEN = "<>%&\\?/"
 
 
 def _duplicates(section: str, field: str, values: list[str], why: str) -> list[Problem]:
@@ -523,6 +654,7 @@ class ClusterSpec(Strict):
     compliance: Annotated[Compliance, Field(description="Frameworks, data residency and waivers.")] = Compliance()
     pricing: Annotated[Pricing, Field(description="Negotiated rates replacing catalog prices.")] = Pricing()
     network: Annotated[NetworkSpec, Field(description="Address plan for the cloud networks.")] = NetworkSpec()
+    access: Annotated[Access, Field(description="Admin account and SSH keys for the nodes.")] = Access()
 
     @model_validator(mode="after")
     def _cross_field(self) -> ClusterSpec:
@@ -554,6 +686,15 @@ class ClusterSpec(Strict):
                     )
                 )
         for key in self.tags:
+            if "azure" in providers and any(c in key for c in _AZURE_TAG_FORBIDDEN):
+                problems.append(
+                    Problem(
+                        ("tags", key),
+                        "Azure tag names cannot contain < > % & \\ ? or /; rename the tag",
+                        key,
+                        True,
+                    )
+                )
             if key.startswith("aicluster:"):
                 problems.append(
                     Problem(
@@ -693,7 +834,7 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         tag_value = value.get(tag) if isinstance(value, Mapping) else None
         if etype == "union_tag_not_found":
             return Problem((*path, tag), f"required field is missing; allowed: {', '.join(expected)}")
-        if tag == "provider" and isinstance(tag_value, str) and tag_value in {"azure", "gcp", "onprem"}:
+        if tag == "provider" and isinstance(tag_value, str) and tag_value in {"gcp", "onprem"}:
             return Problem(
                 (*path, tag),
                 f"provider {tag_value} is not supported yet; supported: {', '.join(SUPPORTED_PROVIDERS)}",

@@ -22,7 +22,22 @@ scalars = st.one_of(
     st.integers(min_value=-(10**12), max_value=10**12),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=30),
-    st.sampled_from(["aws", "gcp", "spot", "us-east-1", "us-east-1a", "p5.48xlarge", "lustre", "/fsx", "cr-0123abcd"]),
+    st.sampled_from(
+        [
+            "aws",
+            "azure",
+            "gcp",
+            "spot",
+            "eastus",
+            "Standard_ND96isr_H100_v5",
+            "us-east-1",
+            "us-east-1a",
+            "p5.48xlarge",
+            "lustre",
+            "/fsx",
+            "cr-0123abcd",
+        ]
+    ),
 )
 values = st.recursive(
     scalars,
@@ -32,7 +47,7 @@ values = st.recursive(
     max_leaves=12,
 )
 
-KEYS = ["name", "tags", "pools", "storage", "scheduler", "budgets", "compliance", "pricing", "network"]
+KEYS = ["name", "tags", "pools", "storage", "scheduler", "budgets", "compliance", "pricing", "network", "access"]
 POOL_KEYS = ["name", "provider", "region", "zone", "instance_type", "nodes", "market", "reservation", "image"]
 
 

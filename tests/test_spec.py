@@ -35,7 +35,7 @@ def test_spec_is_frozen() -> None:
         pytest.param(
             cluster(nme="x"),
             'stacks/Pulumi.t.yaml: nme: got "nme"; unknown key; allowed keys: name, tags, pools, storage, '
-            'scheduler, budgets, compliance, pricing, network (did you mean "name"?)',
+            'scheduler, budgets, compliance, pricing, network, access (did you mean "name"?)',
             id="unknown-top-level-key",
         ),
         pytest.param(
@@ -87,7 +87,8 @@ def test_spec_is_frozen() -> None:
         ),
         pytest.param(
             cluster(pools=[pool(provider="gcp")]),
-            'stacks/Pulumi.t.yaml: pools[0].provider: got "gcp"; provider gcp is not supported yet; supported: aws',
+            'stacks/Pulumi.t.yaml: pools[0].provider: got "gcp"; provider gcp is not supported yet; '
+            "supported: aws, azure",
             id="provider-not-yet",
         ),
         pytest.param(

@@ -183,6 +183,8 @@ def _check(cat: Catalog) -> None:
                 problems.append(f"defaults.{prov}: unknown image {image_id!r}")
         if cat.instance_type(prov, d.controller_instance_type) is None:
             problems.append(f"defaults.{prov}: unknown instance type {d.controller_instance_type!r}")
+        if (prov, d.root_disk_service) not in cat.services:
+            problems.append(f"defaults.{prov}: unknown root disk service {d.root_disk_service!r}")
     slots: dict[int, str] = {}
     for prov, regions in cat.constants.network_slots.items():
         for rname, slot in regions.items():

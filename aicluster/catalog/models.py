@@ -158,6 +158,10 @@ class StorageTier(Sourced):
         tuple[int, ...], Field(description="Sizes allowed below the first step (e.g. FSx 1200).")
     ] = ()
     max_capacity_gib: Annotated[int | None, Field(ge=1)] = None
+    request_above_gib: Annotated[
+        int | None,
+        Field(ge=1, description="Sizes above this need a support request or subscription feature first."),
+    ] = None
     prices_usd_per_gib_month: Annotated[dict[str, float], Field(description="Region -> $/GiB-month.")]
 
     @property
@@ -189,6 +193,9 @@ class ProviderDefaults(_Record):
     gpu_image: Annotated[str, Field(description="Image id (in images/) for GPU nodes.")]
     controller_image: Annotated[str, Field(description="Image id for the scheduler controller.")]
     controller_instance_type: Annotated[str, Field(description="Instance type for the controller.")]
+    root_disk_service: Annotated[
+        str, Field(description="Service (in services/) that prices node root/OS disks, e.g. `ebs-gp3`.")
+    ]
 
 
 class Constants(_Record):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
 from aicluster.catalog.pricing import Price, compute_price, storage_price
 from aicluster.spec import (
     AwsPool,
+    AzurePool,
     ClusterSpec,
     LustreStorage,
     NfsStorage,
@@ -29,21 +29,25 @@ from aicluster.spec import (
 )
 
 from . import aws as aws_plan
+from . import azure as azure_plan
 from .models import (
     AwsPoolDetails,
+    AzurePoolDetails,
     ClusterPlan,
     Nic,
     PlannedController,
     PlannedFilesystem,
     PlannedNetwork,
     PlannedPool,
+    ScaleSet,
     Subnet,
     Totals,
 )
-from .network import AddressError, addresses_needed, network_block, overlaps, usable, zone_subnets
+from .network import AZURE_RESERVED, AddressError, aws_subnets, azure_subnets, network_block, overlaps, usable
 
 __all__ = [
     "AwsPoolDetails",
+    "AzurePoolDetails",
     "ClusterPlan",
     "Nic",
     "PlannedController",
@@ -51,6 +55,7 @@ __all__ = [
     "PlannedNetwork",
     "PlannedPool",
     "Price",
+    "ScaleSet",
     "Subnet",
     "Totals",
     "plan",
@@ -64,8 +69,12 @@ class _Ctx:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # zone -> addresses needed, per network key; and the field that first asked for each network
-    addresses: dict[str, dict[str, int]] = field(default_factory=dict)
+    addresses: dict[str, dict[str | None, int]] = field(default_factory=dict)
     network_users: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
+    # network key -> dedicated subnet roles asked for (Azure's lustre and netapp subnets)
+    subnet_roles: dict[str, set[str]] = field(default_factory=dict)
+    # network key -> (pool index, existing resource group) of the first pool that names one
+    resource_groups: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def problem(
         self,
@@ -78,12 +87,34 @@ class _Ctx:
     ) -> None:
         self.problems.append(Problem(path, message, value, has_value and value is not None, hint))
 
-    def need(self, path: tuple[str | int, ...], provider: str, region: str, zone: str, addresses: int) -> str:
+    def need(
+        self,
+        path: tuple[str | int, ...],
+        provider: str,
+        region: str,
+        zone: str | None,
+        addresses: int,
+        *,
+        role: str = "compute",
+    ) -> str:
         key = f"{provider}-{region}"
         self.network_users.setdefault(key, path)
         zones = self.addresses.setdefault(key, {})
         zones[zone] = zones.get(zone, 0) + addresses
+        if role != "compute":
+            self.subnet_roles.setdefault(key, set()).add(role)
         return key
+
+    def resource_group(self, i: int, network: str, name: str) -> None:
+        """Pools of one Azure region share its network, so they must agree on an existing resource group."""
+        first = self.resource_groups.setdefault(network, (i, name))
+        if first[1].lower() != name.lower():  # Azure resource group names are case-insensitive
+            self.problem(
+                ("pools", i, "resource_group"),
+                f"pools[{first[0]}] in the same region deploys into {first[1]}; the pools of one region share its "
+                "network and resource group: name the same one, or drop resource_group from both",
+                name,
+            )
 
 
 def _round2(x: float) -> float:
@@ -128,16 +159,32 @@ def _zone(
     return zone
 
 
+def _image_reference(provider: str, given: str) -> bool:
+    """Whether `given` is the provider's own image reference rather than a catalog id."""
+    if provider == "aws":
+        return given.startswith("resolve:ssm:") or bool(re.fullmatch(r"ami-[0-9a-f]{8,17}", given))
+    if provider == "azure":
+        return azure_plan.is_image_urn(given)
+    return False
+
+
+_IMAGE_FORMS = {
+    "aws": "an AMI id or resolve:ssm: path",
+    "azure": "a Marketplace URN publisher:offer:sku:version",
+}
+
+
 def _image(ctx: _Ctx, path: tuple[str | int, ...], provider: str, given: str | None, default: str | None) -> str:
+    forms = _IMAGE_FORMS.get(provider, "an image reference")
     if given is not None:
-        if given.startswith("resolve:ssm:") or re.fullmatch(r"ami-[0-9a-f]{8,17}", given):
+        if _image_reference(provider, given):
             return given
         img = ctx.catalog.image(provider, given)
         if img is None:
             ids = sorted(i for (p, i) in ctx.catalog.images if p == provider)
             ctx.problem(
                 path,
-                f"not an AMI id, resolve:ssm: path or catalog image; catalog images: {', '.join(ids)}",
+                f"not {forms} or a catalog image; catalog images: {', '.join(ids)}",
                 given,
                 did_you_mean(given, ids),
             )
@@ -145,7 +192,7 @@ def _image(ctx: _Ctx, path: tuple[str | int, ...], provider: str, given: str | N
         return img.reference
     img = ctx.catalog.image(provider, default) if default else None
     if img is None:
-        ctx.problem(path, f"the catalog has no default {provider} image here; set one (an AMI id or resolve:ssm: path)")
+        ctx.problem(path, f"the catalog has no default {provider} image here; set one ({forms})")
         return ""
     return img.reference
 
@@ -163,78 +210,134 @@ def _instance_type(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: 
     return it
 
 
-def _plan_aws_pool(ctx: _Ctx, i: int, pool: AwsPool) -> PlannedPool | None:
+@dataclass(frozen=True)
+class _Placed:
+    """What a provider's pool planner adds to the checks every pool shares."""
+
+    zone: str | None
+    addresses_per_node: int
+    details: dict[str, object]
+
+
+def _place_aws(
+    ctx: _Ctx, i: int, pool: AwsPool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+) -> _Placed | None:
+    details = aws_plan.details(pool, it, image)
+    zone = pool.zone
+    if zone is None:
+        if details.efa_devices:
+            ctx.problem(
+                ("pools", i, "zone"),
+                f"{it.name} uses EFA, which does not cross Availability Zones: set the zone the pool "
+                f"runs in; zones of {pool.region}: {', '.join(zones)}",
+            )
+            return None
+        zone = zones[0]
+        ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone}")
+    return _Placed(zone, aws_plan.ip_addresses_per_node(details.nics), {"aws": details})
+
+
+def _place_azure(
+    ctx: _Ctx, i: int, pool: AzurePool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+) -> _Placed | None:
+    details = azure_plan.details(pool, it, image)
+    if len(details.scale_sets) > 1:
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): {pool.nodes} VMs exceed one InfiniBand domain "
+            f"({details.max_vms_per_scale_set} VMs per scale set): "
+            + ", ".join(f"{s.name} = nodes {s.first_node}-{s.first_node + s.nodes - 1}" for s in details.scale_sets)
+            + "; jobs that span domains talk over Ethernet between them"
+            if details.infiniband
+            else f"pools[{i}] ({pool.name}): split into {len(details.scale_sets)} scale sets"
+        )
+    # Uniform scale sets without overprovisioning: one NIC, one address per VM.
+    return _Placed(pool.zone, 1, {"azure": details})
+
+
+def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool) -> PlannedPool | None:
+    """The checks every pool shares (catalog type, region, offering, zone, image, price, addresses, cost),
+    around its provider's own placement."""
     base: tuple[str | int, ...] = ("pools", i)
-    it = _instance_type(ctx, (*base, "instance_type"), "aws", pool.instance_type)
-    reg = _region(ctx, (*base, "region"), "aws", pool.region)
+    provider = pool.provider
+    it = _instance_type(ctx, (*base, "instance_type"), provider, pool.instance_type)
+    reg = _region(ctx, (*base, "region"), provider, pool.region)
     if it is None or reg is None:
         return None
     off = it.offering(pool.region)
+    resolved = compute_price(it, pool.region, pool.market, ctx.spec.pricing.overrides)
     if off is None:
         offered = [o.region for o in it.offerings]
-        ctx.problem(
-            (*base, "region"),
-            f"{it.name} is not offered in {pool.region} per the catalog; offered in: {', '.join(offered)}",
-            pool.region,
+        if resolved.price is None:
+            ctx.problem(
+                (*base, "region"),
+                f"{it.name} is not offered in {pool.region} per the catalog; offered in: "
+                f"{', '.join(offered) or 'no region the catalog has a source for'}; if it is offered there to "
+                f"you, add your rate under pricing.overrides (sku: {it.name}, region: {pool.region}, "
+                "usd_per_hour: ...)",
+                pool.region,
+            )
+            return None
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): the catalog does not list {it.name} in {pool.region}; planned with "
+            f"your negotiated rate ({resolved.price.basis})"
         )
+    zones = (off.zones if off else ()) or reg.zones
+    if pool.zone is not None and _zone(ctx, (*base, "zone"), reg, pool.zone, zones, it.name) is None:
         return None
-    zone = _zone(ctx, (*base, "zone"), reg, pool.zone, off.zones, it.name)
-    if pool.zone is not None and zone is None:
-        return None
-    defaults = ctx.catalog.constants.defaults.get("aws")
+    defaults = ctx.catalog.constants.defaults.get(provider)
     acc = ctx.catalog.accelerator_of(it)
     default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
     if pool.image is None and default_image is None:
         ctx.problem(
             (*base, "image"),
             f"the catalog has no default image for {it.name} "
-            f"({acc.kind if acc else 'no accelerator'}); set image to an AMI id or a resolve:ssm: path "
+            f"({acc.kind if acc else 'no accelerator'}); set image to {_IMAGE_FORMS.get(provider, 'an image')} "
             "(e.g. the Neuron DLAMI's SSM parameter for Trainium)",
         )
         return None
-    image = _image(ctx, (*base, "image"), "aws", pool.image, default_image)
-    details = aws_plan.details(pool, it, image)
-    if zone is None:
-        if details.efa_devices:
-            ctx.problem(
-                (*base, "zone"),
-                f"{it.name} uses EFA, which does not cross Availability Zones: set the zone the pool "
-                f"runs in; zones of {pool.region}: {', '.join(off.zones or reg.zones)}",
-            )
-            return None
-        zone = (off.zones or reg.zones)[0]
-        ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone}")
-    resolved = compute_price(it, pool.region, pool.market, ctx.spec.pricing.overrides)
+    image = _image(ctx, (*base, "image"), provider, pool.image, default_image)
+    placed = (
+        _place_aws(ctx, i, pool, it, reg, zones, image)
+        if isinstance(pool, AwsPool)
+        else _place_azure(ctx, i, pool, it, reg, zones, image)
+    )
+    if placed is None:
+        return None
     if resolved.warning:
         ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
     if resolved.price is None:
         ctx.problem(
             (*base, "instance_type"),
-            f"the catalog has no price for {it.name} in {pool.region}; add your rate under "
+            f"the catalog has no {pool.market} price for {it.name} in {pool.region}; add your rate under "
             f"pricing.overrides (sku: {it.name}, usd_per_hour: ...)",
             it.name,
         )
         return None
-    network = ctx.need(
-        (*base, "region"), "aws", pool.region, zone, pool.nodes * aws_plan.ip_addresses_per_node(details.nics)
-    )
+    network = ctx.need((*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node)
+    if isinstance(pool, AzurePool) and pool.resource_group:
+        ctx.resource_group(i, network, pool.resource_group)
     volumes_month = _service_month(
-        ctx, "aws", "ebs-gp3", pool.region, pool.nodes * pool.root_volume_gib, f"the root volumes of pool {pool.name}"
+        ctx,
+        provider,
+        defaults.root_disk_service if defaults else "",
+        pool.region,
+        pool.nodes * pool.root_volume_gib,
+        f"the root volumes of pool {pool.name}",
     )
     return _pool_record(
         ctx,
         i,
         pool.name,
-        "aws",
+        provider,
         reg,
-        zone,
+        placed.zone,
         network,
         it,
         pool.nodes,
         pool.market,
         resolved.price,
         volumes_month,
-        aws=details,
+        **placed.details,
     )
 
 
@@ -254,7 +357,7 @@ def _pool_record(
     name: str,
     provider: str,
     reg: Region,
-    zone: str,
+    zone: str | None,
     network: str,
     it: InstanceType,
     nodes: int,
@@ -321,11 +424,6 @@ def _pool_record(
     )
 
 
-_POOL_PLANNERS: dict[str, Callable[[_Ctx, int, AwsPool], PlannedPool | None]] = {
-    "aws": _plan_aws_pool,
-}
-
-
 # ------------------------------------------------------------------------------------------------
 # Storage and controller
 # ------------------------------------------------------------------------------------------------
@@ -341,9 +439,18 @@ def _near(ctx: _Ctx, provider: str, region: str | None) -> tuple[str, str | None
 
 
 def _placement(
-    ctx: _Ctx, base: tuple[str | int, ...], provider: str, region: str | None, zone: str | None, what: str
-) -> tuple[Region, str] | None:
-    """Where a file system or controller goes: as given, else next to the first pool."""
+    ctx: _Ctx,
+    base: tuple[str | int, ...],
+    provider: str,
+    region: str | None,
+    zone: str | None,
+    what: str,
+    *,
+    zonal: bool = True,
+) -> tuple[Region, str | None] | None:
+    """Where a file system or controller goes: as given, else next to the first pool. A `zonal` thing
+    always gets a zone where the region has zones; a regional one (an Azure VM or NetApp volume) takes
+    its pool's zone, or none when the pool is regional."""
     near = _near(ctx, provider, region)
     if region is None:
         if near is None:
@@ -361,13 +468,17 @@ def _placement(
         return (reg, checked) if checked else None
     if near is not None and near[0] == reg.name and near[1] in reg.zones:
         return reg, near[1]
+    if not zonal or not reg.zones:
+        return reg, None
     return reg, reg.zones[0]
 
 
 def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedFilesystem | None:
     base: tuple[str | int, ...] = ("storage", i)
     provider = st.provider or ctx.spec.pools[0].provider
-    where = _placement(ctx, base, provider, st.region, st.zone, "file system")
+    # Managed Lustre is zonal everywhere; Azure NetApp Files volumes are regional unless pinned.
+    zonal = provider != "azure" or st.kind == "lustre"
+    where = _placement(ctx, base, provider, st.region, st.zone, "file system", zonal=zonal)
     if where is None:
         return None
     reg, zone = where
@@ -404,6 +515,12 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
             st.capacity_tib,
         )
         return None
+    if tier.request_above_gib is not None and capacity > tier.request_above_gib:
+        ctx.warnings.append(
+            f"storage[{i}] ({st.name}): {capacity / 1024:g} TiB is above the {tier.request_above_gib / 1024:g} TiB "
+            f"that {tier.service} {tier.deployment} allows by default: open a support request for a larger "
+            '("large cluster") file system before deploying, or creation fails'
+        )
     rounding = None
     if as_named and capacity != requested_gib:
         rounding = (
@@ -423,15 +540,16 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         )
     resolved = storage_price(tier, reg.name, ctx.spec.pricing.overrides)
     if resolved.price is None:
-        ctx.problem(
-            (*base, "region"),
-            f"the catalog has no {tier.service} price in {reg.name}; add your rate under pricing.overrides "
-            f"(sku: {tier.sku}, usd_per_gib_month: ...)",
-            reg.name,
+        # Not every list price is published where the catalog can cite it (Azure Managed Lustre): plan
+        # without it, say so, and let the policy pack's budget rule report the unpriced item too.
+        ctx.warnings.append(
+            f"storage[{i}] ({st.name}): the catalog has no {tier.service} {tier.deployment} price in {reg.name}, so "
+            f"the file system is not in the cost; add your rate under pricing.overrides (sku: {tier.sku}, "
+            "usd_per_gib_month: ...)"
         )
-        return None
-    network = ctx.need((*base, "region"), provider, reg.name, zone, 0)
-    month = resolved.price.usd * capacity
+    role = _STORAGE_SUBNETS.get((provider, tier.service), "compute")
+    network = ctx.need((*base, "region"), provider, reg.name, zone, 0, role=role)
+    month = resolved.price.usd * capacity if resolved.price else 0.0
     tib = capacity / 1024
     return PlannedFilesystem(
         name=st.name,
@@ -456,14 +574,27 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
     )
 
 
+# File systems that live in a dedicated subnet of their network rather than in the compute subnet.
+_STORAGE_SUBNETS = {
+    ("azure", "azure-managed-lustre"): "lustre",  # its own subnet, never moved after creation
+    ("azure", "azure-netapp-files"): "netapp",  # a subnet delegated to Microsoft.NetApp/volumes
+}
+
+
 def _with_clients(
     ctx: _Ctx, fs: PlannedFilesystem, pools: list[PlannedPool], controller: PlannedController | None
 ) -> PlannedFilesystem:
     """The zones whose nodes mount `fs`; warn when Lustre traffic has to cross zones."""
+    regional = [p.name for p in pools if p.network == fs.network and p.zone is None]
+    if fs.kind == "lustre" and fs.zone is not None and regional:
+        ctx.warnings.append(
+            f"{fs.name} ({fs.service}) is in zone {fs.zone}; pool(s) {', '.join(regional)} have no zone and may land "
+            f"in another one (more latency, inter-zone data charges); set their zone to {fs.zone}"
+        )
     users = [(p.name, p.zone) for p in pools if p.network == fs.network and p.zone]
-    if controller is not None and controller.network == fs.network:
+    if controller is not None and controller.network == fs.network and controller.zone:
         users.append(("controller", controller.zone))
-    zones = tuple(sorted({fs.zone, *(z for _, z in users if z)}))
+    zones = tuple(sorted({*([fs.zone] if fs.zone else []), *(z for _, z in users if z)}))
     if fs.kind == "lustre":
         far = sorted({name for name, zone in users if zone != fs.zone and name != "controller"})
         if far:
@@ -500,7 +631,7 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     c = sched.controller
     provider = c.provider or ctx.spec.pools[0].provider
     defaults = ctx.catalog.constants.defaults.get(provider)
-    where = _placement(ctx, base, provider, c.region, None, "controller")
+    where = _placement(ctx, base, provider, c.region, None, "controller", zonal=provider != "azure")
     type_name = c.instance_type or (defaults.controller_instance_type if defaults else None)
     if type_name is None:
         ctx.problem((*base, "instance_type"), f"the catalog has no default {provider} controller type; set one")
@@ -521,13 +652,19 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         return None
     network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
     image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
+    root_gib = azure_plan.CONTROLLER_ROOT_VOLUME_GIB if provider == "azure" else aws_plan.CONTROLLER_ROOT_VOLUME_GIB
     volume_month = _service_month(
-        ctx, provider, "ebs-gp3", reg.name, aws_plan.CONTROLLER_ROOT_VOLUME_GIB, "the controller's root volume"
+        ctx,
+        provider,
+        defaults.root_disk_service if defaults else "",
+        reg.name,
+        root_gib,
+        "the controller's root volume",
     )
     return PlannedController(
         kind="slurm",
-        root_volume_gib=aws_plan.CONTROLLER_ROOT_VOLUME_GIB,
-        imds_hop_limit=aws_plan.CONTROLLER_IMDS_HOP_LIMIT,
+        root_volume_gib=root_gib,
+        imds_hop_limit=aws_plan.CONTROLLER_IMDS_HOP_LIMIT if provider == "aws" else None,
         provider=provider,
         region=reg.name,
         zone=zone,
@@ -591,7 +728,8 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 )
                 continue
             path = ("network", "supernet")
-        clash = overlaps(blocks[key], [*net.exclude, *(v for k, v in blocks.items() if k != key)])
+        reserved = list(AZURE_RESERVED) if provider == "azure" else []
+        clash = overlaps(blocks[key], [*net.exclude, *reserved, *(v for k, v in blocks.items() if k != key)])
         if clash is not None:
             ctx.problem(
                 path,
@@ -606,15 +744,21 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         provider, region = key.split("-", 1)
         reg = ctx.catalog.region(provider, region)
         assert reg is not None
+        layout = (
+            azure_subnets(blocks[key], zones, ctx.subnet_roles.get(key, set()))
+            if provider == "azure"
+            else aws_subnets(blocks[key], reg.zones, zones)
+        )
         subnets = []
-        for zone in sorted(zones):
-            compute, public = zone_subnets(blocks[key], reg.zones.index(zone))
-            need = addresses_needed(zones[zone])
-            if need > usable(compute):
+        for cut in layout:
+            available = usable(cut.cidr)
+            if cut.role == "compute" and cut.need > available:
+                where = f"zone {cut.zone}" if cut.zone else f"the {region} compute subnet"
                 ctx.problem(
                     ctx.network_users[key],
-                    f"zone {zone} needs {need:,} addresses (nodes, file systems and "
-                    f"headroom) but its subnet {compute} holds {usable(compute):,}; spread the pools over more zones"
+                    f"{where} needs {cut.need:,} addresses (nodes, file systems and "
+                    f"headroom) but its subnet {cut.cidr} holds {available:,}; "
+                    + ("spread the pools over more zones" if cut.zone else "split the cluster")
                     + (
                         f" or lower network.network_prefix (now {net.network_prefix})"
                         if net.network_prefix > 16
@@ -624,16 +768,20 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 )
             subnets.append(
                 Subnet(
-                    zone=zone, cidr=compute, role="compute", addresses_needed=need, addresses_available=usable(compute)
+                    zone=cut.zone,
+                    cidr=cut.cidr,
+                    role=cut.role,
+                    addresses_needed=cut.need,
+                    addresses_available=available,
                 )
             )
-            subnets.append(
-                Subnet(zone=zone, cidr=public, role="public", addresses_needed=1, addresses_available=usable(public))
-            )
-        nats = len(zones)  # one NAT gateway (and its public IPv4 address) per zone in use
+        # AWS: one NAT gateway (and its public IPv4 address) per zone in use; Azure: one per network,
+        # attached to its compute subnet (a NAT gateway serves every subnet of a VNet it is attached to).
+        nats = len(zones) if provider == "aws" else 1
         month = _service_month(ctx, provider, "nat-gateway", region, nats, "NAT gateways") + _service_month(
             ctx, provider, "public-ipv4", region, nats, "the NAT gateways' public IPv4 addresses"
         )
+        rg = ctx.resource_groups.get(key)
         out.append(
             PlannedNetwork(
                 key=key,
@@ -643,6 +791,7 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 subnets=tuple(subnets),
                 nat_gateways=nats,
                 cost_usd_per_month=_round2(month),
+                resource_group=rg[1] if rg else None,
             )
         )
     return out
@@ -708,10 +857,16 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     ctx = _Ctx(spec, catalog)
     pools: list[PlannedPool] = []
     for i, pool in enumerate(spec.pools):
-        planned = _POOL_PLANNERS[pool.provider](ctx, i, pool)
+        planned = _plan_pool(ctx, i, pool)
         if planned is not None:
             pools.append(planned)
     _check_overrides(ctx)
+    if any(p.provider == "azure" for p in spec.pools) and not spec.access.ssh_public_keys:
+        ctx.problem(
+            ("access", "ssh_public_keys"),
+            "Azure creates every Linux VM with an admin account that needs an SSH public key (password login "
+            "stays off): add yours, e.g. the line in ~/.ssh/id_ed25519.pub",
+        )
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
     controller = _plan_controller(ctx)
     networks = _plan_networks(ctx)
@@ -719,7 +874,10 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
     _unused_overrides(
-        ctx, [p.price for p in pools] + [f.price for f in filesystems] + ([controller.price] if controller else [])
+        ctx,
+        [p.price for p in pools]
+        + [f.price for f in filesystems if f.price is not None]
+        + ([controller.price] if controller else []),
     )
 
     hours = catalog.hours_per_month
@@ -761,6 +919,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         budgets=spec.budgets,
         compliance=spec.compliance,
         pricing=spec.pricing,
+        access=spec.access,
         audit_logging=tuple(sorted({n.provider for n in networks})) if _needs_audit_log(spec) else (),
         hours_per_month=hours,
         warnings=tuple(ctx.warnings),

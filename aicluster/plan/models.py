@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from aicluster.catalog.pricing import Price
-from aicluster.spec import Budgets, Compliance, Market, Pricing
+from aicluster.spec import Access, Budgets, Compliance, Market, Pricing
 
 
 class _Plan(BaseModel):
@@ -18,9 +18,9 @@ class _Plan(BaseModel):
 
 
 class Subnet(_Plan):
-    zone: str
+    zone: str | None  # None: a regional subnet (Azure subnets span the region's zones)
     cidr: str
-    role: Literal["compute", "public"]
+    role: Literal["compute", "public", "lustre", "netapp"]
     addresses_needed: int
     addresses_available: int
 
@@ -33,9 +33,15 @@ class PlannedNetwork(_Plan):
     subnets: tuple[Subnet, ...]
     nat_gateways: int
     cost_usd_per_month: float  # NAT gateways and their public IPv4 addresses (traffic not modelled)
+    # Azure: the existing resource group the stack names for this region; None: the cluster creates one
+    resource_group: str | None = None
 
-    def subnet(self, zone: str, role: str = "compute") -> Subnet:
+    def subnet(self, zone: str | None, role: str = "compute") -> Subnet:
         return next(s for s in self.subnets if s.zone == zone and s.role == role)
+
+    def role(self, role: str) -> Subnet | None:
+        """The network's one subnet of `role` (Azure's regional compute, lustre and netapp subnets)."""
+        return next((s for s in self.subnets if s.role == role), None)
 
 
 class Nic(_Plan):
@@ -62,6 +68,35 @@ class AwsPoolDetails(_Plan):
     root_volume_gib: int
     imds_hop_limit: int
     capacity_rebalance: bool  # spot: replace instances at risk of interruption before they are reclaimed
+
+
+class ScaleSet(_Plan):
+    """One Azure VM scale set: one placement group, so one InfiniBand domain."""
+
+    name: str  # resource name suffix, e.g. "h100-ib0"
+    index: int
+    nodes: int
+    first_node: int  # pool-wide index of its first node: nodes first_node .. first_node + nodes - 1
+    computer_name_prefix: str  # hostnames are this plus the VM's instance id
+
+
+class AzurePoolDetails(_Plan):
+    scale_sets: tuple[ScaleSet, ...]
+    max_vms_per_scale_set: int  # VMs one placement group holds (100 unless raised by Azure support)
+    infiniband: bool
+    single_placement_group: bool
+    platform_fault_domain_count: int
+    overprovision: bool
+    orchestration_mode: Literal["Uniform"]
+    accelerated_networking: bool
+    image: str  # "publisher:offer:sku:version"
+    image_pinned: bool  # False: version "latest" resolves anew at every scale-out
+    root_volume_gib: int
+    os_disk_type: str  # managed disk SKU, e.g. Premium_LRS (encrypted at rest by the platform)
+    priority: Literal["Regular", "Spot"]
+    eviction_policy: Literal["Delete", "Deallocate"] | None
+    max_price: float | None  # spot: -1 = pay up to the on-demand price, never evicted for price
+    resource_group: str | None  # existing resource group, None: the cluster's own
 
 
 class PlannedPool(_Plan):
@@ -99,6 +134,13 @@ class PlannedPool(_Plan):
     bf16_pflops: float
     tags: dict[str, str]
     aws: AwsPoolDetails | None = None
+    azure: AzurePoolDetails | None = None
+
+    def ib_domains(self) -> list[tuple[str, range]]:
+        """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
+        if self.azure is None:
+            return []
+        return [(s.name, range(s.first_node, s.first_node + s.nodes)) for s in self.azure.scale_sets]
 
 
 class PlannedFilesystem(_Plan):
@@ -106,7 +148,7 @@ class PlannedFilesystem(_Plan):
     kind: Literal["lustre", "nfs"]
     provider: str
     region: str
-    zone: str
+    zone: str | None  # None: regional (an Azure region without zones)
     network: str
     service: str
     deployment: str
@@ -117,7 +159,7 @@ class PlannedFilesystem(_Plan):
     rounding: str | None  # human note when the request was rounded
     throughput_mb_s_per_tib: float
     throughput_mb_s: float
-    price: Price
+    price: Price | None  # None: the catalog has no list price and the stack gave none (not in the cost)
     cost_usd_per_month: float
     cost_usd_per_hour: float
     tags: dict[str, str]
@@ -127,10 +169,10 @@ class PlannedFilesystem(_Plan):
 class PlannedController(_Plan):
     kind: Literal["slurm"]
     root_volume_gib: int
-    imds_hop_limit: int
+    imds_hop_limit: int | None  # AWS only
     provider: str
     region: str
-    zone: str
+    zone: str | None
     network: str
     instance_type: str
     image: str
@@ -168,6 +210,7 @@ class ClusterPlan(_Plan):
     budgets: Budgets
     compliance: Compliance
     pricing: Pricing  # negotiated rates, declared on the AiCluster component for the policy pack
+    access: Access  # admin account and SSH public keys (Azure VMs need one at creation)
     # providers that get a cluster audit log (AWS: a multi-region CloudTrail), because a control
     # framework that requires audit logging is declared
     audit_logging: tuple[str, ...]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 # AWS reserves the first four and the last address of every subnet.
 RESERVED_PER_SUBNET = 5
@@ -23,8 +25,44 @@ ZONE_BITS = 3  # 8 blocks per network: 7 zones' compute subnets at most, then th
 PUBLIC_PREFIX = 26
 
 
+# Azure's InfiniBand RDMA network uses 172.16.0.0/16: a VNet must not overlap it (azure-vmss-infiniband).
+AZURE_RESERVED = ("172.16.0.0/16",)
+# Azure's dedicated subnets sit at fixed blocks of the network (like zones), so adding a file system
+# never moves anything: block 6 holds Managed Lustre (a /19 in a /16, and never smaller than the /23
+# Microsoft recommends for 200-400 TiB), block 7 the subnet delegated to Azure NetApp Files.
+AZURE_ROLE_BLOCKS: dict[Literal["lustre", "netapp"], int] = {"lustre": 6, "netapp": 7}
+
+
 class AddressError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class Cut:
+    zone: str | None
+    role: Literal["compute", "public", "lustre", "netapp"]
+    cidr: str
+    need: int
+
+
+def aws_subnets(network: str, region_zones: tuple[str, ...], zones: dict[str | None, int]) -> list[Cut]:
+    """A compute and a public subnet per zone in use, at the zone's fixed index in the region."""
+    out = []
+    for zone in sorted(z for z in zones if z is not None):
+        compute, public = zone_subnets(network, region_zones.index(zone))
+        out.append(Cut(zone, "compute", compute, addresses_needed(zones[zone])))
+        out.append(Cut(zone, "public", public, 1))
+    return out
+
+
+def azure_subnets(network: str, zones: dict[str | None, int], roles: set[str]) -> list[Cut]:
+    """One regional compute subnet (Azure subnets span zones) and the dedicated subnets asked for."""
+    blocks = list(ipaddress.IPv4Network(network).subnets(prefixlen_diff=ZONE_BITS))
+    out = [Cut(None, "compute", str(blocks[0]), addresses_needed(sum(zones.values())))]
+    for role, index in AZURE_ROLE_BLOCKS.items():
+        if role in roles:
+            out.append(Cut(None, role, str(blocks[index]), 1))
+    return out
 
 
 def addresses_needed(node_addresses: int) -> int:

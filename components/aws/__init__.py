@@ -105,7 +105,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             {
                 "controller": c,
                 "user_data": controller_cloud_init(plan),
-                "subnet_id": net.compute_subnet_ids[c.zone],
+                "subnet_id": net.compute_subnet_ids[c.zone or ""],  # AWS controllers are always zonal
                 "node_security_group_id": net.node_security_group_id,
                 "instance_profile_arn": identity.instance_profile_arn,
             },

@@ -34,6 +34,7 @@ class AwsSlurmController(pulumi.ComponentResource):
     def __init__(self, name: str, args: ControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aicluster:aws:SlurmController", name, {}, opts)
         c = args["controller"]
+        assert c.imds_hop_limit is not None  # set for every AWS controller
         child = pulumi.ResourceOptions(parent=self)
         lt = aws.ec2.LaunchTemplate(
             f"{name}-lt",

@@ -74,7 +74,7 @@ class AwsLustreFileSystem(pulumi.ComponentResource):
             storage_type="SSD",
             storage_capacity=fs.capacity_gib,
             per_unit_storage_throughput=int(fs.throughput_mb_s_per_tib),
-            subnet_ids=args["subnet_ids"][fs.zone],  # pulumi-aws 7: one subnet (FSx for Lustre is single-AZ)
+            subnet_ids=args["subnet_ids"][_zone(fs)],  # pulumi-aws 7: one subnet (FSx for Lustre is single-AZ)
             security_group_ids=[sg.id],
             file_system_type_version=LUSTRE_VERSION,
             data_compression_type="LZ4",
@@ -86,3 +86,8 @@ class AwsLustreFileSystem(pulumi.ComponentResource):
         self.dns_name = lustre.dns_name
         self.mount_name = lustre.mount_name
         self.register_outputs({"dns_name": lustre.dns_name, "mount_name": lustre.mount_name, "id": lustre.id})
+
+
+def _zone(fs: PlannedFilesystem) -> str:
+    assert fs.zone is not None  # the planner places every AWS file system in a zone
+    return fs.zone

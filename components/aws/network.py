@@ -59,6 +59,7 @@ class AwsNetwork(pulumi.ComponentResource):
             if sub.role != "public":
                 continue
             zone = sub.zone
+            assert zone is not None  # AWS subnets are zonal
             public = aws.ec2.Subnet(
                 f"{name}-public-{zone}",
                 vpc_id=vpc.id,

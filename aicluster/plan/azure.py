@@ -1,0 +1,92 @@
+"""Azure specifics of a pool: scale sets that each keep one InfiniBand fabric whole.
+
+Azure links the InfiniBand ports of ND VMs only between VMs of the same scale set, and only inside
+one placement group (`singlePlacementGroup: true`), which holds at most 100 VMs unless Azure support
+raises it (catalog source azure-vmss-infiniband). A "large" scale set (more than one placement group)
+does not support InfiniBand at all (azure-vmss-placement-groups). So a pool of N VMs becomes
+ceil(N / 100) scale sets, each its own InfiniBand domain.
+
+Scale sets are filled, not balanced: 250 VMs become 100 + 100 + 50, so a 100-node job still fits in one
+IB domain (balanced 84 + 83 + 83 would leave no domain that holds it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+
+from aicluster.catalog import InstanceType
+from aicluster.spec import AzurePool
+
+from .models import AzurePoolDetails, ScaleSet
+
+IB_DOMAIN_MAX_VMS = 100
+COMPUTER_NAME_PREFIX_MAX = 15
+OS_DISK_TYPE = "Premium_LRS"  # encrypted at rest with platform-managed keys, like every managed disk
+CONTROLLER_ROOT_VOLUME_GIB = 128
+# Spot max price -1: pay up to the pay-as-you-go price and never be evicted for price, only for capacity.
+SPOT_MAX_PRICE = -1.0
+_URN = re.compile(r"^[^:]+:[^:]+:[^:]+:[^:]+$")
+
+
+def is_image_urn(image: str) -> bool:
+    return bool(_URN.match(image))
+
+
+def image_pinned(urn: str) -> bool:
+    return not urn.lower().endswith(":latest")
+
+
+def computer_name_prefix(pool: str, index: int) -> str:
+    """Uniform scale sets name VMs <prefix><6 base-36 characters of the instance id>; prefixes are 1 to 15
+    characters (the SDK's computerNamePrefix). A pool name too long to fit is cut and given 4 characters of
+    its hash, so two long pool names that share a beginning never share host names."""
+    tail = f"-ib{index}-"
+    room = COMPUTER_NAME_PREFIX_MAX - len(tail)
+    if len(pool) > room:
+        digest = hashlib.sha256(pool.encode()).hexdigest()[:4]
+        pool = pool[: room - 4].rstrip("-") + digest
+    return pool + tail
+
+
+def scale_sets(pool: str, nodes: int, max_vms: int = IB_DOMAIN_MAX_VMS) -> tuple[ScaleSet, ...]:
+    count = math.ceil(nodes / max_vms)
+    out = []
+    for k in range(count):
+        first = k * max_vms
+        size = min(max_vms, nodes - first)
+        out.append(
+            ScaleSet(
+                name=f"{pool}-ib{k}",
+                index=k,
+                nodes=size,
+                first_node=first,
+                computer_name_prefix=computer_name_prefix(pool, k),
+            )
+        )
+    return tuple(out)
+
+
+def details(pool: AzurePool, it: InstanceType, image: str) -> AzurePoolDetails:
+    ib = it.network.fabric == "infiniband"
+    spot = pool.market == "spot"
+    return AzurePoolDetails(
+        # Non-IB sizes have no fabric to keep whole, but 100 VMs per placement group still holds.
+        scale_sets=scale_sets(pool.name, pool.nodes),
+        max_vms_per_scale_set=IB_DOMAIN_MAX_VMS,
+        infiniband=ib,
+        single_placement_group=True,
+        platform_fault_domain_count=1,
+        overprovision=False,
+        orchestration_mode="Uniform",
+        accelerated_networking=True,
+        image=image,
+        image_pinned=image_pinned(image),
+        root_volume_gib=pool.root_volume_gib,
+        os_disk_type=OS_DISK_TYPE,
+        priority="Spot" if spot else "Regular",
+        eviction_policy=("Deallocate" if pool.spot_eviction == "deallocate" else "Delete") if spot else None,
+        max_price=SPOT_MAX_PRICE if spot else None,
+        resource_group=pool.resource_group,
+    )
