@@ -70,7 +70,7 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         t.add_row(
             p.name,
             p.provider,
-            p.zone or p.region,
+            _where(p.region, p.zone),
             p.instance_type,
             f"{p.nodes:,}",
             f"{p.gpus:,}",
@@ -84,13 +84,13 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         t.add_row(
             f.name,
             f.provider,
-            f.zone,
+            _where(f.region, f.zone),
             f"{f.service} {f.deployment}",
             "",
             "",
             f"{f.capacity_tib:,.1f} TiB",
-            _money(f.cost_usd_per_hour),
-            _money(f.cost_usd_per_month),
+            _money(f.cost_usd_per_hour) if f.price else "unpriced",
+            _money(f.cost_usd_per_month) if f.price else "unpriced",
             "",
             "",
         )
@@ -113,7 +113,7 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         t.add_row(
             "controller",
             c.provider,
-            c.zone,
+            _where(c.region, c.zone),
             c.instance_type,
             "1",
             "",
@@ -140,6 +140,13 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         style="bold",
     )
     return t
+
+
+def _where(region: str, zone: str | None) -> str:
+    """AWS zones name their region (us-east-1a); Azure's are bare numbers, so say eastus/1."""
+    if zone is None:
+        return region
+    return zone if zone.startswith(region) else f"{region}/{zone}"
 
 
 def _plan_details(plan: ClusterPlan) -> None:
@@ -170,8 +177,22 @@ def _plan_details(plan: ClusterPlan) -> None:
                     "(driver, EFA and NCCL versions drift); pin it with image: ami-... or resolve:ssm:...:<version>"
                 )
                 out.print(f"[dim]{escape(note)}[/]")
+        if p.azure is not None:
+            fabric = "InfiniBand domain" if p.azure.infiniband else "scale set"
+            domains = ", ".join(
+                f"{s.name} ({s.nodes} VMs: nodes {s.first_node}-{s.first_node + s.nodes - 1})"
+                for s in p.azure.scale_sets
+            )
+            text = f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}"
+            out.print(f"[dim]{escape(text)}; price {escape(p.price.basis)}[/]")
+            if not p.azure.image_pinned:
+                note = (
+                    f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "
+                    "OFED and NCCL versions drift); pin a version, e.g. image: publisher:offer:sku:<version>"
+                )
+                out.print(f"[dim]{escape(note)}[/]")
     for n in plan.networks:
-        subnets = ", ".join(f"{s.role} {s.zone} {s.cidr}" for s in n.subnets)
+        subnets = ", ".join(f"{s.role}{f' {s.zone}' if s.zone else ''} {s.cidr}" for s in n.subnets)
         out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets})')}[/]")
 
 

@@ -845,7 +845,9 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         return Problem((*path, tag), f"allowed: {', '.join(expected)}", tag_value, True, hint)
     if etype == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
-        return Problem(path, _PATTERN_HINTS.get(pattern, f"must match {pattern}"), value, True)
+        # A "public key" that is not one may be a pasted private key: never echo it.
+        echo = pattern != _SSH_KEY
+        return Problem(path, _PATTERN_HINTS.get(pattern, f"must match {pattern}"), value, echo)
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
         return Problem(path, simple.format(**ctx), value, True)

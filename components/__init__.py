@@ -13,14 +13,15 @@ import pulumi
 
 from aicluster.plan import ClusterPlan
 
-from . import aws
+from . import aws, azure
 from .tags import tagging
 
 __all__ = ["AiCluster", "AiClusterArgs"]
 
-# One builder per provider; GCP, Azure and on-prem register theirs here.
+# One builder per provider; GCP and on-prem register theirs here.
 BUILDERS: dict[str, Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, Any]]] = {
     "aws": aws.build,
+    "azure": azure.build,
 }
 
 

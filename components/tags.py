@@ -1,7 +1,8 @@
 """Tags injected once: a resource transformation set on a component and inherited by its children.
 
-`tagging(tags)` returns a Pulumi transformation that merges `tags` into every taggable AWS resource
-created under the component it is attached to. Nested components add their own (for example
+`tagging(tags)` returns a Pulumi transformation that merges `tags` into every taggable AWS and Azure
+resource created under the component it is attached to (whether a type takes tags is read from the
+provider SDK's own class, so a new resource type needs no list here). Nested components add their own (for example
 `aicluster:pool`) the same way; Pulumi runs a child's transformations, then its parents'.
 
 AWS resources that need more than a `tags` map are handled here and nowhere else:
@@ -21,6 +22,8 @@ ASG_TYPE = "aws:autoscaling/group:Group"
 LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE_TYPE = "aws:ec2/instance:Instance"
 LAUNCHED_RESOURCE_TYPES = ("instance", "volume", "network-interface")
+# Pulumi package -> Python SDK module whose resource classes say whether a type takes `tags`.
+SDK_MODULES = {"aws": "pulumi_aws", "azure-native": "pulumi_azure_native"}
 
 
 def _merge(existing: Any, tags: Mapping[str, str]) -> dict[str, Any]:
@@ -49,7 +52,8 @@ def _tag_specifications(existing: Any, tags: Mapping[str, str]) -> list[dict[str
 
 def tag_props(type_: str, props: Mapping[str, Any], tags: Mapping[str, str]) -> dict[str, Any] | None:
     """The resource's input props with `tags` merged in, or None if the type takes no tags."""
-    if not type_.startswith("aws:"):
+    package = type_.split(":", 1)[0]
+    if package not in SDK_MODULES:
         return None
     out = dict(props)
     if type_ == ASG_TYPE:
@@ -73,11 +77,15 @@ def _takes_tags(type_: str) -> bool:
     if type_ not in _TAGGABLE_CACHE:
         import importlib
 
-        # "aws:ec2/vpc:Vpc" -> module pulumi_aws.ec2, class Vpc
-        _, mod_path, cls_name = type_.split(":")
+        # "aws:ec2/vpc:Vpc" -> pulumi_aws.ec2.Vpc; "azure-native:network:VirtualNetwork" ->
+        # pulumi_azure_native.network.VirtualNetwork
+        package, mod_path, cls_name = type_.split(":")
         module = mod_path.split("/")[0]
+        if package not in SDK_MODULES:  # e.g. pulumi:providers:aws
+            _TAGGABLE_CACHE[type_] = False
+            return False
         try:
-            cls = getattr(importlib.import_module(f"pulumi_aws.{module}"), cls_name)
+            cls = getattr(importlib.import_module(f"{SDK_MODULES[package]}.{module}"), cls_name)
             _TAGGABLE_CACHE[type_] = isinstance(getattr(cls, "tags", None), property)
         except (ImportError, AttributeError):
             _TAGGABLE_CACHE[type_] = False

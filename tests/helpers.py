@@ -42,3 +42,41 @@ def pool(**changes: Any) -> dict[str, Any]:
     data = copy.deepcopy(BASE_CLUSTER["pools"][0])
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}
+
+
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHqz8ZfGd2aB5c1Xv0m6f3T2x9Qz4Yk7sW1pL0nR8aJd ops@example.com"
+AZURE_POOL: dict[str, Any] = {
+    "name": "h100",
+    "provider": "azure",
+    "region": "eastus",
+    "zone": "1",
+    "instance_type": "Standard_ND96isr_H100_v5",
+    "nodes": 16,
+}
+
+
+def azure_pool(**changes: Any) -> dict[str, Any]:
+    data = {**copy.deepcopy(AZURE_POOL), **changes}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def azure_cluster(**changes: Any) -> dict[str, Any]:
+    """An Azure ND H100 v5 cluster: one pool, Managed Lustre, an admin key."""
+    data: dict[str, Any] = {
+        "name": "nd-train",
+        "tags": {"owner": "ml-platform", "cost-center": "4711"},
+        "pools": [azure_pool()],
+        "storage": [
+            {
+                "name": "scratch",
+                "kind": "lustre",
+                "capacity_tib": 16,
+                "throughput_mb_s_per_tib": 500,
+                "mount": "/lustre",
+            }
+        ],
+        "scheduler": {"kind": "slurm"},
+        "access": {"ssh_public_keys": [SSH_KEY]},
+    }
+    data.update(changes)
+    return data

@@ -25,6 +25,7 @@ POOL_KEYS = {
     "provider",
     "region",
     "zone",
+    "ib_domains",
     "instance_type",
     "market",
     "nodes",

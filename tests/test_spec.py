@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from aicluster.spec import ClusterSpec, SpecError, parse_cluster
-from tests.helpers import cluster, pool
+from tests.helpers import azure_cluster, azure_pool, cluster, pool
 
 SRC = "stacks/Pulumi.t.yaml"
 
@@ -222,3 +222,74 @@ def test_line_numbers_point_into_the_stack_file() -> None:
     with pytest.raises(SpecError) as info:
         parse_cluster(cluster(pools=[pool(market="spott")]), SRC, {(): 3, ("pools", 0, "market"): 14})
     assert str(info.value).startswith("stacks/Pulumi.t.yaml:14: pools[0].market:")
+
+
+# --- Azure pools ---------------------------------------------------------------------------------
+
+
+def test_azure_pool_defaults_and_zone_number_from_yaml() -> None:
+    spec = parse_cluster(azure_cluster(pools=[azure_pool(zone=2)]), SRC)
+    p = spec.pools[0]
+    assert p.provider == "azure"
+    assert (p.zone, p.market, p.spot_eviction, p.root_volume_gib, p.resource_group) == (
+        "2",
+        "on-demand",
+        None,
+        512,
+        None,
+    )
+    assert spec.access.admin_username == "aicluster"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param(
+            azure_cluster(pools=[azure_pool(spot_eviction="delete")]),
+            f'{SRC}: pools[0].spot_eviction: got "delete"; only spot VMs are evicted; drop spot_eviction or set '
+            "market: spot (now on-demand)",
+            id="eviction-without-spot",
+        ),
+        pytest.param(
+            azure_cluster(pools=[azure_pool(market="capacity-block")]),
+            f'{SRC}: pools[0].market: got "capacity-block"; allowed: on-demand, spot, reserved',
+            id="no-capacity-blocks-on-azure",
+        ),
+        pytest.param(
+            azure_cluster(pools=[azure_pool(zone="4")]),
+            f'{SRC}: pools[0].zone: got "4"; allowed: 1, 2, 3',
+            id="zone-number",
+        ),
+        pytest.param(
+            azure_cluster(access={"admin_username": "root", "ssh_public_keys": []}),
+            f'{SRC}: access.admin_username: got "root"; reserved by Azure for Linux VMs; use e.g. aicluster',
+            id="reserved-admin",
+        ),
+        pytest.param(
+            azure_cluster(access={"ssh_public_keys": ["-----BEGIN OPENSSH PRIVATE KEY-----"]}),
+            f"{SRC}: access.ssh_public_keys[0]: must be one OpenSSH public key line",
+            id="private-key-pasted",
+        ),
+        pytest.param(
+            azure_cluster(tags={"team/name": "x"}),
+            f'{SRC}: tags.team/name: got "team/name"; Azure tag names cannot contain < > % & \\ ? or /; rename the tag',
+            id="azure-tag-name",
+        ),
+    ],
+)
+def test_azure_bad_input_names_field_value_and_fix(data: object, expected: str) -> None:
+    found = errors(data)
+    assert any(line.startswith(expected) for line in found), found
+
+
+def test_a_pasted_private_key_is_never_echoed() -> None:
+    secret = "\n".join(
+        [
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+            "-----END OPENSSH PRIVATE KEY-----",
+        ]
+    )
+    found = errors(azure_cluster(access={"ssh_public_keys": [secret]}))
+    assert found
+    assert not any("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" in line or "PRIVATE" in line for line in found)

@@ -731,6 +731,8 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         reserved = list(AZURE_RESERVED) if provider == "azure" else []
         clash = overlaps(blocks[key], [*net.exclude, *reserved, *(v for k, v in blocks.items() if k != key)])
         if clash is not None:
+            if clash in reserved:
+                clash += ", which Azure reserves for its InfiniBand (RDMA) network"
             ctx.problem(
                 path,
                 f"the {provider}/{region} network {blocks[key]} overlaps {clash}; pin another block "

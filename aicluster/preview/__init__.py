@@ -92,6 +92,10 @@ class Preview:
                     "cost_usd_per_month": pool.cost_usd_per_month,
                     "power_kw_it": pool.power_kw_it,
                     "power_kw_facility": pool.power_kw_facility,
+                    "ib_domains": [
+                        {"name": name, "first_node": nodes.start, "nodes": len(nodes)}
+                        for name, nodes in pool.ib_domains()
+                    ],
                 }
                 for pool in p.pools
             ],

@@ -1,0 +1,144 @@
+"""Azure components and how AiCluster assembles them from a plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from aicluster.plan import ClusterPlan
+from aicluster.render import controller_cloud_init, node_cloud_init
+
+from ..tags import tagging
+from .audit import AzureAuditLog
+from .controller import AzureSlurmController
+from .gpu_pool import AzureGpuPool
+from .identity import AzureNodeIdentity
+from .lustre import AzureFilesystemArgs, AzureManagedLustre
+from .netapp import AzureNetAppFiles
+from .network import AzureNetwork
+
+__all__ = [
+    "AzureAuditLog",
+    "AzureGpuPool",
+    "AzureManagedLustre",
+    "AzureNetAppFiles",
+    "AzureNetwork",
+    "AzureNodeIdentity",
+    "AzureSlurmController",
+    "build",
+]
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]:
+    """Create the Azure part of the cluster under `parent`; return the stack outputs it contributes."""
+    name = plan.name
+    opts = pulumi.ResourceOptions(parent=parent)
+    networks: dict[str, AzureNetwork] = {}
+    identities: dict[str, AzureNodeIdentity] = {}
+    outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}}
+    for n in plan.networks:
+        if n.provider != "azure":
+            continue
+        net = AzureNetwork(f"{name}-{n.region}", {"network": n, "cluster": name}, opts)
+        networks[n.key] = net
+        identities[n.key] = AzureNodeIdentity(
+            f"{name}-{n.region}-nodes", {"location": n.region, "resource_group_name": net.resource_group_name}, opts
+        )
+        outputs["networks"][n.key] = {
+            "resource_group": net.resource_group_name,
+            "vnet_id": net.vnet_id,
+            "compute_subnet_id": net.compute_subnet_id,
+        }
+    if "azure" in plan.audit_logging:
+        home = next(n for n in plan.networks if n.provider == "azure")
+        log = AzureAuditLog(
+            f"{name}-audit",
+            {"cluster": name, "location": home.region, "resource_group_name": networks[home.key].resource_group_name},
+            opts,
+        )
+        outputs["audit"] = {"workspace_id": log.workspace_id}
+
+    for pool in plan.pools:
+        if pool.provider != "azure":
+            continue
+        assert pool.azure is not None
+        net = networks[pool.network]
+        gp = AzureGpuPool(
+            f"{name}-{pool.name}",
+            {
+                "plan": plan,
+                "pool": pool,
+                "user_data": node_cloud_init(plan, pool),
+                "resource_group_name": net.resource_group_name,
+                "subnet_id": net.compute_subnet_id,
+                "node_security_group_id": net.node_security_group_id,
+                "identity_id": identities[pool.network].id,
+            },
+            pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
+        )
+        outputs["pools"][pool.name] = {
+            "provider": "azure",
+            "region": pool.region,
+            "zone": pool.zone,
+            "instance_type": pool.instance_type,
+            "nodes": pool.nodes,
+            "accelerators_per_node": pool.accelerators_per_node,
+            "fabric": pool.fabric,
+            "resource_group": net.resource_group_name,
+            # one entry per InfiniBand domain: which pool nodes share a fabric, and the scale set behind it
+            "ib_domains": [
+                {
+                    "name": s.name,
+                    "scale_set": gp.scale_set_names[s.name],
+                    "nodes": s.nodes,
+                    "first_node": s.first_node,
+                    "hostname_prefix": s.computer_name_prefix,
+                }
+                for s in pool.azure.scale_sets
+            ],
+        }
+
+    for fs in plan.filesystems:
+        if fs.provider != "azure":
+            continue
+        net = networks[fs.network]
+        compute = plan.network(fs.network).role("compute")
+        assert compute is not None
+        subnet = net.lustre_subnet_id if fs.service == "azure-managed-lustre" else net.netapp_subnet_id
+        assert subnet is not None, f"the plan gave {fs.name} no dedicated subnet"
+        fs_args: AzureFilesystemArgs = {
+            "filesystem": fs,
+            "resource_group_name": net.resource_group_name,
+            "subnet_id": subnet,
+            "client_cidr": compute.cidr,
+        }
+        fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging(fs.tags)])
+        info: dict[str, Any] = {"kind": fs.kind, "service": fs.service, "mount": fs.mount}
+        if fs.service == "azure-managed-lustre":
+            lustre = AzureManagedLustre(f"{name}-{fs.name}", fs_args, fs_opts)
+            info |= {"mgs_address": lustre.mgs_address, "mount_command": lustre.mount_command}
+        elif fs.service == "azure-netapp-files":
+            anf = AzureNetAppFiles(f"{name}-{fs.name}", fs_args, fs_opts)
+            info |= {"mount_ip": anf.mount_ip, "export_path": anf.export_path}
+        else:
+            raise ValueError(f"no Azure component for file-system service {fs.service!r}")
+        outputs["filesystems"][fs.name] = info
+
+    c = plan.controller
+    if c is not None and c.provider == "azure":
+        net = networks[c.network]
+        ctl = AzureSlurmController(
+            f"{name}-slurmctld",
+            {
+                "plan": plan,
+                "user_data": controller_cloud_init(plan),
+                "resource_group_name": net.resource_group_name,
+                "subnet_id": net.compute_subnet_id,
+                "node_security_group_id": net.node_security_group_id,
+                "identity_id": identities[c.network].id,
+            },
+            opts,
+        )
+        outputs["controller"] = {"kind": c.kind, "private_ip": ctl.private_ip, "vm_id": ctl.vm_id}
+    return outputs
