@@ -40,6 +40,7 @@ schema: $(STAMP)  ## regenerate the published JSON schema and the spec reference
 
 bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py
+	$(BIN)/python benchmarks/preview_scale.py --base azure-nd-h100
 	$(BIN)/python benchmarks/policy_scale.py
 
 clean:

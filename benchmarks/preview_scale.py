@@ -1,12 +1,13 @@
 """Offline preview at 8, 64, 512 and 3,072 nodes: wall time and peak memory.
 
-Fleets are groups (one launch template + Auto Scaling group per pool), so the resource count and
-the preview time should not grow with the node count. For each size this prints:
+AWS fleets are groups (one launch template + Auto Scaling group per pool), so the resource count and
+the preview time should not grow with the node count; Azure pools are one scale set per 100 VMs
+(one InfiniBand domain each), so they grow by one resource per 100 nodes. For each size this prints:
 - cold: a fresh `python` process running the whole preview (imports included), median of N runs;
 - warm: the preview alone inside an already-warm process, median of N runs;
 - peak RSS of the cold process.
 
-Usage: python benchmarks/preview_scale.py [--runs 5]
+Usage: python benchmarks/preview_scale.py [--runs 5] [--base p5-small | azure-nd-h100]
 Prints figures; asserts nothing (timings belong in notes, not tests).
 """
 
@@ -50,11 +51,11 @@ print(json.dumps({
 """
 
 
-def make_project(where: Path) -> None:
+def make_project(where: Path, base_stack: str) -> None:
     shutil.copy(ROOT / "Pulumi.yaml", where / "Pulumi.yaml")
     shutil.copy(ROOT / "__main__.py", where / "__main__.py")
     (where / "stacks").mkdir()
-    base = yaml.safe_load((ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text())
+    base = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{base_stack}.yaml").read_text())
     for nodes in SIZES:
         cfg = json.loads(json.dumps(base))
         cfg["config"]["aicluster:cluster"]["pools"][0]["nodes"] = nodes
@@ -65,11 +66,12 @@ def make_project(where: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--base", default="p5-small", help="example stack whose first pool is resized")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        make_project(project)
+        make_project(project, args.base)
         for nodes in SIZES:
             runs = []
             for _ in range(args.runs):
@@ -91,7 +93,7 @@ def main() -> None:
                     "rss_mb": max(r["rss_mb"] for r in runs),
                 }
             )
-    print(f"offline preview, p5.48xlarge pool, {args.runs} runs each (median; peak RSS is the max)")
+    print(f"offline preview of {args.base} resized, {args.runs} runs each (median; peak RSS is the max)")
     print(f"{'nodes':>6} {'GPUs':>6} {'resources':>9} {'cold s':>8} {'warm s':>8} {'peak RSS MB':>12}")
     for r in rows:
         counts = f"{r['nodes']:>6} {r['gpus']:>6} {r['resources']:>9}"

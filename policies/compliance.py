@@ -1,14 +1,22 @@
-"""Compliance: encryption at rest, no public exposure, IMDSv2, required tags, data residency, audit logs."""
+"""Compliance: encryption at rest, no public exposure, IMDSv2, required tags, data residency, audit logs
+(AWS, with Azure equivalents where one exists)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity
 
 from .facts import (
     ASG,
+    AZURE_NIC,
+    AZURE_NSG,
+    AZURE_SECURITY_RULE,
+    AZURE_SUBSCRIPTION_DIAGNOSTICS,
+    AZURE_VM,
+    AZURE_VMSS,
     EBS_VOLUME,
     EFS,
     EIP,
@@ -21,6 +29,7 @@ from .facts import (
     UNKNOWN,
     Res,
     Stack,
+    azure_location,
     get,
     items,
     truthy,
@@ -97,6 +106,46 @@ public_ip = ResourceRule(
     _public_ip,
 )
 
+
+def _azure_public_ip(res: Res, ctx: Ctx) -> Iterator[str]:
+    if res.type == AZURE_NIC:
+        for j, ip in enumerate(items(res.props, "ipConfigurations")):
+            if isinstance(get(ip, "publicIPAddress"), Mapping):
+                yield (
+                    f"network interface {res.name} ipConfigurations[{j}] ({get(ip, 'name', default='?')}) attaches a "
+                    "public IP address; remove publicIPAddress: nodes egress through the NAT gateway, reach them "
+                    "through Azure Bastion or a VPN"
+                )
+        return
+    # a scale set's NICs live in its VM profile; a VM may declare its NICs inline the same way
+    profile = res.get("virtualMachineProfile") if res.type == AZURE_VMSS else res.props
+    for i, nic in enumerate(items(profile, "networkProfile", "networkInterfaceConfigurations")):
+        for j, ip in enumerate(items(nic, "ipConfigurations")):
+            if isinstance(get(ip, "publicIPAddressConfiguration"), Mapping):
+                yield (
+                    f"{_kind(res)} {res.name} gives networkInterfaceConfigurations[{i}] "
+                    f"({get(nic, 'name', default='?')}) ipConfigurations[{j}] ({get(ip, 'name', default='?')}) a "
+                    "public IP (publicIPAddressConfiguration); remove it: nodes egress through the NAT gateway"
+                )
+
+
+azure_public_ip = ResourceRule(
+    Meta(
+        name="azure-compute-vm-disallow-public-ip",
+        display_name="No public IPs on Azure compute",
+        description="Azure scale sets, VMs and their network interfaces get no public IP addresses.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation="Drop publicIPAddressConfiguration / publicIPAddress; egress through the NAT gateway, reach "
+        "nodes through Azure Bastion or a VPN.",
+        frameworks=("soc2",),
+        controls=("SOC 2 CC6.1", "Checkov CKV_AZURE_119"),
+    ),
+    {AZURE_VMSS, AZURE_VM, AZURE_NIC},  # not PublicIPAddress itself: the NAT gateway's address is fine
+    _azure_public_ip,
+)
+
 # --------------------------------------------------------------------------------------------------
 # SSH / RDP from the internet
 
@@ -151,6 +200,96 @@ admin_from_internet = ResourceRule(
     ),
     {SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE},
     _admin_from_internet,
+)
+
+
+AZURE_ANYWHERE = {"*", "internet", "any", "0.0.0.0/0", "::/0"}  # source prefixes the internet matches
+_AZURE_ALL_INTERNET = {"*", "internet", "any"}  # ... of which these cover IPv4 and IPv6 alike
+
+
+def _azure_port_ranges(rule: Any) -> list[str]:
+    return [str(p) for p in [get(rule, "destinationPortRange"), *items(rule, "destinationPortRanges")] if p]
+
+
+def _azure_covers(spec: str, port: int) -> bool:
+    """Whether an NSG port spec ("22", "20-30", "*") includes the port."""
+    spec = spec.strip()
+    if spec == "*":
+        return True
+    lo, _, hi = spec.partition("-")
+    try:
+        return int(lo) <= port <= int(hi or lo)
+    except ValueError:
+        return False
+
+
+def _azure_sources(rule: Any) -> list[str]:
+    return [str(p) for p in [get(rule, "sourceAddressPrefix"), *items(rule, "sourceAddressPrefixes")] if p]
+
+
+def _azure_admin_ports(rule: Any, access: str) -> list[int]:
+    """Admin ports an inbound TCP rule with this access (Allow/Deny) matches."""
+    if str(get(rule, "direction", default="")).lower() != "inbound":
+        return []
+    if str(get(rule, "access", default="")).lower() != access or str(get(rule, "protocol")).lower() not in ("tcp", "*"):
+        return []
+    specs = _azure_port_ranges(rule)
+    return [port for port in ADMIN_PORTS if any(_azure_covers(s, port) for s in specs)]
+
+
+def _azure_denied_first(rule: Any, port: int, sources: list[str], rules: list[Any]) -> bool:
+    """Whether a Deny rule of the same group, evaluated earlier (lower priority number), stops the internet
+    sources of `rule` from reaching `port` first."""
+    priority = get(rule, "priority")
+    if not isinstance(priority, int | float):
+        return False
+    for other in rules:
+        first = get(other, "priority")
+        if other is rule or not isinstance(first, int | float) or first >= priority:
+            continue
+        if port not in _azure_admin_ports(other, "deny"):
+            continue
+        denied = {s.lower() for s in _azure_sources(other)}
+        if all(denied & _AZURE_ALL_INTERNET or s.lower() in denied for s in sources):
+            return True
+    return False
+
+
+def _azure_admin_from_internet(res: Res, ctx: Ctx) -> Iterator[str]:
+    if res.type == AZURE_NSG:
+        rules = items(res.props, "securityRules")
+        named = [
+            (f"network security group {res.name} securityRules[{i}] ({get(r, 'name', default='?')})", r)
+            for i, r in enumerate(rules)
+        ]
+    else:
+        rules = [res.props]
+        named = [(f"security rule {res.name}", res.props)]
+    for where, rule in named:
+        open_to = [s for s in _azure_sources(rule) if s.lower() in AZURE_ANYWHERE]
+        ports = [p for p in _azure_admin_ports(rule, "allow") if not _azure_denied_first(rule, p, open_to, rules)]
+        if open_to and ports:
+            yield (
+                f"{where} lets {' and '.join(open_to)} reach {'/'.join(ADMIN_PORTS[p] for p in ports)} (protocol "
+                f"{get(rule, 'protocol')}, ports {', '.join(_azure_port_ranges(rule))}); remove it and reach nodes "
+                "through Azure Bastion or a VPN"
+            )
+
+
+azure_admin_from_internet = ResourceRule(
+    Meta(
+        name="azure-network-nsg-disallow-admin-from-internet",
+        display_name="No SSH/RDP from the internet (Azure)",
+        description="No network security group rule allows the internet to SSH (22) or RDP (3389) inbound.",
+        concern="compliance",
+        severity=Severity.CRITICAL,
+        enforcement=MANDATORY,
+        remediation="Drop the rule (aicluster NSGs deny SSH/RDP from the internet first); use Azure Bastion or a VPN.",
+        frameworks=("soc2",),
+        controls=("SOC 2 CC6.1", "Checkov CKV_AZURE_10", "Checkov CKV_AZURE_9"),
+    ),
+    {AZURE_NSG, AZURE_SECURITY_RULE},
+    _azure_admin_from_internet,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -240,43 +379,93 @@ def _tag_keys(res: Res) -> set[str] | None:
     return keys
 
 
-def _required_tags(res: Res, ctx: Ctx) -> Iterator[str]:
-    if not res.type.startswith("aws:") or (res.type not in COST_BEARING and "tags" not in res.props):
-        return
-    keys = _tag_keys(res)
-    if keys is None:
-        return
-    required = [str(t) for t in ctx.setting("required_tags", default=DEFAULT_REQUIRED_TAGS)]
-    missing = [t for t in required if t not in keys]
-    if missing:
-        where = "tags that propagate at launch" if res.type == ASG else "tags"
-        yield (
-            f"{_kind(res)} {res.name} lacks required {where} {', '.join(missing)}; add them to the cluster's "
-            "tags in the stack file (aicluster:cluster.tags) or to the provider's defaultTags"
-        )
+def _taggable(res: Res) -> bool:
+    """AWS: declared tags, or a type that costs money. Azure: the SDK's resource class takes `tags` (as the
+    components' tagging transformation decides)."""
+    if res.provider == "aws":
+        return res.type in COST_BEARING or "tags" in res.props
+    if res.provider == "azure-native":
+        return "tags" in res.props or _azure_takes_tags(res.type)
+    return False
 
 
-required_tags = ResourceRule(
-    Meta(
-        name="aws-resource-missing-required-tags",
-        display_name="Cost-allocation tags",
-        description="Every taggable resource, and every cost-bearing one, carries the owner and cost-center tags.",
-        concern="compliance",
-        severity=Severity.MEDIUM,
-        enforcement=MANDATORY,
-        remediation="Add the tags under aicluster:cluster.tags; AiCluster applies them to every resource.",
-        frameworks=("soc2",),
-        controls=("SOC 2 CC1.3",),
-        config={
-            "required_tags": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Tag keys every resource needs. Default: owner, cost-center.",
-            }
-        },
-    ),
-    None,  # every type: taggable ones are picked in the check
-    _required_tags,
+_AZURE_TAGGABLE: dict[str, bool] = {}
+
+
+def _azure_takes_tags(type_: str) -> bool:
+    """`azure-native:network:VirtualNetwork` -> whether pulumi_azure_native.network.VirtualNetwork has `tags`."""
+    if type_ not in _AZURE_TAGGABLE:
+        parts = type_.split(":")
+        found = False
+        if len(parts) == 3 and all(parts):
+            try:
+                module = importlib.import_module(f"pulumi_azure_native.{parts[1].replace('/', '.')}")
+                found = isinstance(getattr(getattr(module, parts[2]), "tags", None), property)
+            except (ImportError, AttributeError):
+                found = False
+        _AZURE_TAGGABLE[type_] = found
+    return _AZURE_TAGGABLE[type_]
+
+
+def _required_tags_for(provider: str, fix: str) -> Callable[[Res, Ctx], Iterator[str]]:
+    def check(res: Res, ctx: Ctx) -> Iterator[str]:
+        if res.provider != provider or not _taggable(res):
+            return
+        keys = _tag_keys(res)
+        if keys is None:
+            return
+        required = [str(t) for t in ctx.setting("required_tags", default=DEFAULT_REQUIRED_TAGS)]
+        missing = [t for t in required if t not in keys]
+        if missing:
+            where = "tags that propagate at launch" if res.type == ASG else "tags"
+            yield f"{_kind(res)} {res.name} lacks required {where} {', '.join(missing)}; {fix}"
+
+    return check
+
+
+REQUIRED_TAGS_CONFIG: dict[str, dict[str, Any]] = {
+    "required_tags": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Tag keys every resource needs. Default: owner, cost-center.",
+    }
+}
+
+
+def _required_tags_rule(name: str, display_name: str, description: str, provider: str, fix: str) -> ResourceRule:
+    """One policy per provider (names carry the provider), one check and config for all."""
+    return ResourceRule(
+        Meta(
+            name=name,
+            display_name=display_name,
+            description=description,
+            concern="compliance",
+            severity=Severity.MEDIUM,
+            enforcement=MANDATORY,
+            remediation="Add the tags under aicluster:cluster.tags; AiCluster applies them to every resource.",
+            frameworks=("soc2",),
+            controls=("SOC 2 CC1.3",),
+            config=REQUIRED_TAGS_CONFIG,
+        ),
+        None,  # every type: taggable ones are picked in the check
+        _required_tags_for(provider, fix),
+    )
+
+
+required_tags = _required_tags_rule(
+    "aws-resource-missing-required-tags",
+    "Cost-allocation tags",
+    "Every taggable resource, and every cost-bearing one, carries the owner and cost-center tags.",
+    "aws",
+    "add them to the cluster's tags in the stack file (aicluster:cluster.tags) or to the provider's defaultTags",
+)
+
+azure_required_tags = _required_tags_rule(
+    "azure-resource-missing-required-tags",
+    "Cost-allocation tags (Azure)",
+    "Every Azure resource that takes tags carries the owner and cost-center tags.",
+    "azure-native",
+    "add them to the cluster's tags in the stack file (aicluster:cluster.tags)",
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -284,16 +473,22 @@ required_tags = ResourceRule(
 
 
 GLOBAL_PREFIXES = ("aws:iam/", "aicluster:", "pulumi:")
+# Azure resources that are not regional say so with this location (DNS zones, Front Door, ...).
+AZURE_GLOBAL_LOCATION = "global"
 
 
 def _allowed_regions(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     allowed = [str(r) for r in ctx.setting("allowed_regions", ("compliance", "allowed_regions"), [])]
     if not allowed:
         return
+    # Azure locations compare as Azure reads them: "East US" is eastus (Res.region normalises the resource's)
+    azure_allowed = {azure_location(r) for r in allowed}
     for res in stack.resources:
         if res.type.startswith(GLOBAL_PREFIXES):
             continue
         region = res.region
+        if res.provider == "azure-native" and region in (AZURE_GLOBAL_LOCATION, *azure_allowed):
+            continue
         if region is not None and region not in allowed:
             yield (
                 res,
@@ -329,7 +524,13 @@ allowed_regions = StackRule(
 
 AUDITED_FRAMEWORKS = ("soc2", "hipaa", "pci-dss", "iso27001")
 GCP_AUDIT = ("gcp:projects/iAMAuditConfig:IAMAuditConfig", "gcp:organizations/iamAuditConfig:IamAuditConfig")
-AZURE_AUDIT = ("azure-native:insights:DiagnosticSetting", "azure-native:monitor:DiagnosticSetting")
+AZURE_AUDIT = (
+    AZURE_SUBSCRIPTION_DIAGNOSTICS,
+    "azure-native:insights:DiagnosticSetting",
+    "azure-native:monitor:DiagnosticSetting",
+)
+AZURE_AUDIT_CATEGORY = "Administrative"  # the activity log's record of every create, update and delete
+AZURE_AUDIT_GROUPS = ("alllogs", "audit")  # category groups that include it
 
 
 def _trail_ok(trail: Res) -> bool:
@@ -338,6 +539,29 @@ def _trail_ok(trail: Res) -> bool:
         and truthy(trail.get("enableLogFileValidation"))
         and trail.get("enableLogging") is not False
     )
+
+
+def _azure_audit_gaps(setting: Res) -> list[str]:
+    """Why a diagnostic setting does not keep the Administrative activity log in a Log Analytics workspace
+    (empty: it does). Values unknown during preview (the workspace's id) are taken as set."""
+    gaps = []
+    workspace = setting.get("workspaceId")
+    if workspace is not UNKNOWN and not (isinstance(workspace, str) and workspace):
+        gaps.append("workspaceId is not set")
+    logs = setting.get("logs")
+
+    def administrative(log: Any) -> bool:
+        if log is UNKNOWN:
+            return True
+        enabled = get(log, "enabled")
+        category = str(get(log, "category", default="")).lower()
+        group = str(get(log, "categoryGroup", default="")).lower()
+        named = category == AZURE_AUDIT_CATEGORY.lower() or group in AZURE_AUDIT_GROUPS
+        return named and (enabled is UNKNOWN or truthy(enabled))
+
+    if logs is not UNKNOWN and not any(administrative(log) for log in items(setting.props, "logs")):
+        gaps.append(f"the {AZURE_AUDIT_CATEGORY} log category is not enabled")
+    return gaps
 
 
 def _audit_logging(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
@@ -356,8 +580,23 @@ def _audit_logging(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         )
     if "gcp" in providers and not stack.of(*GCP_AUDIT):
         yield (None, f"{held} but no GCP audit config (IAMAuditConfig for allServices) is declared")
-    if "azure-native" in providers and not stack.of(*AZURE_AUDIT):
-        yield (None, f"{held} but no Azure diagnostic setting sends activity logs to a workspace")
+    if "azure-native" in providers:
+        settings = [(s, _azure_audit_gaps(s)) for s in stack.of(*AZURE_AUDIT)]
+        if not settings:
+            yield (
+                None,
+                f"{held} but no Azure diagnostic setting sends activity logs to a workspace: add a subscription "
+                "diagnostic setting with workspaceId and the Administrative category enabled (aicluster adds one "
+                "when compliance.frameworks names soc2, hipaa, pci-dss or iso27001)",
+            )
+        elif all(gaps for _, gaps in settings):
+            for s, gaps in settings:
+                yield (
+                    s,
+                    f"{held} but {_kind(s)} {s.name} does not keep the Azure activity log: {'; '.join(gaps)}; "
+                    f"send it to a Log Analytics workspace (workspaceId) with the {AZURE_AUDIT_CATEGORY} category "
+                    "enabled",
+                )
 
 
 audit_logging = StackRule(
@@ -400,6 +639,9 @@ POLICIES: list[ResourceRule | StackRule] = [
     ebs_encryption,
     efs_encryption,
     required_tags,
+    azure_public_ip,
+    azure_admin_from_internet,
+    azure_required_tags,
     allowed_regions,
     audit_logging,
 ]

@@ -8,8 +8,19 @@ from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from .facts import EIP, NAT_GATEWAY, Res, Stack
+from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, NAT_GATEWAY, Fleet, Res, Stack
 from .rule import Ctx, Meta, NotApplicable, StackRule
+
+# Azure OS disk types (storageAccountType) the catalog prices per GiB-month; others are named as unpriced.
+AZURE_DISK_SERVICES = {"Premium_LRS": "managed-disk-premium-ssd"}
+AZURE_DEFAULT_DISK = "Premium_LRS"  # what aicluster declares; GPU sizes all take Premium SSD
+# Hourly network charges: (type, catalog service, what the line calls it), NAT gateways before addresses.
+NETWORK_CHARGES = (
+    (NAT_GATEWAY, "nat-gateway", "NAT gateway"),
+    (AZURE_NAT_GATEWAY, "nat-gateway", "NAT gateway"),
+    (EIP, "public-ipv4", "public IPv4"),
+    (AZURE_PUBLIC_IP, "public-ipv4", "public IPv4"),
+)
 
 
 @dataclass(frozen=True)
@@ -31,17 +42,30 @@ def bill(stack: Stack) -> list[Line]:
             )
         )
         if f.root_volume_gib:
-            volumes = stack.service_month("aws", "ebs-gp3", f.region, f.root_volume_gib * f.nodes)
-            lines.append(Line(f"{f.res.name}: {f.root_volume_gib * f.nodes:g} GiB root volumes", volumes))
+            service, what = _root_disks(f)
+            volumes = stack.service_month(f.provider, service, f.region, f.root_volume_gib * f.nodes)
+            lines.append(Line(f"{f.res.name}: {_gib(f.root_volume_gib * f.nodes)} GiB {what}", volumes))
     for fs in stack.filesystems:
         if fs.capacity_gib is None:
-            continue  # billed per GiB stored (EFS): no size declared to price
-        lines.append(Line(f"{fs.res.name}: {fs.capacity_gib:g} GiB {fs.service}", stack.filesystem_price(fs)))
-    for nat in stack.of(NAT_GATEWAY):
-        lines.append(Line(f"{nat.name}: NAT gateway", stack.service_month("aws", "nat-gateway", nat.region, 1)))
-    for eip in stack.of(EIP):
-        lines.append(Line(f"{eip.name}: public IPv4", stack.service_month("aws", "public-ipv4", eip.region, 1)))
+            continue  # billed per GiB stored (EFS), or size unknown until deployed: no size to price
+        lines.append(Line(f"{fs.res.name}: {_gib(fs.capacity_gib)} GiB {fs.service}", stack.filesystem_price(fs)))
+    for type_, service, what in NETWORK_CHARGES:
+        for r in stack.of(type_):
+            lines.append(Line(f"{r.name}: {what}", stack.service_month(r.catalog_provider, service, r.region, 1)))
     return lines
+
+
+def _gib(size: float) -> str:
+    """48000, 1572864, 0.5: whole sizes in full (no 1.57286e+06), fractions as they are."""
+    return f"{size:.0f}" if float(size).is_integer() else f"{size:g}"
+
+
+def _root_disks(f: Fleet) -> tuple[str, str]:
+    """The catalog service that bills a fleet's root disks, and what the bill calls them."""
+    if f.provider == "azure":
+        kind = f.root_disk_type or AZURE_DEFAULT_DISK
+        return AZURE_DISK_SERVICES.get(kind, f"managed-disk-{kind}"), f"{kind} OS disks"
+    return "ebs-gp3", "root volumes"
 
 
 def monthly_total(stack: Stack) -> float:
@@ -63,14 +87,11 @@ def _budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
             None,
             f"monthly cost ${total:,.0f} exceeds the budget ${float(budget):,.0f} by ${over:,.0f} "
             f"({over / float(budget):.1%}); largest: {biggest}. Shrink or remove a pool, move it to spot or "
-            "reserved capacity, or raise budgets.monthly_usd",
+            "reserved capacity, or raise budgets.monthly_usd"
+            + (f" (not counted, no price: {', '.join(unpriced)})" if unpriced else ""),
         )
-    elif unpriced:
-        yield (
-            None,
-            f"monthly cost ${total:,.0f} is within the budget ${float(budget):,.0f} only as far as it is known: "
-            f"no catalog price for {', '.join(unpriced)}; add the rates under pricing.overrides",
-        )
+    # Within budget with unpriced lines: the known cost passes here; aicluster-cluster-missing-prices
+    # (advisory) names what is not counted, so one missing list price does not block a deployment.
 
 
 monthly_budget = StackRule(
@@ -120,4 +141,30 @@ spot_checkpoints = StackRule(
     _spot_checkpoints,
 )
 
-POLICIES: list[StackRule] = [monthly_budget, spot_checkpoints]
+
+def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    lines = bill(stack)
+    unpriced = [line.what for line in lines if line.usd_per_month is None]
+    if unpriced:
+        known = sum(line.usd_per_month or 0.0 for line in lines)
+        yield (
+            None,
+            f"no catalog price for {', '.join(unpriced)}: the monthly cost ${known:,.0f} (and the budget check) "
+            "leaves them out; add your rates under pricing.overrides",
+        )
+
+
+missing_prices = StackRule(
+    Meta(
+        name="aicluster-cluster-missing-prices",
+        display_name="Every cost is priced",
+        description="Every fleet, disk, file system and network charge has a catalog price or a declared rate.",
+        concern="cost",
+        severity=Severity.MEDIUM,
+        enforcement=EnforcementLevel.ADVISORY,
+        remediation="Add your rates under pricing.overrides (sku, usd_per_hour or usd_per_gib_month).",
+    ),
+    _unpriced,
+)
+
+POLICIES: list[StackRule] = [monthly_budget, missing_prices, spot_checkpoints]

@@ -1,9 +1,10 @@
 """Resources as the engine hands them (type token, camelCase props) -> facts the rules judge.
 
 Nothing here knows about our components: a fleet is an Auto Scaling group or an instance with an
-instance type, wherever it came from. Values unknown during preview come back as `UNKNOWN`;
-ids are usually unknown, so links between resources follow the engine's property dependencies
-(an ASG's `launchTemplate` -> the launch template resource), as the engine reports them.
+instance type (on Azure a VM scale set or a VM with a size), wherever it came from. Values unknown
+during preview come back as `UNKNOWN`; ids are usually unknown, so links between resources follow
+the engine's property dependencies (an ASG's `launchTemplate` -> the launch template resource), as
+the engine reports them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,22 @@ NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
 EIP = "aws:ec2/eip:Eip"
 EBS_VOLUME = "aws:ebs/volume:Volume"
 TRAIL = "aws:cloudtrail/trail:Trail"
+
+AZURE_VMSS = "azure-native:compute:VirtualMachineScaleSet"
+AZURE_VM = "azure-native:compute:VirtualMachine"
+AZURE_LUSTRE = "azure-native:storagecache:AmlFilesystem"
+AZURE_NETAPP_POOL = "azure-native:netapp:CapacityPool"
+AZURE_NAT_GATEWAY = "azure-native:network:NatGateway"
+AZURE_PUBLIC_IP = "azure-native:network:PublicIPAddress"
+AZURE_NIC = "azure-native:network:NetworkInterface"
+AZURE_NSG = "azure-native:network:NetworkSecurityGroup"
+AZURE_SECURITY_RULE = "azure-native:network:SecurityRule"
+AZURE_SUBSCRIPTION_DIAGNOSTICS = "azure-native:monitor:SubscriptionDiagnosticSetting"
+
+# Pulumi package (the type token's first segment) -> the catalog's provider.
+CATALOG_PROVIDER = {"aws": "aws", "gcp": "gcp", "azure-native": "azure"}
+# File system services striped over many servers (checkpoint targets), as opposed to NFS.
+PARALLEL_SERVICES = frozenset({"fsx-lustre", "azure-managed-lustre"})
 
 # The engine's sentinels for values not known until `up` (pulumi_policy.proxy).
 _SENTINELS = frozenset(
@@ -126,12 +143,18 @@ class Res:
         return self.type.split(":", 1)[0]
 
     @property
+    def catalog_provider(self) -> str:
+        """The provider as the catalog names it (`azure` for `azure-native:` types)."""
+        return CATALOG_PROVIDER.get(self.provider, self.provider)
+
+    @property
     def region(self) -> str | None:
-        """The resource's region: its own `region`/`location` input, else its provider's."""
+        """The resource's region: its own `region`/`location` input, else its provider's. Azure locations are
+        normalised as Azure does ("East US" -> "eastus")."""
         for key in ("region", "location"):
             value = self.get(key)
             if isinstance(value, str):
-                return value
+                return azure_location(value) if self.provider == "azure-native" else value
         value = get(self.provider_props, "region")
         return value if isinstance(value, str) else None
 
@@ -147,17 +170,33 @@ class Fleet:
     region: str | None
     root_volume_gib: float
     spec: InstanceType | None  # the catalog's record, None when the catalog lacks the type
-    template: Res | None  # the launch template, where one is used
+    template: Res | None  # the launch template, where one is used (AWS; None on Azure)
+    root_disk_type: str | None = None  # Azure: the OS disk's storageAccountType as declared; AWS: None (gp3)
+
+    @property
+    def provider(self) -> str:
+        """The catalog's provider (aws, azure)."""
+        return self.res.catalog_provider
 
 
 @dataclass(frozen=True)
 class Filesystem:
     res: Res
-    service: str  # fsx-lustre | efs
-    capacity_gib: float | None  # None: billed per GiB stored, size not declared
+    service: str  # fsx-lustre | efs | azure-managed-lustre | azure-netapp-files
+    capacity_gib: float | None  # None: billed per GiB stored, size not declared (or unknown)
     throughput_mb_s: float | None
     tier: StorageTier | None
     region: str | None
+
+    @property
+    def provider(self) -> str:
+        """The catalog's provider (aws, azure)."""
+        return self.res.catalog_provider
+
+    @property
+    def parallel(self) -> bool:
+        """A parallel file system (Lustre), fit to take checkpoints of a large job."""
+        return self.service in PARALLEL_SERVICES
 
 
 class Stack:
@@ -190,14 +229,22 @@ class Stack:
     def fleets(self) -> list[Fleet]:
         out = [f for r in self.of(ASG) if (f := _asg_fleet(self, r))]
         out += [f for r in self.of(INSTANCE) if (f := _instance_fleet(self, r))]
+        out += [f for r in self.of(AZURE_VMSS) if (f := _azure_vmss_fleet(self, r))]
+        out += [f for r in self.of(AZURE_VM) if (f := _azure_vm_fleet(self, r))]
         return out
 
     @cached_property
     def filesystems(self) -> list[Filesystem]:
-        return [_lustre(self, r) for r in self.of(FSX_LUSTRE)] + [_efs(self, r) for r in self.of(EFS)]
+        return (
+            [_lustre(self, r) for r in self.of(FSX_LUSTRE)]
+            + [_efs(self, r) for r in self.of(EFS)]
+            + [_amlfs(self, r) for r in self.of(AZURE_LUSTRE)]
+            + [_netapp_pool(self, r) for r in self.of(AZURE_NETAPP_POOL)]
+        )
 
     def region_record(self, provider: str, region: str | None) -> Region | None:
-        return self.catalog.region(provider, region) if region else None
+        """The catalog's region; `provider` may be the catalog's or the Pulumi package (`azure-native`)."""
+        return self.catalog.region(CATALOG_PROVIDER.get(provider, provider), region) if region else None
 
     def fleet_price(self, fleet: Fleet) -> float | None:
         """USD per node-hour: a declared override, else the catalog's rate for the market."""
@@ -326,6 +373,75 @@ def _lustre(stack: Stack, fs: Res) -> Filesystem:
 def _efs(stack: Stack, fs: Res) -> Filesystem:
     tiers = stack.catalog.storage_tiers_for("aws", "nfs")
     return Filesystem(fs, "efs", None, None, tiers[0] if tiers else None, fs.region)
+
+
+def azure_location(location: str) -> str:
+    """Azure takes display names too: "East US" and "eastus" are one region."""
+    return location.replace(" ", "").lower()
+
+
+def _azure_size(stack: Stack, size: str) -> InstanceType | None:
+    """The catalog's record of an Azure VM size (Azure reads sizes case-insensitively)."""
+    found = stack.catalog.instance_type("azure", size)
+    if found is None:
+        name = next((n for n in stack.catalog.instance_type_names("azure") if n.lower() == size.lower()), None)
+        found = stack.catalog.instance_type("azure", name) if name else None
+    return found
+
+
+def _azure_market(priority: Any) -> str:
+    # "Low" is the retired name of Spot priority; both are evicted when Azure needs the capacity
+    return "spot" if isinstance(priority, str) and priority.lower() in ("spot", "low") else "on-demand"
+
+
+def _azure_os_disk(os_disk: Any) -> tuple[float, str | None]:
+    size = get(os_disk, "diskSizeGB")
+    kind = get(os_disk, "managedDisk", "storageAccountType")
+    return (float(size) if isinstance(size, int | float) else 0.0), (kind if isinstance(kind, str) else None)
+
+
+def _azure_vmss_fleet(stack: Stack, vmss: Res) -> Fleet | None:
+    size = vmss.get("sku", "name")
+    nodes = _count(vmss.get("sku", "capacity"))
+    if not isinstance(size, str) or nodes is None:
+        return None
+    profile = vmss.get("virtualMachineProfile")
+    root_gib, disk_type = _azure_os_disk(get(profile, "storageProfile", "osDisk"))
+    market = _azure_market(get(profile, "priority"))
+    return Fleet(vmss, size, nodes, market, vmss.region, root_gib, _azure_size(stack, size), None, disk_type)
+
+
+def _azure_vm_fleet(stack: Stack, vm: Res) -> Fleet | None:
+    size = vm.get("hardwareProfile", "vmSize")
+    if not isinstance(size, str):
+        return None
+    root_gib, disk_type = _azure_os_disk(vm.get("storageProfile", "osDisk"))
+    market = _azure_market(vm.get("priority"))
+    return Fleet(vm, size, 1, market, vm.region, root_gib, _azure_size(stack, size), None, disk_type)
+
+
+def _amlfs(stack: Stack, fs: Res) -> Filesystem:
+    """Azure Managed Lustre: capacity in TiB, throughput per TiB set by the SKU (AMLFS-Durable-Premium-250)."""
+    tib = fs.get("storageCapacityTiB")
+    sku = fs.get("sku", "name")
+    tier = next((t for t in stack.catalog.storage_tiers_for("azure", "lustre") if t.deployment == sku), None)
+    rate = tier.throughput_mb_s_per_tib if tier else None
+    if rate is None and isinstance(sku, str) and sku.rsplit("-", 1)[-1].isdigit():
+        rate = float(sku.rsplit("-", 1)[-1])
+    capacity_gib = float(tib) * 1024 if isinstance(tib, int | float) else None
+    throughput = float(tib) * rate if isinstance(tib, int | float) and rate is not None else None
+    return Filesystem(fs, "azure-managed-lustre", capacity_gib, throughput, tier, fs.region)
+
+
+def _netapp_pool(stack: Stack, pool: Res) -> Filesystem:
+    """Azure NetApp Files: the capacity pool is what is billed (size in bytes, per service level); its
+    volumes draw on it."""
+    size = pool.get("size")
+    level = pool.get("serviceLevel")
+    tier = next((t for t in stack.catalog.storage_tiers_for("azure", "nfs") if t.deployment == level), None)
+    capacity_gib = float(size) / 2**30 if isinstance(size, int | float) else None
+    throughput = capacity_gib / 1024 * tier.throughput_mb_s_per_tib if capacity_gib is not None and tier else None
+    return Filesystem(pool, "azure-netapp-files", capacity_gib, throughput, tier, pool.region)
 
 
 def walk(resources: Sequence[Any]) -> Iterator[Res]:

@@ -45,7 +45,7 @@ def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     size_gb = float(
         ctx.setting("checkpoint_gb", default=hbm_gb * float(ctx.setting("hbm_fraction", default=DEFAULT_HBM_FRACTION)))
     )
-    parallel = [fs for fs in stack.filesystems if fs.service == "fsx-lustre" and fs.throughput_mb_s]
+    parallel = [fs for fs in stack.filesystems if fs.parallel and fs.throughput_mb_s]  # FSx, Managed Lustre
     anchor = stack.fleets[0].res
     if not parallel:
         yield (
