@@ -79,6 +79,45 @@ def test_large_stack_has_3072_gpus(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["summary"]["gpus"] == 3072
 
 
+def test_250_vm_azure_stack_is_three_infiniband_scale_sets(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    assert main(["preview", "azure-nd-h100-250", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    vmss = [r for r in data["resources"] if r["type"] == "azure-native:compute:VirtualMachineScaleSet"]
+    assert sorted(r["inputs"]["sku"]["capacity"] for r in vmss) == [50, 100, 100]
+    assert all(r["inputs"]["singlePlacementGroup"] is True for r in vmss)
+    (pool,) = data["pools"]
+    assert pool["ib_domains"] == [
+        {"name": "h100-ib0", "first_node": 0, "nodes": 100},
+        {"name": "h100-ib1", "first_node": 100, "nodes": 100},
+        {"name": "h100-ib2", "first_node": 200, "nodes": 50},
+    ]
+    assert data["summary"]["gpus"] == 2000
+
+
+@pytest.mark.parametrize(
+    ("stack", "counts"),
+    [
+        pytest.param(
+            "azure-nd-h100",
+            {"VirtualMachineScaleSet": 1, "AmlFilesystem": 1, "CapacityPoolVolume": 1, "Subnet": 3, "NatGateway": 1},
+            id="nd-h100",
+        ),
+        pytest.param("azure-spot", {"VirtualMachineScaleSet": 1, "AmlFilesystem": 0, "Subnet": 2}, id="spot"),
+        pytest.param(
+            "hybrid-aws-azure",
+            {"VirtualMachineScaleSet": 1, "AmlFilesystem": 1, "LustreFileSystem": 1, "Group": 1, "Vpc": 1},
+            id="hybrid",
+        ),
+    ],
+)
+def test_azure_example_stacks_have_the_expected_resources(stack: str, counts: dict[str, int], tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    assert main(["preview", stack, "--json", str(out)]) == 0
+    types = [r["type"].rsplit(":", 1)[-1] for r in json.loads(out.read_text())["resources"] if r["custom"]]
+    assert {k: types.count(k) for k in counts} == counts
+
+
 def test_preview_prints_resources_pools_cost_and_power() -> None:
     proc = run_cli("preview", "p5-small")
     assert proc.returncode == 0, proc.stderr

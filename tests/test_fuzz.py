@@ -14,7 +14,7 @@ from aicluster.catalog import load_catalog
 from aicluster.plan import plan
 from aicluster.spec import ClusterSpec, SpecError, parse_cluster
 from aicluster.stackfile import Project, load_cluster, read_stack
-from tests.helpers import BASE_CLUSTER
+from tests.helpers import BASE_CLUSTER, azure_cluster
 
 scalars = st.one_of(
     st.none(),
@@ -86,6 +86,29 @@ def test_any_top_level_value(key: str, value: Any) -> None:
 @given(key=st.one_of(st.sampled_from(POOL_KEYS), st.text(max_size=10)), value=values)
 def test_any_pool_field(key: str, value: Any) -> None:
     data = copy.deepcopy(BASE_CLUSTER)
+    data["pools"][0][key] = value
+    check(data)
+
+
+AZURE_POOL_KEYS = [
+    "name",
+    "provider",
+    "region",
+    "zone",
+    "instance_type",
+    "nodes",
+    "market",
+    "spot_eviction",
+    "resource_group",
+    "image",
+    "root_volume_gib",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.one_of(st.sampled_from(AZURE_POOL_KEYS), st.text(max_size=10)), value=values)
+def test_any_azure_pool_field(key: str, value: Any) -> None:
+    data = azure_cluster(storage=[])
     data["pools"][0][key] = value
     check(data)
 
