@@ -394,7 +394,8 @@ def cmd_policy_config(args: argparse.Namespace) -> int:
 
     _, stack = _stack(args)
     plan = plan_stack(stack)
-    text = json.dumps(pack_config(plan.compliance.waivers), indent=2) + "\n"
+    config = pack_config(plan.compliance.waivers, ib_domain_max_vms=plan.ib_domain_max_vms)
+    text = json.dumps(config, indent=2) + "\n"
     if args.output:
         write_atomic(Path(args.output), text)
         out.print(f"wrote {args.output}")

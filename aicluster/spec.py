@@ -361,7 +361,8 @@ class AzurePool(Strict):
         AzureMarket,
         Field(
             description="How capacity is bought: `on-demand` (pay as you go), `spot` (evictable) or `reserved` "
-            "(reserved instances or a capacity reservation)."
+            "(Azure Reserved VM Instances: a billing discount Azure applies to matching VMs by itself, so nothing "
+            "changes in the deployment; give your reserved rate under pricing.overrides)."
         ),
     ] = "on-demand"
     spot_eviction: Annotated[
@@ -390,6 +391,15 @@ class AzurePool(Strict):
     root_volume_gib: Annotated[
         Count, Field(ge=64, le=4_095, description="Encrypted Premium SSD OS disk size, GiB (e.g. `512`).")
     ] = 512
+    ib_domain_max_vms: Annotated[
+        Count,
+        Field(
+            ge=1,
+            le=300,
+            description="VMs per scale set, i.e. per InfiniBand domain. 100 is what one placement group holds; "
+            "Azure support can raise it to 300 for a subscription: set this only once they have.",
+        ),
+    ] = 100
 
     @model_validator(mode="after")
     def _market_rules(self) -> AzurePool:

@@ -285,10 +285,12 @@ azure_ib_placement = ResourceRule(
 
 def _azure_ib_size(res: Res, ctx: Ctx) -> Iterator[str]:
     capacity = res.get("sku", "capacity")
-    if _ib_vmss(res) and isinstance(capacity, int | float) and capacity > IB_DOMAIN_MAX_VMS:
+    limit = int(ctx.setting("max_vms", ("fabric", "ib_domain_max_vms"), IB_DOMAIN_MAX_VMS))
+    if _ib_vmss(res) and isinstance(capacity, int | float) and capacity > limit:
         yield (
             f"scale set {res.name} asks for {capacity:g} VMs; one InfiniBand placement group holds at most "
-            f"{IB_DOMAIN_MAX_VMS}: split the pool into scale sets of up to {IB_DOMAIN_MAX_VMS}"
+            f"{limit}: split the pool into scale sets of up to {limit}"
+            + (" (or have Azure support raise the limit, up to 300, and set max_vms)" if limit < 300 else "")
         )
 
 
@@ -300,7 +302,16 @@ azure_ib_size = ResourceRule(
         concern="fabric",
         severity=Severity.HIGH,
         enforcement=MANDATORY,
-        remediation="Split larger pools into several scale sets of at most 100 VMs.",
+        remediation="Split larger pools into several scale sets of at most 100 VMs (300 once Azure support raises it).",
+        config={
+            "max_vms": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 300,
+                "description": "VMs one InfiniBand scale set may hold. Default: what the AiCluster declares "
+                "(fabric.ib_domain_max_vms), else 100.",
+            }
+        },
     ),
     {VMSS},
     _azure_ib_size,

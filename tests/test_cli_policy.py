@@ -149,3 +149,34 @@ def test_every_example_stack_gets_every_report(stack: str, tmp_path: Path) -> No
             assert suite is not None
             assert int(suite.get("tests", "0")) == len(doc["policy"]["policies"])
             assert suite.get("failures") == "0"
+
+
+RAISED = (
+    (ROOT / "stacks" / "Pulumi.azure-nd-h100-250.yaml")
+    .read_text()
+    .replace("        market: on-demand\n", "        market: on-demand\n        ib_domain_max_vms: 300\n")
+)
+IB_SIZE = "azure-compute-vmss-disallow-over-100-vms"
+
+
+def test_offline_preview_judges_with_what_the_stack_implies_like_the_cli_config(project: Path, tmp_path: Path) -> None:
+    write_stack(project, "raised", RAISED)
+    proc = run_cli("-C", str(project), "preview", "raised", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    vmss = [r for r in doc["resources"] if r["type"] == "azure-native:compute:VirtualMachineScaleSet"]
+    assert [r["inputs"]["sku"]["capacity"] for r in vmss] == [250]
+    assert IB_SIZE in doc["policy"]["passed"]
+    # the same setting is what the Pulumi CLI gets from `aicluster policy-config`
+    cfg = run_cli("-C", str(project), "policy-config", "raised")
+    assert json.loads(cfg.stdout) == {IB_SIZE: {"max_vms": 300}}
+    # a user's own policy config still wins, key by key
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({IB_SIZE: {"max_vms": 100}}))
+    proc = run_cli("-C", str(project), "preview", "raised", "--policy-config", str(own), "--json", "-")
+    assert proc.returncode == 1
+    found = [v["message"] for v in json.loads(proc.stdout)["policy"]["violations"] if v["policy"] == IB_SIZE]
+    assert found == [
+        "scale set nd-large-h100-ib0 asks for 250 VMs; one InfiniBand placement group holds at most 100: split the "
+        "pool into scale sets of up to 100 (or have Azure support raise the limit, up to 300, and set max_vms)"
+    ]

@@ -241,6 +241,12 @@ def _place_azure(
     ctx: _Ctx, i: int, pool: AzurePool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
 ) -> _Placed | None:
     details = azure_plan.details(pool, it, image)
+    if pool.ib_domain_max_vms > azure_plan.IB_DOMAIN_MAX_VMS:
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): scale sets of up to {pool.ib_domain_max_vms} VMs need the placement-group "
+            f"limit raised from {azure_plan.IB_DOMAIN_MAX_VMS} by Azure support for this subscription; without it "
+            "the larger scale sets fail to create"
+        )
     if len(details.scale_sets) > 1:
         ctx.warnings.append(
             f"pools[{i}] ({pool.name}): {pool.nodes} VMs exceed one InfiniBand domain "
@@ -922,6 +928,9 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         compliance=spec.compliance,
         pricing=spec.pricing,
         access=spec.access,
+        ib_domain_max_vms=max(
+            [azure_plan.IB_DOMAIN_MAX_VMS, *(p.azure.max_vms_per_scale_set for p in pools if p.azure is not None)]
+        ),
         audit_logging=tuple(sorted({n.provider for n in networks})) if _needs_audit_log(spec) else (),
         hours_per_month=hours,
         warnings=tuple(ctx.warnings),

@@ -21,7 +21,7 @@ from aicluster.spec import AzurePool
 
 from .models import AzurePoolDetails, ScaleSet
 
-IB_DOMAIN_MAX_VMS = 100
+IB_DOMAIN_MAX_VMS = 100  # without a raise from Azure support (up to 300: azure-vmss-infiniband)
 COMPUTER_NAME_PREFIX_MAX = 15
 OS_DISK_TYPE = "Premium_LRS"  # encrypted at rest with platform-managed keys, like every managed disk
 CONTROLLER_ROOT_VOLUME_GIB = 128
@@ -73,8 +73,8 @@ def details(pool: AzurePool, it: InstanceType, image: str) -> AzurePoolDetails:
     spot = pool.market == "spot"
     return AzurePoolDetails(
         # Non-IB sizes have no fabric to keep whole, but 100 VMs per placement group still holds.
-        scale_sets=scale_sets(pool.name, pool.nodes),
-        max_vms_per_scale_set=IB_DOMAIN_MAX_VMS,
+        scale_sets=scale_sets(pool.name, pool.nodes, pool.ib_domain_max_vms),
+        max_vms_per_scale_set=pool.ib_domain_max_vms,
         infiniband=ib,
         single_placement_group=True,
         platform_fault_domain_count=1,

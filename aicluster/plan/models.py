@@ -211,6 +211,8 @@ class ClusterPlan(_Plan):
     compliance: Compliance
     pricing: Pricing  # negotiated rates, declared on the AiCluster component for the policy pack
     access: Access  # admin account and SSH public keys (Azure VMs need one at creation)
+    # the largest InfiniBand domain (VMs per Azure scale set) the stack plans: 100 unless raised
+    ib_domain_max_vms: int = 100
     # providers that get a cluster audit log (AWS: a multi-region CloudTrail), because a control
     # framework that requires audit logging is declared
     audit_logging: tuple[str, ...]

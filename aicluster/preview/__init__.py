@@ -13,7 +13,16 @@ from aicluster.spec import SpecError
 from aicluster.stackfile import StackConfig, load_cluster
 
 from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource, jsonable, run_program
-from .policy import PolicyConfigError, PolicyResult, Violation, evaluate, resolve_config, waiver_problems
+from .policy import (
+    PolicyConfigError,
+    PolicyResult,
+    Violation,
+    evaluate,
+    pack_config,
+    resolve_config,
+    waiver_problems,
+    with_stack_config,
+)
 
 __all__ = [
     "COMPUTED",
@@ -115,5 +124,9 @@ def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = 
     `policy_config` is a CrossGuard policy config (`--policy-pack-config`), checked before anything runs."""
     cluster_plan = plan_stack(stack)
     resolve_config(policy_config)  # PolicyConfigError before the program runs
+    # What `aicluster policy-config` hands the Pulumi CLI (resource policies cannot read the AiCluster there),
+    # so the offline preview judges exactly as `pulumi preview --policy-pack-config` would.
+    derived = pack_config(cluster_plan.compliance.waivers, ib_domain_max_vms=cluster_plan.ib_domain_max_vms)
+    config = with_stack_config(derived, policy_config)
     capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
-    return Preview(stack, cluster_plan, capture, evaluate(capture, policy_config))
+    return Preview(stack, cluster_plan, capture, evaluate(capture, config))

@@ -258,12 +258,40 @@ def waiver_problems(waivers: Sequence[Any], policies: Sequence[Rule] = POLICIES)
     return out
 
 
-def pack_config(waivers: Sequence[Any], policies: Sequence[Rule] = POLICIES) -> dict[str, Any]:
-    """A `--policy-pack-config` file carrying the stack's waivers to every policy they name, so the
-    Pulumi CLI honours them in resource policies too (stack policies read them from AiCluster)."""
+IB_SIZE_POLICY = "azure-compute-vmss-disallow-over-100-vms"
+
+
+def pack_config(
+    waivers: Sequence[Any], policies: Sequence[Rule] = POLICIES, ib_domain_max_vms: int = 100
+) -> dict[str, Any]:
+    """A `--policy-pack-config` file carrying what resource policies cannot read from AiCluster under the
+    Pulumi CLI: the stack's waivers, to every policy they name, and a raised InfiniBand-domain limit."""
     out: dict[str, Any] = {}
+    if ib_domain_max_vms != 100:
+        out[IB_SIZE_POLICY] = {"max_vms": ib_domain_max_vms}
     for w in waivers:
-        entry = out.setdefault(w.policy, {"waivers": []})
-        entry["waivers"].append({"policy": w.policy, "resource": w.resource, "reason": w.reason, "expires": w.expires})
+        entry = out.setdefault(w.policy, {})
+        entry.setdefault("waivers", []).append(
+            {"policy": w.policy, "resource": w.resource, "reason": w.reason, "expires": w.expires}
+        )
     known = {p.name for p in policies}
     return {k: v for k, v in sorted(out.items()) if k in known}
+
+
+def with_stack_config(derived: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The config a preview runs with: what the stack implies (`pack_config`) under what the user gave.
+    The user's settings win key by key; waivers from both apply; a bare level ("advisory") keeps the
+    stack's settings for that policy."""
+    out: dict[str, Any] = {k: dict(v) for k, v in derived.items()}
+    for name, entry in (given or {}).items():
+        base = out.get(name)
+        if base is None:
+            out[name] = entry
+        elif isinstance(entry, str):
+            out[name] = {**base, "enforcementLevel": entry}
+        elif isinstance(entry, Mapping):
+            waivers = [*base.get("waivers", []), *entry.get("waivers", [])]
+            out[name] = {**base, **entry, **({"waivers": waivers} if waivers else {})}
+        else:
+            out[name] = entry  # not a valid entry: resolve_config reports it as given
+    return out

@@ -276,3 +276,9 @@ def test_every_taggable_resource_is_tagged_once_from_the_spec(build: Build) -> N
     (vmss,) = scale_sets(b)
     assert vmss["tags"]["aicluster:pool"] == "h100"
     assert "aicluster:pool" not in b.one("azure-native:network:VirtualNetwork").inputs["tags"]
+
+
+def test_raised_limit_is_declared_for_the_policy_pack(build: Build) -> None:
+    b = build(azure_cluster(pools=[azure_pool(nodes=250, ib_domain_max_vms=300)], storage=[]))
+    assert [s["sku"]["capacity"] for s in scale_sets(b)] == [250]
+    assert b.one("aicluster:index:AiCluster").inputs["fabric"] == {"ib_domain_max_vms": 300}

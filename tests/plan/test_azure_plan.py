@@ -162,3 +162,12 @@ def test_h200_with_a_negotiated_rate_plans_and_says_where_the_price_came_from(ca
     p = planned(catalog, pools=[azure_pool(instance_type="Standard_ND96isr_H200_v5")], pricing={"overrides": [rate]})
     assert p.pools[0].instances_usd_per_month == 16 * 110.0 * 730
     assert any("does not list Standard_ND96isr_H200_v5 in eastus" in w for w in p.warnings)
+
+
+def test_a_raised_placement_group_limit_makes_larger_ib_domains_and_says_what_it_needs(catalog: Catalog) -> None:
+    p = planned(catalog, pools=[azure_pool(nodes=250, ib_domain_max_vms=300)], storage=[])
+    assert p.pools[0].azure is not None
+    assert [s.nodes for s in p.pools[0].azure.scale_sets] == [250]
+    assert p.ib_domain_max_vms == 300
+    assert any("need the placement-group limit raised from 100 by Azure support" in w for w in p.warnings)
+    assert planned(catalog, storage=[]).ib_domain_max_vms == 100

@@ -8,7 +8,7 @@ import pytest
 
 from aicluster.preview import PolicyConfigError
 from aicluster.preview.engine import Capture
-from aicluster.preview.policy import pack_config, resolve_config
+from aicluster.preview.policy import pack_config, resolve_config, with_stack_config
 
 from .conftest import judge, messages, mutated
 
@@ -77,6 +77,9 @@ def test_pack_config_carries_spec_waivers_to_the_cli() -> None:
             ]
         }
     }
+    # a raised InfiniBand-domain limit travels the same way (resource policies cannot read AiCluster there)
+    assert pack_config([], ib_domain_max_vms=300) == {"azure-compute-vmss-disallow-over-100-vms": {"max_vms": 300}}
+    assert pack_config([]) == {}
 
 
 @pytest.mark.parametrize(
@@ -119,3 +122,17 @@ def test_bad_policy_config(config: dict[str, Any], message: str) -> None:
     with pytest.raises(PolicyConfigError) as e:
         resolve_config(config)
     assert str(e.value) == message
+
+
+def test_stack_config_merges_under_the_users() -> None:
+    w1 = {"policy": IMDS, "resource": LT, "reason": "from the stack file", "expires": "2099-01-01"}
+    w2 = {"policy": IMDS, "resource": "other", "reason": "from the user's file", "expires": "2099-01-01"}
+    derived = {IMDS: {"waivers": [w1]}, "azure-compute-vmss-disallow-over-100-vms": {"max_vms": 300}}
+    assert with_stack_config(derived, None) == derived
+    merged = with_stack_config(derived, {IMDS: {"enforcementLevel": "advisory", "waivers": [w2]}, "all": "advisory"})
+    assert merged[IMDS] == {"enforcementLevel": "advisory", "waivers": [w1, w2]}
+    assert merged["all"] == "advisory"
+    assert with_stack_config(derived, {IMDS: "disabled"})[IMDS] == {"waivers": [w1], "enforcementLevel": "disabled"}
+    assert with_stack_config(derived, {"azure-compute-vmss-disallow-over-100-vms": {"max_vms": 100}})[
+        "azure-compute-vmss-disallow-over-100-vms"
+    ] == {"max_vms": 100}
