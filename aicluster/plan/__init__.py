@@ -73,6 +73,8 @@ class _Ctx:
     network_users: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
     # network key -> dedicated subnet roles asked for (Azure's lustre and netapp subnets)
     subnet_roles: dict[str, set[str]] = field(default_factory=dict)
+    # (network key, subnet role) -> the storage index that has the role's one dedicated subnet
+    dedicated: dict[tuple[str, str], int] = field(default_factory=dict)
     # network key -> (pool index, existing resource group) of the first pool that names one
     resource_groups: dict[str, tuple[int, str]] = field(default_factory=dict)
 
@@ -554,6 +556,16 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
             "usd_per_gib_month: ...)"
         )
     role = _STORAGE_SUBNETS.get((provider, tier.service), "compute")
+    first = ctx.dedicated.setdefault((f"{provider}-{reg.name}", role), i) if role == "lustre" else i
+    if first != i:
+        ctx.problem(
+            (*base, "kind"),
+            f"storage[{first}] is already the Managed Lustre file system of {provider}/{reg.name}, and each one "
+            "needs a subnet of its own, which aicluster gives one per region: grow that file system instead, or put "
+            "this one in another region",
+            st.kind,
+        )
+        return None
     network = ctx.need((*base, "region"), provider, reg.name, zone, 0, role=role)
     month = resolved.price.usd * capacity if resolved.price else 0.0
     tib = capacity / 1024

@@ -171,3 +171,15 @@ def test_a_raised_placement_group_limit_makes_larger_ib_domains_and_says_what_it
     assert p.ib_domain_max_vms == 300
     assert any("need the placement-group limit raised from 100 by Azure support" in w for w in p.warnings)
     assert planned(catalog, storage=[]).ib_domain_max_vms == 100
+
+
+def test_a_second_managed_lustre_in_one_region_is_refused(catalog: Catalog) -> None:
+    two = [
+        {"name": "a", "kind": "lustre", "capacity_tib": 16, "throughput_mb_s_per_tib": 500, "mount": "/a"},
+        {"name": "b", "kind": "lustre", "capacity_tib": 16, "throughput_mb_s_per_tib": 500, "mount": "/b"},
+    ]
+    assert problems(catalog, storage=two) == [
+        't: storage[1].kind: got "lustre"; storage[0] is already the Managed Lustre file system of azure/eastus, '
+        "and each one needs a subnet of its own, which aicluster gives one per region: grow that file system "
+        "instead, or put this one in another region"
+    ]
