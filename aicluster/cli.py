@@ -356,9 +356,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
         text = diff_markdown(base, head)
     except ValueError as exc:
         raise UsageError(f"not a preview JSON (aicluster preview --json): {exc}") from None
-    if args.output:
-        write_atomic(Path(args.output), text)
-        out.print(f"wrote {args.output}")
+    return _emit(text, args.output)
+
+
+def _emit(text: str, output: str | None) -> int:
+    """Write a command's text to `output` (atomically) or to stdout."""
+    if output:
+        write_atomic(Path(output), text)
+        out.print(f"wrote {output}")
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -390,27 +395,15 @@ def cmd_policies(args: argparse.Namespace) -> int:
 
 def cmd_policy_config(args: argparse.Namespace) -> int:
     from .preview import plan_stack
-    from .preview.policy import pack_config
+    from .preview.policy import stack_pack_config
 
     _, stack = _stack(args)
-    plan = plan_stack(stack)
-    config = pack_config(plan.compliance.waivers, ib_domain_max_vms=plan.ib_domain_max_vms)
-    text = json.dumps(config, indent=2) + "\n"
-    if args.output:
-        write_atomic(Path(args.output), text)
-        out.print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    text = json.dumps(stack_pack_config(plan_stack(stack)), indent=2) + "\n"
+    return _emit(text, args.output)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    text = json.dumps(json_schema(), indent=2) + "\n"
-    if args.output:
-        write_atomic(Path(args.output), text)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return _emit(json.dumps(json_schema(), indent=2) + "\n", args.output)
 
 
 def cmd_stacks(args: argparse.Namespace) -> int:

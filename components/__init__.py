@@ -47,7 +47,7 @@ class AiCluster(pulumi.ComponentResource):
             "tags": plan.tags,
             "pricing": plan.pricing.model_dump(mode="json", exclude_none=True),
             # limits the stack was planned with, for the fabric policies (Azure support may raise them)
-            "fabric": {"ib_domain_max_vms": plan.ib_domain_max_vms},
+            "fabric": {"ib_domain_max_vms": plan.ib_domain_max_vms()},
         }
         opts = pulumi.ResourceOptions.merge(
             opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])

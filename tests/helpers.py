@@ -5,6 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from aicluster.catalog import Catalog
+from aicluster.plan import ClusterPlan, plan
+from aicluster.spec import SpecError, parse_cluster
+
 BASE_CLUSTER: dict[str, Any] = {
     "name": "llm-train",
     "tags": {"owner": "ml-platform", "cost-center": "4711"},
@@ -80,3 +84,16 @@ def azure_cluster(**changes: Any) -> dict[str, Any]:
     }
     data.update(changes)
     return data
+
+
+def plan_of(catalog: Catalog, data: dict[str, Any]) -> ClusterPlan:
+    return plan(parse_cluster(data, "t"), catalog)
+
+
+def plan_problems(catalog: Catalog, data: dict[str, Any]) -> list[str]:
+    """Every problem the planner reports for `data`, rendered as the user sees it (source "t")."""
+    try:
+        plan_of(catalog, data)
+    except SpecError as err:
+        return [p.render("t") for p in err.problems]
+    raise AssertionError("the plan has no problems")

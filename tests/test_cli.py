@@ -259,3 +259,14 @@ def test_secure_config_values_never_appear_in_any_output(project: Path, tmp_path
         outputs += [proc.stdout, proc.stderr]
     outputs += [out.read_text(), plan_out.read_text()]
     assert not any("c2VjcmV0LWNpcGhlcnRleHQ" in o for o in outputs)
+
+
+def test_azure_preview_names_zones_ib_domains_and_unpriced_storage() -> None:
+    proc = run_cli("preview", "azure-nd-h100")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "eastus/1" in text  # Azure zones are bare numbers: shown with their region
+    assert "h100: one InfiniBand domain per scale set, at most 100 VMs each: h100-ib0 (16 VMs: nodes 0-15)" in text
+    assert "unpriced" in text  # Managed Lustre has no catalog price: not shown as $0.00
+    assert "image microsoft-dsvm:ubuntu-hpc:2204:latest is not pinned" in text
+    assert "network azure-eastus: 10.65.0.0/16 (compute 10.65.0.0/19, lustre 10.65.192.0/19" in text

@@ -293,3 +293,8 @@ def test_a_pasted_private_key_is_never_echoed() -> None:
     found = errors(azure_cluster(access={"ssh_public_keys": [secret]}))
     assert found
     assert not any("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" in line or "PRIVATE" in line for line in found)
+
+
+def test_a_key_with_a_trailing_newline_is_quoted_on_one_line() -> None:
+    (line, *_) = [x for x in errors({"0\n": None}) if "unknown key" in x]
+    assert line.startswith(f'{SRC}: "0\\u000a": got "0\\u000a"; unknown key')

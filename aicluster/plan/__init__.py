@@ -940,9 +940,6 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         compliance=spec.compliance,
         pricing=spec.pricing,
         access=spec.access,
-        ib_domain_max_vms=max(
-            [azure_plan.IB_DOMAIN_MAX_VMS, *(p.azure.max_vms_per_scale_set for p in pools if p.azure is not None)]
-        ),
         audit_logging=tuple(sorted({n.provider for n in networks})) if _needs_audit_log(spec) else (),
         hours_per_month=hours,
         warnings=tuple(ctx.warnings),

@@ -211,8 +211,6 @@ class ClusterPlan(_Plan):
     compliance: Compliance
     pricing: Pricing  # negotiated rates, declared on the AiCluster component for the policy pack
     access: Access  # admin account and SSH public keys (Azure VMs need one at creation)
-    # the largest InfiniBand domain (VMs per Azure scale set) the stack plans: 100 unless raised
-    ib_domain_max_vms: int = 100
     # providers that get a cluster audit log (AWS: a multi-region CloudTrail), because a control
     # framework that requires audit logging is declared
     audit_logging: tuple[str, ...]
@@ -221,6 +219,10 @@ class ClusterPlan(_Plan):
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)
+
+    def ib_domain_max_vms(self) -> int:
+        """The largest InfiniBand domain (VMs per Azure scale set) the stack plans: 100 unless raised."""
+        return max([100, *(p.azure.max_vms_per_scale_set for p in self.pools if p.azure is not None)])
 
     def providers(self) -> list[str]:
         return sorted({n.provider for n in self.networks})

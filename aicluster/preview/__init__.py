@@ -18,8 +18,8 @@ from .policy import (
     PolicyResult,
     Violation,
     evaluate,
-    pack_config,
     resolve_config,
+    stack_pack_config,
     waiver_problems,
     with_stack_config,
 )
@@ -126,7 +126,6 @@ def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = 
     resolve_config(policy_config)  # PolicyConfigError before the program runs
     # What `aicluster policy-config` hands the Pulumi CLI (resource policies cannot read the AiCluster there),
     # so the offline preview judges exactly as `pulumi preview --policy-pack-config` would.
-    derived = pack_config(cluster_plan.compliance.waivers, ib_domain_max_vms=cluster_plan.ib_domain_max_vms)
-    config = with_stack_config(derived, policy_config)
+    config = with_stack_config(stack_pack_config(cluster_plan), policy_config)
     capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
     return Preview(stack, cluster_plan, capture, evaluate(capture, config))

@@ -27,6 +27,7 @@ from pulumi_policy import (
 from pulumi_policy.policy import PolicyCustomTimeouts, _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from aicluster.plan import ClusterPlan
 from aicluster.spec import Problem, did_you_mean
 from policies import PACK_NAME, POLICIES, Rule, Waived, pack_version
 from policies.rule import WAIVED
@@ -276,6 +277,11 @@ def pack_config(
         )
     known = {p.name for p in policies}
     return {k: v for k, v in sorted(out.items()) if k in known}
+
+
+def stack_pack_config(plan: ClusterPlan, policies: Sequence[Rule] = POLICIES) -> dict[str, Any]:
+    """What a planned stack implies for the pack's config (what `aicluster policy-config` writes)."""
+    return pack_config(plan.compliance.waivers, policies, ib_domain_max_vms=plan.ib_domain_max_vms())
 
 
 def with_stack_config(derived: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:

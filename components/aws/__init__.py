@@ -9,6 +9,7 @@ import pulumi
 from aicluster.plan import ClusterPlan
 from aicluster.render import controller_cloud_init, node_cloud_init
 
+from ..outputs import filesystem_outputs, pool_outputs
 from ..tags import tagging
 from .audit import AwsAuditTrail
 from .controller import AwsSlurmController
@@ -63,17 +64,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             },
             pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
         )
-        outputs["pools"][pool.name] = {
-            "provider": "aws",
-            "region": pool.region,
-            "zone": pool.zone,
-            "instance_type": pool.instance_type,
-            "nodes": pool.nodes,
-            "accelerators_per_node": pool.accelerators_per_node,
-            "fabric": pool.fabric,
-            "asg_name": gp.asg_name,
-            "launch_template_id": gp.launch_template_id,
-        }
+        outputs["pools"][pool.name] = pool_outputs(pool, asg_name=gp.asg_name, launch_template_id=gp.launch_template_id)
 
     for fs in plan.filesystems:
         if fs.provider != "aws":
@@ -86,13 +77,12 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             "client_security_group_id": net.node_security_group_id,
         }
         fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging(fs.tags)])
-        info: dict[str, Any] = {"kind": fs.kind, "service": fs.service, "mount": fs.mount}
         if fs.service == "fsx-lustre":
             lustre = AwsLustreFileSystem(f"{name}-{fs.name}", fs_args, fs_opts)
-            info |= {"dns_name": lustre.dns_name, "mount_name": lustre.mount_name}
+            info = filesystem_outputs(fs, dns_name=lustre.dns_name, mount_name=lustre.mount_name)
         elif fs.service == "efs":
             efs = AwsEfsFileSystem(f"{name}-{fs.name}", fs_args, fs_opts)
-            info |= {"dns_name": efs.dns_name}
+            info = filesystem_outputs(fs, dns_name=efs.dns_name)
         else:
             raise ValueError(f"no AWS component for file-system service {fs.service!r}")
         outputs["filesystems"][fs.name] = info

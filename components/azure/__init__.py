@@ -9,6 +9,7 @@ import pulumi
 from aicluster.plan import ClusterPlan
 from aicluster.render import controller_cloud_init, node_cloud_init
 
+from ..outputs import filesystem_outputs, pool_outputs
 from ..tags import tagging
 from .audit import AzureAuditLog
 from .controller import AzureSlurmController
@@ -77,17 +78,11 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             },
             pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
         )
-        outputs["pools"][pool.name] = {
-            "provider": "azure",
-            "region": pool.region,
-            "zone": pool.zone,
-            "instance_type": pool.instance_type,
-            "nodes": pool.nodes,
-            "accelerators_per_node": pool.accelerators_per_node,
-            "fabric": pool.fabric,
-            "resource_group": net.resource_group_name,
+        outputs["pools"][pool.name] = pool_outputs(
+            pool,
+            resource_group=net.resource_group_name,
             # one entry per InfiniBand domain: which pool nodes share a fabric, and the scale set behind it
-            "ib_domains": [
+            ib_domains=[
                 {
                     "name": s.name,
                     "scale_set": gp.scale_set_names[s.name],
@@ -97,7 +92,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
                 }
                 for s in pool.azure.scale_sets
             ],
-        }
+        )
 
     for fs in plan.filesystems:
         if fs.provider != "azure":
@@ -114,13 +109,12 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             "client_cidr": compute.cidr,
         }
         fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging(fs.tags)])
-        info: dict[str, Any] = {"kind": fs.kind, "service": fs.service, "mount": fs.mount}
         if fs.service == "azure-managed-lustre":
             lustre = AzureManagedLustre(f"{name}-{fs.name}", fs_args, fs_opts)
-            info |= {"mgs_address": lustre.mgs_address, "mount_command": lustre.mount_command}
+            info = filesystem_outputs(fs, mgs_address=lustre.mgs_address, mount_command=lustre.mount_command)
         elif fs.service == "azure-netapp-files":
             anf = AzureNetAppFiles(f"{name}-{fs.name}", fs_args, fs_opts)
-            info |= {"mount_ip": anf.mount_ip, "export_path": anf.export_path}
+            info = filesystem_outputs(fs, mount_ip=anf.mount_ip, export_path=anf.export_path)
         else:
             raise ValueError(f"no Azure component for file-system service {fs.service!r}")
         outputs["filesystems"][fs.name] = info

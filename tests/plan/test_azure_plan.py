@@ -12,19 +12,16 @@ from typing import Any
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.plan import ClusterPlan, plan
-from aicluster.spec import SpecError, parse_cluster
-from tests.helpers import azure_cluster, azure_pool, pool
+from aicluster.plan import ClusterPlan
+from tests.helpers import azure_cluster, azure_pool, plan_of, plan_problems, pool
 
 
 def planned(catalog: Catalog, **changes: Any) -> ClusterPlan:
-    return plan(parse_cluster(azure_cluster(**changes), "t"), catalog)
+    return plan_of(catalog, azure_cluster(**changes))
 
 
 def problems(catalog: Catalog, **changes: Any) -> list[str]:
-    with pytest.raises(SpecError) as info:
-        planned(catalog, **changes)
-    return [p.render("t") for p in info.value.problems]
+    return plan_problems(catalog, azure_cluster(**changes))
 
 
 def test_ib_domains_are_filled_scale_sets_with_node_ranges(catalog: Catalog) -> None:
@@ -168,9 +165,9 @@ def test_a_raised_placement_group_limit_makes_larger_ib_domains_and_says_what_it
     p = planned(catalog, pools=[azure_pool(nodes=250, ib_domain_max_vms=300)], storage=[])
     assert p.pools[0].azure is not None
     assert [s.nodes for s in p.pools[0].azure.scale_sets] == [250]
-    assert p.ib_domain_max_vms == 300
+    assert p.ib_domain_max_vms() == 300
     assert any("need the placement-group limit raised from 100 by Azure support" in w for w in p.warnings)
-    assert planned(catalog, storage=[]).ib_domain_max_vms == 100
+    assert planned(catalog, storage=[]).ib_domain_max_vms() == 100
 
 
 def test_a_second_managed_lustre_in_one_region_is_refused(catalog: Catalog) -> None:
@@ -183,3 +180,13 @@ def test_a_second_managed_lustre_in_one_region_is_refused(catalog: Catalog) -> N
         "and each one needs a subnet of its own, which aicluster gives one per region: grow that file system "
         "instead, or put this one in another region"
     ]
+
+
+def test_controller_follows_a_regional_pool_and_a_zonal_one(catalog: Catalog) -> None:
+    regional = planned(catalog, pools=[azure_pool(zone=None)], storage=[])
+    assert regional.controller is not None
+    assert regional.controller.zone is None  # an Azure VM need not be zonal
+    assert regional.controller.imds_hop_limit is None  # AWS only
+    zonal = planned(catalog, storage=[])
+    assert zonal.controller is not None
+    assert zonal.controller.zone == "1"

@@ -13,19 +13,16 @@ from typing import Any
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.plan import ClusterPlan, plan
-from aicluster.spec import SpecError, parse_cluster
-from tests.helpers import cluster, pool
+from aicluster.plan import ClusterPlan
+from tests.helpers import cluster, plan_of, plan_problems, pool
 
 
 def planned(catalog: Catalog, **changes: Any) -> ClusterPlan:
-    return plan(parse_cluster(cluster(**changes), "t"), catalog)
+    return plan_of(catalog, cluster(**changes))
 
 
 def problems(catalog: Catalog, **changes: Any) -> list[str]:
-    with pytest.raises(SpecError) as info:
-        planned(catalog, **changes)
-    return [p.render("t") for p in info.value.problems]
+    return plan_problems(catalog, cluster(**changes))
 
 
 # --- cost ----------------------------------------------------------------------------------------
