@@ -86,9 +86,9 @@ def test_spec_is_frozen() -> None:
             id="zone-outside-region",
         ),
         pytest.param(
-            cluster(pools=[pool(provider="gcp")]),
-            'stacks/Pulumi.t.yaml: pools[0].provider: got "gcp"; provider gcp is not supported yet; '
-            "supported: aws, azure",
+            cluster(pools=[pool(provider="onprem")]),
+            'stacks/Pulumi.t.yaml: pools[0].provider: got "onprem"; provider onprem is not supported yet; '
+            "supported: aws, azure, gcp",
             id="provider-not-yet",
         ),
         pytest.param(

@@ -93,6 +93,9 @@ class Offering(Sourced):
     reserved_usd_per_hour: Annotated[
         float | None, Field(gt=0, description="Effective hourly rate of the cheapest 1-year commitment.")
     ] = None
+    flex_start_usd_per_hour: Annotated[
+        float | None, Field(gt=0, description="GCP Dynamic Workload Scheduler flex-start rate.")
+    ] = None
 
 
 class InstanceType(Sourced):
@@ -113,6 +116,10 @@ class InstanceType(Sourced):
         Field(description="`datasheet`: a published system maximum; `estimate`: derived, see the source note."),
     ]
     placement_group: Annotated[bool, Field(description="Supports cluster placement.")] = True
+    root_disk_service: Annotated[
+        str | None,
+        Field(description="Boot disk service (in services/) when the type needs another than its provider's default."),
+    ] = None
     offerings: tuple[Offering, ...] = ()
 
     def offering(self, region: str) -> Offering | None:
@@ -123,9 +130,22 @@ class TpuType(Sourced):
     provider: Literal["gcp"] = "gcp"
     name: Annotated[str, Field(description="TPU generation (e.g. `v5p`).")]
     accelerator: str
-    chips_per_host: Annotated[int, Field(ge=1)]
+    chips_per_host: Annotated[int, Field(ge=1, description="Chips on each VM of a multi-host slice.")]
+    single_host_max_chips: Annotated[
+        int, Field(ge=1, description="Slices up to this many chips run on one VM (which holds them all).")
+    ]
+    tensorcores_per_chip: Annotated[
+        int, Field(ge=1, description="TensorCores per chip; v5p accelerator-type names count cores (v5p-8 = 4 chips).")
+    ] = 1
+    type_prefix: Annotated[str, Field(description="Accelerator-type name prefix (`v5litepod` for v5e: v5litepod-16).")]
+    host_vcpus: Annotated[int | None, Field(ge=1, description="vCPUs of one TPU VM (multi-host shape).")] = None
+    host_memory_gib: Annotated[float | None, Field(gt=0, description="Memory of one TPU VM, GiB.")] = None
+    default_runtime_version: Annotated[str, Field(description="TPU software version used when the stack names none.")]
     max_chips: Annotated[int, Field(ge=1, description="Largest slice, chips.")]
     slice_sizes: Annotated[tuple[int, ...], Field(description="Allowed slice sizes (chips).")]
+    slice_step_chips: Annotated[
+        int | None, Field(ge=1, description="Above the listed sizes, slices may be any multiple of this (v5p cubes).")
+    ] = None
     host_power_kw: Annotated[float | None, Field(gt=0)] = None
     offerings: tuple[Offering, ...] = Field(default=(), description="Prices are per chip-hour.")
 

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from .models import InstanceType, StorageTier
+from .models import InstanceType, StorageTier, TpuType
 
 
 class Override(Protocol):
@@ -36,7 +36,7 @@ class Price(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     usd: float  # per node-hour (compute) or per GiB-month (storage)
-    unit: Literal["node-hour", "gib-month"]
+    unit: Literal["node-hour", "chip-hour", "gib-month"]
     basis: str  # e.g. "catalog on-demand us-east-1", "override pricing.overrides[0]"
     source: str | None  # catalog source id, None for overrides
 
@@ -46,6 +46,7 @@ _MARKET_FIELD = {
     "spot": "spot_usd_per_hour",
     "capacity-block": "capacity_block_usd_per_hour",
     "reserved": "reserved_usd_per_hour",
+    "flex-start": "flex_start_usd_per_hour",
 }
 
 
@@ -72,12 +73,20 @@ def _override(
     return (best[1], best[2]) if best else None
 
 
-def compute_price(it: InstanceType, region: str, market: str, overrides: Sequence[Override]) -> Resolved:
-    found = _override(overrides, it.name, region, market, "usd_per_hour")
+def price_sku(it: InstanceType | TpuType) -> str:
+    """The id a price override names: the instance type, or a TPU generation's accelerator (`tpu-v5p`)."""
+    return it.accelerator if isinstance(it, TpuType) else it.name
+
+
+def compute_price(it: InstanceType | TpuType, region: str, market: str, overrides: Sequence[Override]) -> Resolved:
+    """Per node-hour for an instance type, per chip-hour for a TPU generation."""
+    sku = price_sku(it)
+    unit: Literal["node-hour", "chip-hour"] = "chip-hour" if isinstance(it, TpuType) else "node-hour"
+    found = _override(overrides, sku, region, market, "usd_per_hour")
     if found is not None:
         i, o = found
         assert o.usd_per_hour is not None
-        return Resolved(Price(usd=o.usd_per_hour, unit="node-hour", basis=f"pricing.overrides[{i}]", source=None))
+        return Resolved(Price(usd=o.usd_per_hour, unit=unit, basis=f"pricing.overrides[{i}]", source=None))
     off = it.offering(region)
     if off is None:
         return Resolved(None)
@@ -86,7 +95,7 @@ def compute_price(it: InstanceType, region: str, market: str, overrides: Sequenc
         return Resolved(
             Price(
                 usd=listed,
-                unit="node-hour",
+                unit=unit,
                 basis=f"catalog {market} {region}",
                 source=off.source_of(_MARKET_FIELD[market]),
             )
@@ -96,14 +105,14 @@ def compute_price(it: InstanceType, region: str, market: str, overrides: Sequenc
     return Resolved(
         Price(
             usd=off.on_demand_usd_per_hour,
-            unit="node-hour",
+            unit=unit,
             basis=f"catalog on-demand {region} (no {market} rate in the catalog)",
             source=off.source_of("on_demand_usd_per_hour"),
         ),
         warning=(
-            f"no {market} price for {it.name} in {region} in the catalog; costed at the on-demand rate "
-            f"(${off.on_demand_usd_per_hour:,.2f}/h). Add your rate under pricing.overrides "
-            f"(sku: {it.name}, market: {market})."
+            f"no {market} price for {sku} in {region} in the catalog; costed at the on-demand rate "
+            f"(${off.on_demand_usd_per_hour:,.2f}/{unit.split('-')[0]}-hour). Add your rate under pricing.overrides "
+            f"(sku: {sku}, market: {market})."
         ),
     )
 

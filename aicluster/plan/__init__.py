@@ -19,6 +19,7 @@ from aicluster.spec import (
     AwsPool,
     AzurePool,
     ClusterSpec,
+    GcpPool,
     LustreStorage,
     NfsStorage,
     Problem,
@@ -30,11 +31,16 @@ from aicluster.spec import (
 
 from . import aws as aws_plan
 from . import azure as azure_plan
+from . import gcp as gcp_plan
 from .models import (
     AwsPoolDetails,
     AzurePoolDetails,
     ClusterPlan,
+    GcpNic,
+    GcpPoolDetails,
+    GcpVpc,
     Nic,
+    PlacementGroup,
     PlannedController,
     PlannedFilesystem,
     PlannedNetwork,
@@ -42,14 +48,29 @@ from .models import (
     ScaleSet,
     Subnet,
     Totals,
+    TpuDetails,
+    TpuSlice,
 )
-from .network import AZURE_RESERVED, AddressError, aws_subnets, azure_subnets, network_block, overlaps, usable
+from .network import (
+    AZURE_RESERVED,
+    AddressError,
+    aws_subnets,
+    azure_subnets,
+    gcp_subnets,
+    network_block,
+    overlaps,
+    usable,
+)
 
 __all__ = [
     "AwsPoolDetails",
     "AzurePoolDetails",
     "ClusterPlan",
+    "GcpNic",
+    "GcpPoolDetails",
+    "GcpVpc",
     "Nic",
+    "PlacementGroup",
     "PlannedController",
     "PlannedFilesystem",
     "PlannedNetwork",
@@ -58,6 +79,8 @@ __all__ = [
     "ScaleSet",
     "Subnet",
     "Totals",
+    "TpuDetails",
+    "TpuSlice",
     "plan",
 ]
 
@@ -71,8 +94,13 @@ class _Ctx:
     # zone -> addresses needed, per network key; and the field that first asked for each network
     addresses: dict[str, dict[str | None, int]] = field(default_factory=dict)
     network_users: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
-    # network key -> dedicated subnet roles asked for (Azure's lustre and netapp subnets)
-    subnet_roles: dict[str, set[str]] = field(default_factory=dict)
+    # network key -> subnet roles besides compute asked for (Azure's lustre and netapp subnets, GCP's GPU NIC
+    # subnets "gpu-<k>"/"rdma-<k>", "gvnic" and "services") -> addresses needed in them
+    subnet_roles: dict[str, dict[str, int]] = field(default_factory=dict)
+    # network key -> GPU fabrics of its pools (GCP: which extra VPCs and MTUs the network needs)
+    fabrics: dict[str, set[str]] = field(default_factory=dict)
+    # network key -> (pool index, zone) of the first pool that uses the region's RoCE VPC (a zonal profile)
+    rdma_zones: dict[str, tuple[int, str]] = field(default_factory=dict)
     # (network key, subnet role) -> the storage index that has the role's one dedicated subnet
     dedicated: dict[tuple[str, str], int] = field(default_factory=dict)
     # network key -> (pool index, existing resource group) of the first pool that names one
@@ -102,9 +130,11 @@ class _Ctx:
         key = f"{provider}-{region}"
         self.network_users.setdefault(key, path)
         zones = self.addresses.setdefault(key, {})
-        zones[zone] = zones.get(zone, 0) + addresses
-        if role != "compute":
-            self.subnet_roles.setdefault(key, set()).add(role)
+        if role == "compute":
+            zones[zone] = zones.get(zone, 0) + addresses
+        else:
+            roles = self.subnet_roles.setdefault(key, {})
+            roles[role] = roles.get(role, 0) + addresses
         return key
 
     def resource_group(self, i: int, network: str, name: str) -> None:
@@ -167,12 +197,15 @@ def _image_reference(provider: str, given: str) -> bool:
         return given.startswith("resolve:ssm:") or bool(re.fullmatch(r"ami-[0-9a-f]{8,17}", given))
     if provider == "azure":
         return azure_plan.is_image_urn(given)
+    if provider == "gcp":
+        return gcp_plan.is_image_path(given)
     return False
 
 
 _IMAGE_FORMS = {
     "aws": "an AMI id or resolve:ssm: path",
     "azure": "a Marketplace URN publisher:offer:sku:version",
+    "gcp": "an image path projects/<project>/global/images/[family/]<name>",
 }
 
 
@@ -262,11 +295,58 @@ def _place_azure(
     return _Placed(pool.zone, 1, {"azure": details})
 
 
-def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool) -> PlannedPool | None:
+def _place_gcp(
+    ctx: _Ctx, i: int, pool: GcpPool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+) -> _Placed | None:
+    zone = pool.zone
+    if zone is None:
+        zone = zones[0]
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (a GPU pool is a zonal managed instance group)"
+        )
+    details = gcp_plan.details(pool, it, image, _boot_disk(ctx, it))
+    path: tuple[str | int, ...] = ("pools", i, "region")
+    key = f"gcp-{pool.region}"
+    ctx.fabrics.setdefault(key, set()).add(it.network.fabric)
+    nodes = pool.nodes or 0
+    for nic in details.nics[1:]:
+        role = "gvnic" if nic.subnet_role == "gvnic" else f"{nic.subnet_role}-{nic.subnet_index}"
+        ctx.need(path, "gcp", pool.region, None, nodes, role=role)
+    if it.network.fabric == gcp_plan.RDMA_FABRIC:
+        first = ctx.rdma_zones.setdefault(key, (i, zone))
+        if first[1] != zone:
+            ctx.problem(
+                ("pools", i, "zone"),
+                f"pools[{first[0]}] already puts the {pool.region} RoCE network in {first[1]}; a RoCE VPC is created "
+                f"with a zonal network profile ({first[1]}-vpc-roce), so every A3 Ultra/A4 pool of a region must "
+                f"share its zone: set zone {first[1]}, or use another region",
+                zone,
+            )
+            return None
+    if len(details.groups) > 1:
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): {nodes} VMs exceed one compact placement policy "
+            f"({details.max_vms_per_policy} VMs): "
+            + ", ".join(f"{g.name} = nodes {g.first_node}-{g.first_node + g.nodes - 1}" for g in details.groups)
+            + "; jobs that span groups cross a longer network path"
+        )
+    return _Placed(zone, 1, {"gcp": details})
+
+
+def _boot_disk(ctx: _Ctx, it: InstanceType) -> str:
+    defaults = ctx.catalog.constants.defaults.get(it.provider)
+    return it.root_disk_service or (defaults.root_disk_service if defaults else gcp_plan.BOOT_DISK_DEFAULT)
+
+
+def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool | GcpPool) -> PlannedPool | None:
     """The checks every pool shares (catalog type, region, offering, zone, image, price, addresses, cost),
     around its provider's own placement."""
+    if isinstance(pool, GcpPool) and pool.tpu is not None:
+        return _plan_tpu_pool(ctx, i, pool)
     base: tuple[str | int, ...] = ("pools", i)
     provider = pool.provider
+    assert pool.instance_type is not None
+    assert pool.nodes is not None
     it = _instance_type(ctx, (*base, "instance_type"), provider, pool.instance_type)
     reg = _region(ctx, (*base, "region"), provider, pool.region)
     if it is None or reg is None:
@@ -304,11 +384,12 @@ def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool) -> PlannedPool | No
         )
         return None
     image = _image(ctx, (*base, "image"), provider, pool.image, default_image)
-    placed = (
-        _place_aws(ctx, i, pool, it, reg, zones, image)
-        if isinstance(pool, AwsPool)
-        else _place_azure(ctx, i, pool, it, reg, zones, image)
-    )
+    if isinstance(pool, AwsPool):
+        placed = _place_aws(ctx, i, pool, it, reg, zones, image)
+    elif isinstance(pool, AzurePool):
+        placed = _place_azure(ctx, i, pool, it, reg, zones, image)
+    else:
+        placed = _place_gcp(ctx, i, pool, it, reg, zones, image)
     if placed is None:
         return None
     if resolved.warning:
@@ -327,7 +408,7 @@ def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool) -> PlannedPool | No
     volumes_month = _service_month(
         ctx,
         provider,
-        defaults.root_disk_service if defaults else "",
+        _boot_disk(ctx, it),
         pool.region,
         pool.nodes * pool.root_volume_gib,
         f"the root volumes of pool {pool.name}",
@@ -340,12 +421,133 @@ def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool) -> PlannedPool | No
         reg,
         placed.zone,
         network,
-        it,
+        _facts(ctx, it),
         pool.nodes,
         pool.market,
         resolved.price,
+        pool.nodes,
         volumes_month,
         **placed.details,
+    )
+
+
+def _plan_tpu_pool(ctx: _Ctx, i: int, pool: GcpPool) -> PlannedPool | None:
+    """A pool of Cloud TPU slices: the slice shape from the catalog, priced per chip-hour."""
+    base: tuple[str | int, ...] = ("pools", i)
+    assert pool.tpu is not None
+    reg = _region(ctx, (*base, "region"), "gcp", pool.region)
+    tpu = gcp_plan.tpu_generation(ctx.catalog.tpu_types, pool.tpu)
+    if tpu is None:
+        known = ", ".join(f"{t.type_prefix}-N" for t in ctx.catalog.tpu_types.values())
+        ctx.problem((*base, "tpu"), f"no TPU generation in the catalog has this name; known: {known}", pool.tpu)
+        return None
+    chips, why = gcp_plan.slice_chips(tpu, pool.tpu)
+    if chips is None:
+        ctx.problem((*base, "tpu"), why, pool.tpu)
+        return None
+    if reg is None:
+        return None
+    off = tpu.offering(pool.region)
+    resolved = compute_price(tpu, pool.region, pool.market, ctx.spec.pricing.overrides)
+    if off is None and resolved.price is None:
+        ctx.problem(
+            (*base, "region"),
+            f"TPU {tpu.name} is not offered in {pool.region} per the catalog; offered in: "
+            f"{', '.join(o.region for o in tpu.offerings)}",
+            pool.region,
+        )
+        return None
+    zones = (off.zones if off else ()) or reg.zones
+    if pool.zone is not None and _zone(ctx, (*base, "zone"), reg, pool.zone, zones, f"TPU {tpu.name}") is None:
+        return None
+    zone = pool.zone or zones[0]
+    if pool.zone is None:
+        ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (TPU slices are zonal)")
+    if resolved.warning:
+        ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
+    if resolved.price is None:
+        ctx.problem(
+            (*base, "tpu"),
+            f"the catalog has no {pool.market} price for TPU {tpu.name} in {pool.region}; add your rate per chip-hour "
+            f"under pricing.overrides (sku: {tpu.accelerator}, usd_per_hour: ...)",
+            pool.tpu,
+        )
+        return None
+    details = gcp_plan.tpu_details(pool, tpu, chips)
+    hosts = details.hosts_per_slice * len(details.slices)
+    key = ctx.need((*base, "region"), "gcp", pool.region, zone, hosts)
+    ctx.fabrics.setdefault(key, set()).add("ici")
+    if tpu.host_power_kw is None:
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): Google publishes no power figure for TPU {tpu.name} hosts, so the pool's "
+            "power and carbon are not in the totals"
+        )
+    acc = ctx.catalog.accelerators[tpu.accelerator]
+    facts = _Facts(
+        name=pool.tpu,
+        family=f"TPU {tpu.name}",
+        accelerator=acc.id,
+        accelerator_name=acc.name,
+        bf16_tflops=acc.bf16_tflops,
+        per_node=details.chips_per_host,
+        vcpus=tpu.host_vcpus or 0,
+        memory_gib=tpu.host_memory_gib or 0.0,
+        fabric="ici",
+        bandwidth_gbps=(acc.interconnect_gb_s or 0.0) * 8 * details.chips_per_host,
+        node_power_kw=tpu.host_power_kw or 0.0,
+        power_basis="datasheet" if tpu.host_power_kw else "unpublished",
+    )
+    return _pool_record(
+        ctx,
+        i,
+        pool.name,
+        "gcp",
+        reg,
+        zone,
+        key,
+        facts,
+        hosts,
+        pool.market,
+        resolved.price,
+        chips * len(details.slices),
+        0.0,  # a TPU VM's boot disk comes with it
+        tpu=details,
+    )
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What a pool record needs to know about one node, from an instance type or a TPU generation."""
+
+    name: str
+    family: str
+    accelerator: str | None
+    accelerator_name: str | None
+    bf16_tflops: float
+    per_node: int
+    vcpus: int
+    memory_gib: float
+    fabric: str
+    bandwidth_gbps: float
+    node_power_kw: float
+    power_basis: str
+
+
+def _facts(ctx: _Ctx, it: InstanceType) -> _Facts:
+    acc = ctx.catalog.accelerator_of(it)
+    return _Facts(
+        name=it.name,
+        family=it.family,
+        accelerator=acc.id if acc else None,
+        accelerator_name=acc.name if acc else None,
+        bf16_tflops=acc.bf16_tflops if acc else 0.0,
+        per_node=it.accelerator_count,
+        vcpus=it.vcpus,
+        memory_gib=it.memory_gib,
+        fabric=it.network.fabric,
+        bandwidth_gbps=it.network.bandwidth_gbps,
+        node_power_kw=it.node_power_kw,
+        power_basis=it.power_basis,
     )
 
 
@@ -367,22 +569,23 @@ def _pool_record(
     reg: Region,
     zone: str | None,
     network: str,
-    it: InstanceType,
+    it: _Facts,
     nodes: int,
     market: str,
     price: Price,
+    billed: int,
     volumes_usd_per_month: float,
     **details: object,
 ) -> PlannedPool | None:
-    acc = ctx.catalog.accelerator_of(it)
-    per_node = it.accelerator_count
+    """`price` is per unit of `billed` (node-hours, or chip-hours of a TPU pool)."""
+    per_node = it.per_node
     it_kw = it.node_power_kw * nodes
     facility_kw = it_kw * reg.pue
     hours = ctx.catalog.hours_per_month
     nodes_per_rack: int | None = None
     racks: int | None = None
     rack_kw = ctx.spec.budgets.rack_kw
-    if rack_kw is not None:
+    if rack_kw is not None and it.node_power_kw > 0:
         nodes_per_rack = math.floor(rack_kw / it.node_power_kw)
         if nodes_per_rack == 0:
             ctx.problem(
@@ -402,21 +605,21 @@ def _pool_record(
         network=network,
         instance_type=it.name,
         family=it.family,
-        accelerator=acc.id if acc else None,
-        accelerator_name=acc.name if acc else None,
+        accelerator=it.accelerator,
+        accelerator_name=it.accelerator_name,
         accelerators_per_node=per_node,
         nodes=nodes,
         gpus=per_node * nodes,
         vcpus_per_node=it.vcpus,
         memory_gib_per_node=it.memory_gib,
-        fabric=it.network.fabric,
-        network_bandwidth_gbps=it.network.bandwidth_gbps,
+        fabric=it.fabric,
+        network_bandwidth_gbps=it.bandwidth_gbps,
         market=market,
         price=price,
-        instances_usd_per_month=_round2(price.usd * nodes * hours),
+        instances_usd_per_month=_round2(price.usd * billed * hours),
         volumes_usd_per_month=_round2(volumes_usd_per_month),
-        cost_usd_per_hour=_round2(price.usd * nodes + volumes_usd_per_month / hours),
-        cost_usd_per_month=_round2(price.usd * nodes * hours + volumes_usd_per_month),
+        cost_usd_per_hour=_round2(price.usd * billed + volumes_usd_per_month / hours),
+        cost_usd_per_month=_round2(price.usd * billed * hours + volumes_usd_per_month),
         node_power_kw=it.node_power_kw,
         power_basis=it.power_basis,
         power_kw_it=_round2(it_kw),
@@ -426,7 +629,7 @@ def _pool_record(
         co2e_t_per_month=_round2(facility_kw * hours * reg.carbon_g_per_kwh / 1e6),
         nodes_per_rack=nodes_per_rack,
         racks=racks,
-        bf16_pflops=_round2((acc.bf16_tflops if acc else 0.0) * per_node * nodes / 1000),
+        bf16_pflops=_round2(it.bf16_tflops * per_node * nodes / 1000),
         tags=tags,
         **details,
     )
@@ -505,7 +708,10 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
             )
             return None
     else:
-        tier = tiers[0]
+        # NFS tiers of one service may cover capacity ranges that cannot be crossed later (Filestore Zonal
+        # below and above 10 TiB): take the first whose range holds the request.
+        wanted = math.ceil(st.capacity_tib * 1024)
+        tier = next((t for t in tiers if t.max_capacity_gib is None or wanted <= t.max_capacity_gib), tiers[-1])
     requested_gib = math.ceil(st.capacity_tib * 1024)
     named = round(st.capacity_tib * 1000)
     as_named = (
@@ -596,6 +802,10 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
 _STORAGE_SUBNETS = {
     ("azure", "azure-managed-lustre"): "lustre",  # its own subnet, never moved after creation
     ("azure", "azure-netapp-files"): "netapp",  # a subnet delegated to Microsoft.NetApp/volumes
+    # GCP's managed file systems take their addresses from the network's private services access range
+    ("gcp", "gcp-managed-lustre"): "services",
+    ("gcp", "parallelstore"): "services",
+    ("gcp", "filestore"): "services",
 }
 
 
@@ -670,11 +880,14 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         return None
     network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
     image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
-    root_gib = azure_plan.CONTROLLER_ROOT_VOLUME_GIB if provider == "azure" else aws_plan.CONTROLLER_ROOT_VOLUME_GIB
+    root_gib = {
+        "azure": azure_plan.CONTROLLER_ROOT_VOLUME_GIB,
+        "gcp": gcp_plan.CONTROLLER_ROOT_VOLUME_GIB,
+    }.get(provider, aws_plan.CONTROLLER_ROOT_VOLUME_GIB)
     volume_month = _service_month(
         ctx,
         provider,
-        defaults.root_disk_service if defaults else "",
+        _boot_disk(ctx, it),
         reg.name,
         root_gib,
         "the controller's root volume",
@@ -764,16 +977,22 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         provider, region = key.split("-", 1)
         reg = ctx.catalog.region(provider, region)
         assert reg is not None
-        layout = (
-            azure_subnets(blocks[key], zones, ctx.subnet_roles.get(key, set()))
-            if provider == "azure"
-            else aws_subnets(blocks[key], reg.zones, zones)
-        )
+        roles = ctx.subnet_roles.get(key, {})
+        if provider == "azure":
+            layout = azure_subnets(blocks[key], zones, set(roles))
+        elif provider == "gcp":
+            layout = gcp_subnets(blocks[key], zones, roles)
+        else:
+            layout = aws_subnets(blocks[key], reg.zones, zones)
         subnets = []
         for cut in layout:
             available = usable(cut.cidr)
-            if cut.role == "compute" and cut.need > available:
-                where = f"zone {cut.zone}" if cut.zone else f"the {region} compute subnet"
+            if cut.role in _NODE_SUBNETS and cut.need > available:
+                where = (
+                    f"zone {cut.zone}"
+                    if cut.zone
+                    else f"the {region} {cut.role} subnet" + (f" {cut.index}" if cut.role in ("gpu", "rdma") else "")
+                )
                 ctx.problem(
                     ctx.network_users[key],
                     f"{where} needs {cut.need:,} addresses (nodes, file systems and "
@@ -791,12 +1010,14 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                     zone=cut.zone,
                     cidr=cut.cidr,
                     role=cut.role,
+                    index=cut.index,
                     addresses_needed=cut.need,
                     addresses_available=available,
                 )
             )
         # AWS: one NAT gateway (and its public IPv4 address) per zone in use; Azure: one per network,
-        # attached to its compute subnet (a NAT gateway serves every subnet of a VNet it is attached to).
+        # attached to its compute subnet (a NAT gateway serves every subnet of a VNet it is attached to);
+        # GCP: one Cloud NAT on the host VPC's regional router.
         nats = len(zones) if provider == "aws" else 1
         month = _service_month(ctx, provider, "nat-gateway", region, nats, "NAT gateways") + _service_month(
             ctx, provider, "public-ipv4", region, nats, "the NAT gateways' public IPv4 addresses"
@@ -812,15 +1033,49 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 nat_gateways=nats,
                 cost_usd_per_month=_round2(month),
                 resource_group=rg[1] if rg else None,
+                **(_gcp_vpcs(ctx, key, roles) if provider == "gcp" else {}),
             )
         )
     return out
+
+
+# Subnets whose size the nodes decide (one address per node NIC): checked against what they hold.
+_NODE_SUBNETS = frozenset({"compute", "gvnic", "gpu", "rdma"})
+
+
+def _gcp_vpcs(ctx: _Ctx, key: str, roles: dict[str, int]) -> dict[str, object]:
+    """The host VPC's MTU and the extra VPCs the network's GPU NICs need."""
+    fabrics = ctx.fabrics.get(key, set())
+    # 8244 for the GPUDirect-TCPX(O) layouts; 8896 (the VPC maximum) for RDMA and TPU networks
+    # (Multislice traffic crosses the host VPC) and networks with no GPU fabric.
+    jumbo = bool(fabrics & {gcp_plan.RDMA_FABRIC, "ici"}) or not fabrics & gcp_plan.TCPX_FABRICS
+    vpcs = [
+        GcpVpc(name=f"gpu-{k}", role="gpu", mtu=gcp_plan.MTU_TCPX, subnets=(k,))
+        for k in range(8)
+        if f"gpu-{k}" in roles
+    ]
+    if "gvnic" in roles:
+        vpcs.append(GcpVpc(name="gvnic-1", role="gvnic", mtu=gcp_plan.MTU_JUMBO, subnets=(0,)))
+    rdma = tuple(k for k in range(8) if f"rdma-{k}" in roles)
+    if rdma:
+        vpcs.append(
+            GcpVpc(
+                name="rdma",
+                role="rdma",
+                mtu=gcp_plan.MTU_JUMBO,
+                subnets=rdma,
+                network_profile_zone=ctx.rdma_zones[key][1],
+                firewall_internal=False,  # a RoCE VPC accepts no firewall rules
+            )
+        )
+    return {"mtu": gcp_plan.MTU_JUMBO if jumbo else gcp_plan.MTU_TCPX, "vpcs": tuple(vpcs)}
 
 
 def _check_overrides(ctx: _Ctx) -> None:
     """Every negotiated rate must be able to apply: known SKU, the SKU's unit, a known region."""
     cat = ctx.catalog
     instance_providers = {n: p for (p, n) in cat.instance_types}
+    instance_providers.update({t.accelerator: t.provider for t in cat.tpu_types.values()})
     storage = {t.sku: t.provider for t in cat.storage_tiers}
     for j, o in enumerate(ctx.spec.pricing.overrides):
         base: tuple[str | int, ...] = ("pricing", "overrides", j)

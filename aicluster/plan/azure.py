@@ -12,13 +12,12 @@ IB domain (balanced 84 + 83 + 83 would leave no domain that holds it).
 
 from __future__ import annotations
 
-import hashlib
-import math
 import re
 
 from aicluster.catalog import InstanceType
 from aicluster.spec import AzurePool
 
+from .groups import bounded, fill
 from .models import AzurePoolDetails, ScaleSet
 
 IB_DOMAIN_MAX_VMS = 100  # without a raise from Azure support (up to 300: azure-vmss-infiniband)
@@ -42,30 +41,20 @@ def computer_name_prefix(pool: str, index: int) -> str:
     """Uniform scale sets name VMs <prefix><6 base-36 characters of the instance id>; prefixes are 1 to 15
     characters (the SDK's computerNamePrefix). A pool name too long to fit is cut and given 4 characters of
     its hash, so two long pool names that share a beginning never share host names."""
-    tail = f"-ib{index}-"
-    room = COMPUTER_NAME_PREFIX_MAX - len(tail)
-    if len(pool) > room:
-        digest = hashlib.sha256(pool.encode()).hexdigest()[:4]
-        pool = pool[: room - 4].rstrip("-") + digest
-    return pool + tail
+    return bounded(pool, f"-ib{index}-", COMPUTER_NAME_PREFIX_MAX)
 
 
 def scale_sets(pool: str, nodes: int, max_vms: int = IB_DOMAIN_MAX_VMS) -> tuple[ScaleSet, ...]:
-    count = math.ceil(nodes / max_vms)
-    out = []
-    for k in range(count):
-        first = k * max_vms
-        size = min(max_vms, nodes - first)
-        out.append(
-            ScaleSet(
-                name=f"{pool}-ib{k}",
-                index=k,
-                nodes=size,
-                first_node=first,
-                computer_name_prefix=computer_name_prefix(pool, k),
-            )
+    return tuple(
+        ScaleSet(
+            name=f"{pool}-ib{k}",
+            index=k,
+            nodes=size,
+            first_node=first,
+            computer_name_prefix=computer_name_prefix(pool, k),
         )
-    return tuple(out)
+        for k, (first, size) in enumerate(fill(nodes, max_vms))
+    )
 
 
 def details(pool: AzurePool, it: InstanceType, image: str) -> AzurePoolDetails:

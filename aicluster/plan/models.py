@@ -17,12 +17,31 @@ class _Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+SubnetRole = Literal["compute", "public", "lustre", "netapp", "gvnic", "gpu", "rdma", "services"]
+
+
 class Subnet(_Plan):
-    zone: str | None  # None: a regional subnet (Azure subnets span the region's zones)
+    zone: str | None  # None: a regional subnet (Azure and GCP subnets span the region's zones)
     cidr: str
-    role: Literal["compute", "public", "lustre", "netapp"]
+    # compute: the nodes' (first) NIC; public: AWS NAT; lustre/netapp: Azure's dedicated subnets;
+    # gvnic: GCP's second gVNIC (A3 Ultra, A4); gpu: a GCP GPU NIC's VPC (TCPX/TCPXO); rdma: one of the
+    # RoCE VPC's subnets; services: the range GCP's private services access allocates file systems from
+    role: SubnetRole
+    index: int = 0  # which GPU NIC (gpu, rdma)
     addresses_needed: int
     addresses_available: int
+
+
+class GcpVpc(_Plan):
+    """An extra GCP VPC for GPU NICs: one per TCPX/TCPXO GPU NIC, a second gVNIC VPC, or the RoCE VPC."""
+
+    name: str  # suffix of the VPC name, e.g. "gpu-3", "gvnic-1", "rdma"
+    role: Literal["gpu", "gvnic", "rdma"]
+    mtu: int
+    subnets: tuple[int, ...]  # indexes of this role's subnets (the RoCE VPC has one per RDMA NIC)
+    # RoCE VPCs are created with the zonal network profile "<zone>-vpc-roce" and accept no firewall rules
+    network_profile_zone: str | None = None
+    firewall_internal: bool = True
 
 
 class PlannedNetwork(_Plan):
@@ -36,12 +55,16 @@ class PlannedNetwork(_Plan):
     # Azure: the existing resource group the stack names for this region; None: the cluster creates one
     resource_group: str | None = None
 
+    # GCP: the MTU pinned on the host VPC, and the extra VPCs GPU NICs need
+    mtu: int | None = None
+    vpcs: tuple[GcpVpc, ...] = ()
+
     def subnet(self, zone: str | None, role: str = "compute") -> Subnet:
         return next(s for s in self.subnets if s.zone == zone and s.role == role)
 
-    def role(self, role: str) -> Subnet | None:
-        """The network's one subnet of `role` (Azure's regional compute, lustre and netapp subnets)."""
-        return next((s for s in self.subnets if s.role == role), None)
+    def role(self, role: str, index: int = 0) -> Subnet | None:
+        """The network's subnet of `role` (Azure's and GCP's regional compute subnets, dedicated ones)."""
+        return next((s for s in self.subnets if s.role == role and s.index == index), None)
 
 
 class Nic(_Plan):
@@ -99,6 +122,67 @@ class AzurePoolDetails(_Plan):
     resource_group: str | None  # existing resource group, None: the cluster's own
 
 
+class GcpNic(_Plan):
+    """One NIC of a GCP instance template, in declaration order (nic0 first)."""
+
+    index: int
+    subnet_role: Literal["compute", "gvnic", "gpu", "rdma"]
+    subnet_index: int
+    vpc: str  # "" for the host VPC, else GcpVpc.name
+    nic_type: Literal["GVNIC", "MRDMA"]
+
+
+class PlacementGroup(_Plan):
+    """VMs of a GCP pool that share one compact placement policy (and one MIG and instance template)."""
+
+    name: str  # e.g. "h100-p0"
+    index: int
+    nodes: int
+    first_node: int
+    hostname_prefix: str  # the MIG's base instance name
+    max_distance: int | None  # the compact policy's max distance; None: no max distance (or no policy)
+
+
+class GcpPoolDetails(_Plan):
+    nics: tuple[GcpNic, ...]
+    groups: tuple[PlacementGroup, ...]
+    placement: Literal["compact", "reservation", "none"]
+    placement_reason: str
+    max_vms_per_policy: int
+    reservation_affinity: Literal["ANY_RESERVATION", "SPECIFIC_RESERVATION", "NO_RESERVATION"]
+    reservation: str | None
+    provisioning_model: Literal["STANDARD", "SPOT", "FLEX_START"]
+    max_run_duration_s: int | None
+    on_host_maintenance: Literal["TERMINATE", "MIGRATE"]
+    image: str
+    image_pinned: bool  # False: an image family resolves to its newest image at every VM creation
+    boot_disk_type: str  # e.g. pd-balanced, hyperdisk-balanced
+    root_volume_gib: int
+    shielded_vm: bool
+    os_login: bool
+
+
+class TpuSlice(_Plan):
+    name: str  # TPU node id, e.g. "v5p-s0"
+    index: int
+    hosts: int
+    first_node: int
+
+
+class TpuDetails(_Plan):
+    generation: str  # catalog TPU type, e.g. "v5p"
+    accelerator_type: str  # e.g. "v5p-256"
+    chips_per_slice: int
+    hosts_per_slice: int
+    chips_per_host: int
+    slices: tuple[TpuSlice, ...]
+    runtime_version: str
+    api: Literal["queued-resource", "tpu-vm"]
+    api_reason: str
+    spot: bool
+    reserved: bool
+
+
 class PlannedPool(_Plan):
     name: str
     provider: str
@@ -135,12 +219,24 @@ class PlannedPool(_Plan):
     tags: dict[str, str]
     aws: AwsPoolDetails | None = None
     azure: AzurePoolDetails | None = None
+    gcp: GcpPoolDetails | None = None
+    tpu: TpuDetails | None = None
 
     def ib_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
         if self.azure is None:
             return []
         return [(s.name, range(s.first_node, s.first_node + s.nodes)) for s in self.azure.scale_sets]
+
+    def fabric_domains(self) -> list[tuple[str, range]]:
+        """(domain, pool node indexes) for each set of nodes the plan keeps close together: an Azure scale
+        set (one InfiniBand fabric), a GCP placement group or a TPU slice (one ICI domain). Empty: one
+        domain, the pool (an AWS cluster placement group)."""
+        if self.gcp is not None:
+            return [(g.name, range(g.first_node, g.first_node + g.nodes)) for g in self.gcp.groups]
+        if self.tpu is not None:
+            return [(t.name, range(t.first_node, t.first_node + t.hosts)) for t in self.tpu.slices]
+        return self.ib_domains()
 
 
 class PlannedFilesystem(_Plan):

@@ -37,12 +37,26 @@ class AddressError(ValueError):
     pass
 
 
+# GCP networks, blocks of prefix P+3 like zones: 0 the host VPC's regional subnet, 1 the second gVNIC's VPC
+# (A3 Ultra/A4), 2 the range private services access allocates file systems from; blocks 4-5 hold the 8 GPU
+# NIC subnets (TCPX/TCPXO, one VPC each) and blocks 6-7 the RoCE VPC's 8 subnets, each of prefix P+5. Every
+# VPC is separate, but a VM's NICs must sit in subnets that do not overlap, and the cluster's address plan
+# stays one non-overlapping plan across providers.
+GCP_ROLE_BLOCKS: dict[Literal["gvnic", "services"], int] = {"gvnic": 1, "services": 2}
+GCP_NIC_QUARTERS: dict[Literal["gpu", "rdma"], int] = {
+    "gpu": 2,
+    "rdma": 3,
+}  # quarters of the network (= blocks 4-5, 6-7)
+GCP_NIC_SUBNETS = 8
+
+
 @dataclass(frozen=True)
 class Cut:
     zone: str | None
-    role: Literal["compute", "public", "lustre", "netapp"]
+    role: Literal["compute", "public", "lustre", "netapp", "gvnic", "gpu", "rdma", "services"]
     cidr: str
     need: int
+    index: int = 0
 
 
 def aws_subnets(network: str, region_zones: tuple[str, ...], zones: dict[str | None, int]) -> list[Cut]:
@@ -62,6 +76,24 @@ def azure_subnets(network: str, zones: dict[str | None, int], roles: set[str]) -
     for role, index in AZURE_ROLE_BLOCKS.items():
         if role in roles:
             out.append(Cut(None, role, str(blocks[index]), 1))
+    return out
+
+
+def gcp_subnets(network: str, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:
+    """The host VPC's regional subnet, and the GPU NIC subnets and service range asked for: `roles` maps
+    "gvnic", "services", "gpu-<k>" and "rdma-<k>" to the addresses needed in them."""
+    net = ipaddress.IPv4Network(network)
+    blocks = list(net.subnets(prefixlen_diff=ZONE_BITS))
+    quarters = list(net.subnets(prefixlen_diff=2))
+    out = [Cut(None, "compute", str(blocks[0]), addresses_needed(sum(zones.values())))]
+    for fixed, index in GCP_ROLE_BLOCKS.items():
+        if fixed in roles:
+            out.append(Cut(None, fixed, str(blocks[index]), addresses_needed(roles[fixed]) if roles[fixed] else 1))
+    for nic, quarter in GCP_NIC_QUARTERS.items():
+        cuts = list(quarters[quarter].subnets(prefixlen_diff=3))
+        for k in range(GCP_NIC_SUBNETS):
+            if f"{nic}-{k}" in roles:
+                out.append(Cut(None, nic, str(cuts[k]), addresses_needed(roles[f"{nic}-{k}"]), k))
     return out
 
 
