@@ -13,15 +13,16 @@ import pulumi
 
 from aicluster.plan import ClusterPlan
 
-from . import aws, azure
+from . import aws, azure, gcp
 from .tags import tagging
 
 __all__ = ["AiCluster", "AiClusterArgs"]
 
-# One builder per provider; GCP and on-prem register theirs here.
+# One builder per provider; on-prem registers its own here.
 BUILDERS: dict[str, Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, Any]]] = {
     "aws": aws.build,
     "azure": azure.build,
+    "gcp": gcp.build,
 }
 
 

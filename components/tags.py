@@ -1,8 +1,11 @@
 """Tags injected once: a resource transformation set on a component and inherited by its children.
 
 `tagging(tags)` returns a Pulumi transformation that merges `tags` into every taggable AWS and Azure
-resource created under the component it is attached to (whether a type takes tags is read from the
-provider SDK's own class, so a new resource type needs no list here). Nested components add their own (for example
+resource, and into the `labels` of every GCP resource that has them, created under the component it is
+attached to (whether a type takes them is read from the provider SDK's own class, so a new resource type
+needs no list here). GCP labels follow GCP's rules: tag keys and values are lowercased, other characters
+become `_` and both are cut to 63 characters (`aicluster:pool` becomes `aicluster_pool`); the spec refuses
+tags that would collide or be cut. Nested components add their own (for example
 `aicluster:pool`) the same way; Pulumi runs a child's transformations, then its parents'.
 
 AWS resources that need more than a `tags` map are handled here and nowhere else:
@@ -18,12 +21,16 @@ from typing import Any
 
 import pulumi
 
+from aicluster.spec import gcp_labels
+
 ASG_TYPE = "aws:autoscaling/group:Group"
 LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE_TYPE = "aws:ec2/instance:Instance"
 LAUNCHED_RESOURCE_TYPES = ("instance", "volume", "network-interface")
-# Pulumi package -> Python SDK module whose resource classes say whether a type takes `tags`.
-SDK_MODULES = {"aws": "pulumi_aws", "azure-native": "pulumi_azure_native"}
+# Pulumi package -> (Python SDK module whose resource classes say whether a type takes them, the input
+# that carries them).
+SDK_MODULES = {"aws": "pulumi_aws", "azure-native": "pulumi_azure_native", "gcp": "pulumi_gcp"}
+TAG_FIELD = {"aws": "tags", "azure-native": "tags", "gcp": "labels"}
 
 
 def _merge(existing: Any, tags: Mapping[str, str]) -> dict[str, Any]:
@@ -59,9 +66,10 @@ def tag_props(type_: str, props: Mapping[str, Any], tags: Mapping[str, str]) -> 
     if type_ == ASG_TYPE:
         out["tags"] = _asg_tags(props.get("tags"), tags)
         return out
-    if "tags" not in props and not _takes_tags(type_):
+    name = TAG_FIELD[package]
+    if name not in props and not _takes_tags(type_):
         return None
-    out["tags"] = _merge(props.get("tags"), tags)
+    out[name] = _merge(props.get(name), gcp_labels(tags) if name == "labels" else tags)
     if type_ == LAUNCH_TEMPLATE_TYPE:
         out["tag_specifications"] = _tag_specifications(props.get("tag_specifications"), tags)
     elif type_ == INSTANCE_TYPE:
@@ -73,12 +81,12 @@ _TAGGABLE_CACHE: dict[str, bool] = {}
 
 
 def _takes_tags(type_: str) -> bool:
-    """Whether the AWS resource class behind a type token has a `tags` input (from the SDK itself)."""
+    """Whether the resource class behind a type token has a `tags` (GCP: `labels`) input, from the SDK itself."""
     if type_ not in _TAGGABLE_CACHE:
         import importlib
 
         # "aws:ec2/vpc:Vpc" -> pulumi_aws.ec2.Vpc; "azure-native:network:VirtualNetwork" ->
-        # pulumi_azure_native.network.VirtualNetwork
+        # pulumi_azure_native.network.VirtualNetwork; "gcp:compute/instance:Instance" -> pulumi_gcp.compute.Instance
         package, mod_path, cls_name = type_.split(":")
         module = mod_path.split("/")[0]
         if package not in SDK_MODULES:  # e.g. pulumi:providers:aws
@@ -86,7 +94,7 @@ def _takes_tags(type_: str) -> bool:
             return False
         try:
             cls = getattr(importlib.import_module(f"{SDK_MODULES[package]}.{module}"), cls_name)
-            _TAGGABLE_CACHE[type_] = isinstance(getattr(cls, "tags", None), property)
+            _TAGGABLE_CACHE[type_] = isinstance(getattr(cls, TAG_FIELD[package], None), property)
         except (ImportError, AttributeError):
             _TAGGABLE_CACHE[type_] = False
     return _TAGGABLE_CACHE[type_]

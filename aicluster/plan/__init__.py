@@ -895,6 +895,7 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     return PlannedController(
         kind="slurm",
         root_volume_gib=root_gib,
+        root_disk_service=_boot_disk(ctx, it),
         imds_hop_limit=aws_plan.CONTROLLER_IMDS_HOP_LIMIT if provider == "aws" else None,
         provider=provider,
         region=reg.name,

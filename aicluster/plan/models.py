@@ -265,6 +265,7 @@ class PlannedFilesystem(_Plan):
 class PlannedController(_Plan):
     kind: Literal["slurm"]
     root_volume_gib: int
+    root_disk_service: str  # the disk service of its root volume, e.g. ebs-gp3, pd-balanced
     imds_hop_limit: int | None  # AWS only
     provider: str
     region: str

@@ -125,8 +125,15 @@ class _Mocks(mocks.Mocks):
     """As in a real preview of resources being created: outputs that are inputs are known, the id and
     every computed output (ARNs, generated names, addresses) stay unknown."""
 
+    def __init__(self, config: Mapping[str, str]) -> None:
+        # What a provider fills in from its own configuration during a real preview (GCP's default project).
+        self.provider_defaults = {"gcp": {"project": config["gcp:project"]}} if config.get("gcp:project") else {}
+
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        return (None, {k: v for k, v in args.inputs.items() if not _has_unknown(v)})
+        state = {k: v for k, v in args.inputs.items() if not _has_unknown(v)}
+        for key, value in self.provider_defaults.get(args.typ.split(":", 1)[0], {}).items():
+            state.setdefault(key, value)
+        return (None, state)
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         raise ProgramError(
@@ -144,7 +151,7 @@ def _package_version(package: str) -> str:
 
 class _Monitor(mocks.MockMonitor):
     def __init__(self, project: str, stack: str, config: Mapping[str, str], secret_keys: frozenset[str]) -> None:
-        super().__init__(_Mocks())
+        super().__init__(_Mocks(config))
         self.project = project
         self.stack = stack
         self.config = config

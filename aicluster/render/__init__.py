@@ -43,6 +43,8 @@ def node_facts(plan: ClusterPlan, pool: PlannedPool) -> dict[str, Any]:
         "accelerators_per_node": pool.accelerators_per_node,
         "fabric": pool.fabric,
         "efa_devices": pool.aws.efa_devices if pool.aws else 0,
+        # GCP: NICs that carry GPU traffic (TCPX/TCPXO GPU NICs, or A3 Ultra/A4 MRDMA NICs)
+        "gpu_nics": sum(1 for n in pool.gcp.nics if n.subnet_role in ("gpu", "rdma")) if pool.gcp else 0,
         "scheduler": plan.scheduler,
         "filesystems": [
             {"name": fs.name, "kind": fs.kind, "service": fs.service, "mount": fs.mount}

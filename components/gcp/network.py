@@ -1,0 +1,161 @@
+"""One GCP network per cluster region: the host VPC and the extra VPCs the GPU NICs need.
+
+- Host VPC: custom-mode, MTU pinned by the plan (8244 for A3 High/Mega, 8896 for A3 Ultra/A4 and TPU), one
+  regional subnet with Private Google Access; firewall rules allow all traffic inside the network and SSH
+  only from Identity-Aware Proxy's range (never 0.0.0.0/0); Cloud NAT on a regional router for egress, so
+  no node needs an external IP.
+- GPU VPCs (A3 High: 4, A3 Mega: 8): one subnet each, MTU 8244, a firewall rule allowing internal traffic.
+- A3 Ultra/A4: a second gVNIC VPC (MTU 8896) and one RoCE VPC made with the zonal network profile
+  `<zone>-vpc-roce`, one subnet per MRDMA NIC. A RoCE VPC accepts no firewall rules (its traffic is allowed
+  implicitly), so it gets none.
+- When a file system needs it, a private services access range (the plan's `services` block) and the
+  peering connection Managed Lustre, Parallelstore and Filestore allocate their addresses from.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TypedDict
+
+import pulumi
+import pulumi_gcp as gcp
+
+from aicluster.plan import PlannedNetwork
+from aicluster.plan.gcp import IAP_SSH_RANGE
+
+ALLOW_ALL = [
+    gcp.compute.FirewallAllowArgs(protocol="tcp"),
+    gcp.compute.FirewallAllowArgs(protocol="udp"),
+    gcp.compute.FirewallAllowArgs(protocol="icmp"),
+]
+
+
+def roce_profile(project: pulumi.Output[str], zone: str) -> pulumi.Output[str]:
+    """The zonal network profile a RoCE VPC is created with (gcp-rdma-vpc)."""
+    return project.apply(lambda p: f"projects/{p}/global/networkProfiles/{zone}-vpc-roce")
+
+
+class GcpNetworkArgs(TypedDict):
+    network: PlannedNetwork
+    cluster: str
+
+
+class GcpNetwork(pulumi.ComponentResource):
+    host_network_id: pulumi.Output[str]
+    host_network_path: pulumi.Output[str]  # projects/<p>/global/networks/<name>, what TPU and file-system APIs take
+    project: pulumi.Output[str]
+    # (subnet role, index) -> subnetwork self link; VPC name ("" = host) -> network self link
+    subnet_ids: dict[tuple[str, int], pulumi.Output[str]]
+    vpc_ids: dict[str, pulumi.Output[str]]
+    services_connection: gcp.servicenetworking.Connection | None
+
+    def __init__(self, name: str, args: GcpNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:gcp:Network", name, {}, opts)
+        n = args["network"]
+        child = pulumi.ResourceOptions(parent=self)
+        host = gcp.compute.Network(
+            f"{name}-vpc",
+            auto_create_subnetworks=False,
+            mtu=n.mtu,
+            routing_mode="REGIONAL",
+            description=f"aicluster {args['cluster']}: host VPC for {n.region}",
+            opts=child,
+        )
+        self.host_network_id = host.self_link
+        self.host_network_path = host.id
+        self.project = host.project
+        self.vpc_ids = {"": host.self_link}
+        self.subnet_ids = {}
+        compute = n.role("compute")
+        assert compute is not None
+        self.subnet_ids[("compute", 0)] = gcp.compute.Subnetwork(
+            f"{name}-nodes",
+            network=host.id,
+            region=n.region,
+            ip_cidr_range=compute.cidr,
+            private_ip_google_access=True,
+            opts=child,
+        ).self_link
+        gcp.compute.Firewall(
+            f"{name}-allow-internal",
+            network=host.id,
+            direction="INGRESS",
+            source_ranges=[n.cidr],
+            allows=ALLOW_ALL,
+            description="Node, controller and file-system traffic inside the cluster network",
+            opts=child,
+        )
+        gcp.compute.Firewall(
+            f"{name}-allow-ssh-iap",
+            network=host.id,
+            direction="INGRESS",
+            source_ranges=[IAP_SSH_RANGE],
+            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+            description="SSH through Identity-Aware Proxy only; nodes have no external address",
+            opts=child,
+        )
+        router = gcp.compute.Router(f"{name}-router", network=host.id, region=n.region, opts=child)
+        gcp.compute.RouterNat(
+            f"{name}-nat",
+            router=router.name,
+            region=n.region,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            opts=child,
+        )
+        for vpc in n.vpcs:
+            profile = roce_profile(host.project, vpc.network_profile_zone) if vpc.network_profile_zone else None
+            net = gcp.compute.Network(
+                f"{name}-{vpc.name}",
+                auto_create_subnetworks=False,
+                mtu=vpc.mtu,
+                network_profile=profile,
+                description=f"aicluster {args['cluster']}: {vpc.role} NIC network for {n.region}",
+                opts=child,
+            )
+            self.vpc_ids[vpc.name] = net.self_link
+            ranges = []
+            for index in vpc.subnets:
+                sub = n.role(vpc.role, index)
+                assert sub is not None, f"the plan gave {vpc.name} no subnet {index}"
+                ranges.append(sub.cidr)
+                self.subnet_ids[(vpc.role, index)] = gcp.compute.Subnetwork(
+                    f"{name}-{vpc.role}-{index}" if vpc.role == "rdma" else f"{name}-{vpc.name}",
+                    network=net.id,
+                    region=n.region,
+                    ip_cidr_range=sub.cidr,
+                    opts=child,
+                ).self_link
+            if vpc.firewall_internal:
+                gcp.compute.Firewall(
+                    f"{name}-{vpc.name}-allow-internal",
+                    network=net.id,
+                    direction="INGRESS",
+                    source_ranges=ranges,
+                    allows=ALLOW_ALL,
+                    description="GPU-to-GPU traffic between the nodes' NICs on this network",
+                    opts=child,
+                )
+        self.services_connection = None
+        services = n.role("services")
+        if services is not None:
+            block = ipaddress.IPv4Network(services.cidr)
+            reserved = gcp.compute.GlobalAddress(
+                f"{name}-services",
+                purpose="VPC_PEERING",
+                address_type="INTERNAL",
+                address=str(block.network_address),
+                prefix_length=block.prefixlen,
+                network=host.id,
+                description="Private services access range for the cluster's managed file systems",
+                opts=child,
+            )
+            self.services_connection = gcp.servicenetworking.Connection(
+                f"{name}-services",
+                network=host.id,
+                service="servicenetworking.googleapis.com",
+                reserved_peering_ranges=[reserved.name],
+                opts=child,
+            )
+        self.register_outputs({"host_network_id": self.host_network_id})
