@@ -21,7 +21,7 @@ from typing import Any
 
 import pulumi
 
-from aicluster.spec import gcp_labels
+from aicluster.plan import gcp_labels
 
 ASG_TYPE = "aws:autoscaling/group:Group"
 LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"

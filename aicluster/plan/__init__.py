@@ -27,6 +27,7 @@ from aicluster.spec import (
     SpecError,
     did_you_mean,
     format_path,
+    gcp_labels,
 )
 
 from . import aws as aws_plan
@@ -81,6 +82,7 @@ __all__ = [
     "Totals",
     "TpuDetails",
     "TpuSlice",
+    "gcp_labels",
     "plan",
 ]
 
