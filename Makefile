@@ -41,6 +41,7 @@ schema: $(STAMP)  ## regenerate the published JSON schema and the spec reference
 bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py
 	$(BIN)/python benchmarks/preview_scale.py --base azure-nd-h100
+	$(BIN)/python benchmarks/preview_scale.py --base gcp-a3mega-slurm
 	$(BIN)/python benchmarks/policy_scale.py
 
 clean:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from . import __version__
 from .files import write_atomic
-from .plan import ClusterPlan
+from .plan import ClusterPlan, PlannedPool
 from .spec import SpecError, json_schema
 from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
 
@@ -77,8 +77,9 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             p.market,
             _money(p.cost_usd_per_hour),
             _money(p.cost_usd_per_month),
-            f"{p.power_kw_it:,.1f}",
-            f"{p.power_kw_facility:,.1f}",
+            # TPU hosts: Google publishes no power figure, so say so rather than print 0
+            f"{p.power_kw_it:,.1f}" if p.power_basis != "unpublished" else "n/a",
+            f"{p.power_kw_facility:,.1f}" if p.power_basis != "unpublished" else "n/a",
         )
     for f in plan.filesystems:
         t.add_row(
@@ -191,9 +192,51 @@ def _plan_details(plan: ClusterPlan) -> None:
                     "OFED and NCCL versions drift); pin a version, e.g. image: publisher:offer:sku:<version>"
                 )
                 out.print(f"[dim]{escape(note)}[/]")
+        for note in _gcp_notes(p):
+            out.print(f"[dim]{escape(note)}[/]")
     for n in plan.networks:
-        subnets = ", ".join(f"{s.role}{f' {s.zone}' if s.zone else ''} {s.cidr}" for s in n.subnets)
-        out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets})')}[/]")
+        subnets = ", ".join(
+            f"{s.role}{f' {s.index}' if s.role in ('gpu', 'rdma') else ''}{f' {s.zone}' if s.zone else ''} {s.cidr}"
+            for s in n.subnets
+        )
+        mtu = f"; MTU {n.mtu}" if n.mtu else ""
+        vpcs = f"; GPU NIC VPCs: {', '.join(f'{v.name} (MTU {v.mtu})' for v in n.vpcs)}" if n.vpcs else ""
+        out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets}){mtu}{vpcs}')}[/]")
+
+
+def _gcp_notes(p: PlannedPool) -> list[str]:
+    """What a GCP pool's plan decided: NICs, placement groups, TPU slice shape."""
+    notes = []
+    if p.gcp is not None:
+        d = p.gcp
+        kinds = [n.nic_type for n in d.nics]
+        groups = ", ".join(
+            f"{g.name} ({g.nodes} VMs: nodes {g.first_node}-{g.first_node + g.nodes - 1}"
+            + (f", max distance {g.max_distance}" if g.max_distance else "")
+            + ")"
+            for g in d.groups
+        )
+        notes.append(
+            f"{p.name}: {len(d.nics)} NICs per VM ({kinds.count('GVNIC')} gVNIC"
+            + (f" + {kinds.count('MRDMA')} MRDMA" if "MRDMA" in kinds else "")
+            + f", {p.fabric}); placement: {d.placement} ({d.placement_reason}); groups: {groups}; "
+            f"{d.provisioning_model.lower()} capacity, reservation affinity {d.reservation_affinity}"
+            + (f" {d.reservation}" if d.reservation else "")
+            + f"; price {p.price.basis}"
+        )
+        if not d.image_pinned:
+            notes.append(
+                f"{p.name}: image {d.image} is an image family: VMs created later may boot a newer image (driver "
+                "and NCCL versions drift); pin one with image: projects/<project>/global/images/<name>"
+            )
+    if p.tpu is not None:
+        t = p.tpu
+        notes.append(
+            f"{p.name}: {len(t.slices)} x {t.accelerator_type} = {t.chips_per_slice} chips on {t.hosts_per_slice} "
+            f"TPU VM(s) per slice ({t.chips_per_host} chips each); {t.api_reason}; runtime {t.runtime_version}; "
+            f"price {p.price.basis} per chip-hour"
+        )
+    return notes
 
 
 # ------------------------------------------------------------------------------------------------

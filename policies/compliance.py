@@ -1,9 +1,10 @@
 """Compliance: encryption at rest, no public exposure, IMDSv2, required tags, data residency, audit logs
-(AWS, with Azure equivalents where one exists)."""
+(AWS, with Azure and GCP equivalents where one exists)."""
 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -21,6 +22,13 @@ from .facts import (
     EFS,
     EIP,
     FSX_LUSTRE,
+    GCP_AUDIT,
+    GCP_FIREWALL,
+    GCP_INSTANCE,
+    GCP_TEMPLATES,
+    GCP_TPU_QUEUED,
+    GCP_TPU_VM,
+    GLOBAL_LOCATION,
     INSTANCE,
     LAUNCH_TEMPLATE,
     NAT_GATEWAY,
@@ -144,6 +152,52 @@ azure_public_ip = ResourceRule(
     ),
     {AZURE_VMSS, AZURE_VM, AZURE_NIC},  # not PublicIPAddress itself: the NAT gateway's address is fine
     _azure_public_ip,
+)
+
+
+def _gcp_public_ip(res: Res, ctx: Ctx) -> Iterator[str]:
+    if res.type in (GCP_TPU_VM, GCP_TPU_QUEUED):
+        configs = (
+            [("networkConfig", res.get("networkConfig"))]
+            if res.type == GCP_TPU_VM
+            else [
+                (f"tpu.nodeSpecs[{i}].node.networkConfig", get(spec, "node", "networkConfig"))
+                for i, spec in enumerate(items(res.props, "tpu", "nodeSpecs"))
+            ]
+        )
+        for where, config in configs:
+            if get(config, "enableExternalIps") is True:
+                yield (
+                    f"{_kind(res)} {res.name} gives its TPU VMs external IPs ({where}.enableExternalIps = true); set "
+                    "it false: TPU VMs egress through Cloud NAT, reach them through IAP"
+                )
+        return
+    for i, nic in enumerate(items(res.props, "networkInterfaces")):
+        for key in ("accessConfigs", "ipv6AccessConfigs"):
+            configs = get(nic, key)
+            if configs is UNKNOWN or not items(nic, key):
+                continue
+            yield (
+                f"{_kind(res)} {res.name} gives networkInterfaces[{i}] an external IP ({key}); remove {key}: nodes "
+                "egress through Cloud NAT, reach them through IAP TCP forwarding"
+            )
+
+
+gcp_public_ip = ResourceRule(
+    Meta(
+        name="gcp-compute-instance-disallow-public-ip",
+        display_name="No public IPs on GCP compute",
+        description="GCP VMs, instance templates and TPU VMs get no external IP addresses.",
+        concern="compliance",
+        severity=Severity.HIGH,
+        enforcement=MANDATORY,
+        remediation="Drop accessConfigs from network interfaces (TPU: enableExternalIps false); egress through Cloud "
+        "NAT, reach nodes through IAP.",
+        frameworks=("soc2",),
+        controls=("SOC 2 CC6.1", "Checkov CKV_GCP_40"),
+    ),
+    {*GCP_TEMPLATES, GCP_INSTANCE, GCP_TPU_VM, GCP_TPU_QUEUED},
+    _gcp_public_ip,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -292,6 +346,58 @@ azure_admin_from_internet = ResourceRule(
     _azure_admin_from_internet,
 )
 
+
+def _gcp_port_covers(spec: str, port: int) -> bool:
+    """Whether a GCP firewall port spec ("22", "20-30") includes the port."""
+    lo, _, hi = spec.strip().partition("-")
+    try:
+        return int(lo) <= port <= int(hi or lo)
+    except ValueError:
+        return False
+
+
+def _gcp_admin_from_internet(res: Res, ctx: Ctx) -> Iterator[str]:
+    direction = res.get("direction")
+    if direction not in (None, "INGRESS") or res.get("disabled") is True:
+        return
+    sources = res.get("sourceRanges")
+    if sources is UNKNOWN:
+        return
+    open_to = sorted({str(c) for c in items(res.props, "sourceRanges")} & _ANYWHERE)
+    if not open_to:
+        return
+    for i, allow in enumerate(items(res.props, "allows")):
+        proto = str(get(allow, "protocol", default="")).lower()
+        if proto not in ("tcp", "6", "all"):
+            continue
+        ports = [str(p) for p in items(allow, "ports")]
+        if get(allow, "ports") is UNKNOWN:
+            continue
+        opened = [n for port, n in ADMIN_PORTS.items() if not ports or any(_gcp_port_covers(p, port) for p in ports)]
+        if opened:
+            yield (
+                f"firewall {res.name} allows[{i}] lets {' and '.join(open_to)} reach {'/'.join(opened)} (protocol "
+                f"{proto}, ports {', '.join(ports) if ports else 'all'}); remove it and reach nodes through IAP TCP "
+                "forwarding (source 35.235.240.0/20)"
+            )
+
+
+gcp_admin_from_internet = ResourceRule(
+    Meta(
+        name="gcp-compute-firewall-disallow-admin-from-internet",
+        display_name="No SSH/RDP from the internet (GCP)",
+        description="No ingress firewall rule lets 0.0.0.0/0 or ::/0 reach SSH (22) or RDP (3389).",
+        concern="compliance",
+        severity=Severity.CRITICAL,
+        enforcement=MANDATORY,
+        remediation="Drop the rule, or limit its sourceRanges to IAP's 35.235.240.0/20 (aicluster's network does).",
+        frameworks=("soc2",),
+        controls=("SOC 2 CC6.1", "Checkov CKV_GCP_2", "Checkov CKV_GCP_3"),
+    ),
+    {GCP_FIREWALL},
+    _gcp_admin_from_internet,
+)
+
 # --------------------------------------------------------------------------------------------------
 # Encryption at rest
 
@@ -364,8 +470,23 @@ DEFAULT_REQUIRED_TAGS = ("owner", "cost-center")
 COST_BEARING = frozenset({ASG, INSTANCE, LAUNCH_TEMPLATE, FSX_LUSTRE, EFS, NAT_GATEWAY, EIP, EBS_VOLUME})
 
 
+# GCP carries tags as labels: keys and values lowercase, characters other than a-z 0-9 _ - become `_`, at
+# most 63 characters (the tag `aicluster:cluster` is the label `aicluster_cluster`).
+GCP_LABEL_MAX = 63
+_GCP_LABEL_BAD = re.compile(r"[^a-z0-9_-]")
+
+
+def gcp_label_key(tag: str) -> str:
+    return _GCP_LABEL_BAD.sub("_", tag.lower())[:GCP_LABEL_MAX]
+
+
+def _tag_field(res: Res) -> str:
+    return "labels" if res.provider == "gcp" else "tags"
+
+
 def _tag_keys(res: Res) -> set[str] | None:
-    tags = res.get("tags")
+    field = _tag_field(res)
+    tags = res.get(field)
     if tags is UNKNOWN:
         return None
     keys: set[str] = set()
@@ -373,38 +494,49 @@ def _tag_keys(res: Res) -> set[str] | None:
         keys = {str(get(t, "key")) for t in items(res.props, "tags") if truthy(get(t, "propagateAtLaunch"))}
     elif isinstance(tags, Mapping):
         keys = {str(k) for k in tags}
-    defaults = get(res.provider_props, "defaultTags", "tags")
+    # AWS provider defaultTags.tags, GCP provider defaultLabels: the provider adds them to every resource
+    if field == "labels":
+        defaults = get(res.provider_props, "defaultLabels")
+    else:
+        defaults = get(res.provider_props, "defaultTags", "tags")
     if isinstance(defaults, Mapping):
         keys |= {str(k) for k in defaults}
     return keys
 
 
 def _taggable(res: Res) -> bool:
-    """AWS: declared tags, or a type that costs money. Azure: the SDK's resource class takes `tags` (as the
-    components' tagging transformation decides)."""
+    """AWS: declared tags, or a type that costs money. Azure and GCP: the SDK's resource class takes `tags`
+    (GCP: `labels`), as the components' tagging transformation decides."""
     if res.provider == "aws":
         return res.type in COST_BEARING or "tags" in res.props
-    if res.provider == "azure-native":
-        return "tags" in res.props or _azure_takes_tags(res.type)
+    if res.provider in SDK_MODULES:
+        field = _tag_field(res)
+        return field in res.props or _sdk_takes(res.type, field)
     return False
 
 
-_AZURE_TAGGABLE: dict[str, bool] = {}
+# Pulumi package -> the Python SDK whose resource classes say whether a type takes tags/labels.
+SDK_MODULES = {"azure-native": "pulumi_azure_native", "gcp": "pulumi_gcp"}
+_TAKES: dict[tuple[str, str], bool] = {}
 
 
-def _azure_takes_tags(type_: str) -> bool:
-    """`azure-native:network:VirtualNetwork` -> whether pulumi_azure_native.network.VirtualNetwork has `tags`."""
-    if type_ not in _AZURE_TAGGABLE:
+def _sdk_takes(type_: str, field: str) -> bool:
+    """Whether the SDK class behind a type token has the input: `azure-native:network:VirtualNetwork` ->
+    pulumi_azure_native.network.VirtualNetwork.tags; `gcp:compute/instance:Instance` ->
+    pulumi_gcp.compute.Instance.labels."""
+    if (type_, field) not in _TAKES:
         parts = type_.split(":")
         found = False
-        if len(parts) == 3 and all(parts):
+        if len(parts) == 3 and all(parts) and parts[0] in SDK_MODULES:
+            # azure-native modules may nest (network/v20240301); a GCP token's module is the part before `/`
+            module_path = parts[1].replace("/", ".") if parts[0] == "azure-native" else parts[1].split("/")[0]
             try:
-                module = importlib.import_module(f"pulumi_azure_native.{parts[1].replace('/', '.')}")
-                found = isinstance(getattr(getattr(module, parts[2]), "tags", None), property)
+                module = importlib.import_module(f"{SDK_MODULES[parts[0]]}.{module_path}")
+                found = isinstance(getattr(getattr(module, parts[2]), field, None), property)
             except (ImportError, AttributeError):
                 found = False
-        _AZURE_TAGGABLE[type_] = found
-    return _AZURE_TAGGABLE[type_]
+        _TAKES[(type_, field)] = found
+    return _TAKES[(type_, field)]
 
 
 def _required_tags_for(provider: str, fix: str) -> Callable[[Res, Ctx], Iterator[str]]:
@@ -415,6 +547,12 @@ def _required_tags_for(provider: str, fix: str) -> Callable[[Res, Ctx], Iterator
         if keys is None:
             return
         required = [str(t) for t in ctx.setting("required_tags", default=DEFAULT_REQUIRED_TAGS)]
+        if provider == "gcp":
+            wanted = {gcp_label_key(t): t for t in required}
+            missing = [k if k == t else f"{k} (tag {t})" for k, t in wanted.items() if k not in keys]
+            if missing:
+                yield f"{_kind(res)} {res.name} lacks required labels {', '.join(missing)}; {fix}"
+            return
         missing = [t for t in required if t not in keys]
         if missing:
             where = "tags that propagate at launch" if res.type == ASG else "tags"
@@ -468,13 +606,22 @@ azure_required_tags = _required_tags_rule(
     "add them to the cluster's tags in the stack file (aicluster:cluster.tags)",
 )
 
+gcp_required_labels = _required_tags_rule(
+    "gcp-resource-missing-required-labels",
+    "Cost-allocation labels (GCP)",
+    "Every GCP resource that takes labels carries the owner and cost-center tags as GCP labels.",
+    "gcp",
+    "add the tags to the cluster's tags in the stack file (aicluster:cluster.tags); GCP labels are the tag keys "
+    "lowercased, other characters than a-z 0-9 _ - replaced by _",
+)
+
 # --------------------------------------------------------------------------------------------------
 # Data residency
 
 
 GLOBAL_PREFIXES = ("aws:iam/", "aicluster:", "pulumi:")
-# Azure resources that are not regional say so with this location (DNS zones, Front Door, ...).
-AZURE_GLOBAL_LOCATION = "global"
+# Azure and GCP resources that are not regional say so with this location (DNS zones, Front Door, log buckets).
+AZURE_GLOBAL_LOCATION = GLOBAL_LOCATION
 
 
 def _allowed_regions(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
@@ -486,8 +633,10 @@ def _allowed_regions(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]
     for res in stack.resources:
         if res.type.startswith(GLOBAL_PREFIXES):
             continue
-        region = res.region
+        region = res.region  # a GCP zone counts as its region (Res.region: us-central1-a -> us-central1)
         if res.provider == "azure-native" and region in (AZURE_GLOBAL_LOCATION, *azure_allowed):
+            continue
+        if res.provider == "gcp" and region == GLOBAL_LOCATION:
             continue
         if region is not None and region not in allowed:
             yield (
@@ -523,7 +672,10 @@ allowed_regions = StackRule(
 # Audit logging
 
 AUDITED_FRAMEWORKS = ("soc2", "hipaa", "pci-dss", "iso27001")
-GCP_AUDIT = ("gcp:projects/iAMAuditConfig:IAMAuditConfig", "gcp:organizations/iamAuditConfig:IamAuditConfig")
+# GCP writes Admin Activity audit logs always; Data Access logs (ADMIN_READ, DATA_READ, DATA_WRITE) only where an
+# audit config turns them on, for every service (allServices).
+GCP_AUDIT_SERVICE = "allServices"
+GCP_AUDIT_LOG_TYPES = ("ADMIN_READ", "DATA_READ", "DATA_WRITE")
 AZURE_AUDIT = (
     AZURE_SUBSCRIPTION_DIAGNOSTICS,
     "azure-native:insights:DiagnosticSetting",
@@ -564,6 +716,25 @@ def _azure_audit_gaps(setting: Res) -> list[str]:
     return gaps
 
 
+def _gcp_audit_gaps(config: Res) -> list[str]:
+    """Why an IAM audit config does not turn on Data Access logs for every service (empty: it does). Values
+    unknown during preview are taken as set."""
+    gaps = []
+    service = config.get("service")
+    if service is not UNKNOWN and service != GCP_AUDIT_SERVICE:
+        gaps.append(f"service is {service!r}, not {GCP_AUDIT_SERVICE}")
+    if config.get("auditLogConfigs") is UNKNOWN:
+        return gaps
+    logs = items(config.props, "auditLogConfigs")
+    if any(log is UNKNOWN or get(log, "logType") is UNKNOWN for log in logs):
+        return gaps
+    have = {str(get(log, "logType")) for log in logs}
+    missing = [t for t in GCP_AUDIT_LOG_TYPES if t not in have]
+    if missing:
+        gaps.append(f"log types {', '.join(missing)} are not enabled")
+    return gaps
+
+
 def _audit_logging(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     frameworks = [str(f) for f in ctx.setting("frameworks", ("compliance", "frameworks"), [])]
     needing = [f for f in frameworks if f in AUDITED_FRAMEWORKS]
@@ -578,8 +749,23 @@ def _audit_logging(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
             "enableLogFileValidation (aicluster adds one when compliance.frameworks names soc2, hipaa, pci-dss or "
             "iso27001), or waive this for an organization trail",
         )
-    if "gcp" in providers and not stack.of(*GCP_AUDIT):
-        yield (None, f"{held} but no GCP audit config (IAMAuditConfig for allServices) is declared")
+    if "gcp" in providers:
+        configs = [(c, _gcp_audit_gaps(c)) for c in stack.of(*GCP_AUDIT)]
+        if not configs:
+            yield (
+                None,
+                f"{held} but no GCP audit config turns on Data Access logs: add an IAM audit config for "
+                f"{GCP_AUDIT_SERVICE} with log types {', '.join(GCP_AUDIT_LOG_TYPES)} (Admin Activity logs are always "
+                "on; aicluster adds the config when compliance.frameworks names soc2, hipaa, pci-dss or iso27001)",
+            )
+        elif all(gaps for _, gaps in configs):
+            for c, gaps in configs:
+                yield (
+                    c,
+                    f"{held} but IAM audit config {c.name} does not record Data Access for every service: "
+                    f"{'; '.join(gaps)}; set service {GCP_AUDIT_SERVICE} and log types "
+                    f"{', '.join(GCP_AUDIT_LOG_TYPES)}",
+                )
     if "azure-native" in providers:
         settings = [(s, _azure_audit_gaps(s)) for s in stack.of(*AZURE_AUDIT)]
         if not settings:
@@ -642,6 +828,9 @@ POLICIES: list[ResourceRule | StackRule] = [
     azure_public_ip,
     azure_admin_from_internet,
     azure_required_tags,
+    gcp_public_ip,
+    gcp_admin_from_internet,
+    gcp_required_labels,
     allowed_regions,
     audit_logging,
 ]

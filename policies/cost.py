@@ -8,18 +8,24 @@ from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, NAT_GATEWAY, Fleet, Res, Stack
+from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, GCP_ROUTER_NAT, NAT_GATEWAY, Fleet, Res, Stack, items
 from .rule import Ctx, Meta, NotApplicable, StackRule
 
 # Azure OS disk types (storageAccountType) the catalog prices per GiB-month; others are named as unpriced.
 AZURE_DISK_SERVICES = {"Premium_LRS": "managed-disk-premium-ssd"}
 AZURE_DEFAULT_DISK = "Premium_LRS"  # what aicluster declares; GPU sizes all take Premium SSD
+# GCP boot disks: the catalog names its services after GCP's disk types (pd-balanced, hyperdisk-balanced);
+# a template or VM that names none gets GCP's default, pd-standard.
+GCP_DEFAULT_DISK = "pd-standard"
 # Hourly network charges: (type, catalog service, what the line calls it), NAT gateways before addresses.
+# A Cloud NAT (RouterNat) is both: the gateway and the external address it allocates.
 NETWORK_CHARGES = (
     (NAT_GATEWAY, "nat-gateway", "NAT gateway"),
     (AZURE_NAT_GATEWAY, "nat-gateway", "NAT gateway"),
+    (GCP_ROUTER_NAT, "nat-gateway", "Cloud NAT gateway"),
     (EIP, "public-ipv4", "public IPv4"),
     (AZURE_PUBLIC_IP, "public-ipv4", "public IPv4"),
+    (GCP_ROUTER_NAT, "public-ipv4", "Cloud NAT public IPv4"),
 )
 
 
@@ -35,12 +41,12 @@ def bill(stack: Stack) -> list[Line]:
     lines: list[Line] = []
     for f in stack.fleets:
         price = stack.fleet_price(f)
-        lines.append(
-            Line(
-                f"{f.res.name}: {f.nodes} x {f.instance_type} {f.market}",
-                price * f.nodes * hours if price is not None else None,
-            )
+        what = (
+            f"{f.res.name}: {f.instance_type} TPU ({f.chips} chips on {f.nodes} hosts) {f.market}"
+            if f.tpu is not None
+            else f"{f.res.name}: {f.nodes} x {f.instance_type} {f.market}"
         )
+        lines.append(Line(what, price * f.billed * hours if price is not None else None))
         if f.root_volume_gib:
             service, what = _root_disks(f)
             volumes = stack.service_month(f.provider, service, f.region, f.root_volume_gib * f.nodes)
@@ -51,8 +57,16 @@ def bill(stack: Stack) -> list[Line]:
         lines.append(Line(f"{fs.res.name}: {_gib(fs.capacity_gib)} GiB {fs.service}", stack.filesystem_price(fs)))
     for type_, service, what in NETWORK_CHARGES:
         for r in stack.of(type_):
-            lines.append(Line(f"{r.name}: {what}", stack.service_month(r.catalog_provider, service, r.region, 1)))
+            count = _nat_addresses(r) if type_ == GCP_ROUTER_NAT and service == "public-ipv4" else 1
+            shown = f"{count} x {what}" if count != 1 else what
+            lines.append(Line(f"{r.name}: {shown}", stack.service_month(r.catalog_provider, service, r.region, count)))
     return lines
+
+
+def _nat_addresses(nat: Res) -> int:
+    """External addresses a Cloud NAT uses: the ones it names (MANUAL_ONLY), else one it allocates itself."""
+    named = items(nat.props, "natIps")
+    return len(named) if nat.get("natIpAllocateOption") == "MANUAL_ONLY" and named else 1
 
 
 def _gib(size: float) -> str:
@@ -65,6 +79,9 @@ def _root_disks(f: Fleet) -> tuple[str, str]:
     if f.provider == "azure":
         kind = f.root_disk_type or AZURE_DEFAULT_DISK
         return AZURE_DISK_SERVICES.get(kind, f"managed-disk-{kind}"), f"{kind} OS disks"
+    if f.provider == "gcp":
+        kind = (f.root_disk_type or GCP_DEFAULT_DISK).rsplit("/", 1)[-1]  # a type may be a URL
+        return kind, f"{kind} boot disks"
     return "ebs-gp3", "root volumes"
 
 
@@ -119,10 +136,11 @@ def _spot_checkpoints(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]
     if stack.filesystems:
         return
     for f in stack.fleets:
-        if f.market == "spot" and f.spec is not None and f.spec.accelerator_count:
+        if f.market == "spot" and f.accelerators:
+            what = f"{f.instance_type} TPU ({f.chips} chips)" if f.tpu is not None else f"{f.nodes} x {f.instance_type}"
             yield (
                 f.res,
-                f"{f.res.name} runs {f.nodes} x {f.instance_type} on spot with no shared file system in the stack: "
+                f"{f.res.name} runs {what} on spot with no shared file system in the stack: "
                 "an interruption loses all progress since the job started; add storage (kind: lustre) to "
                 "checkpoint to",
             )

@@ -1,7 +1,8 @@
 """Resources as the engine hands them (type token, camelCase props) -> facts the rules judge.
 
 Nothing here knows about our components: a fleet is an Auto Scaling group or an instance with an
-instance type (on Azure a VM scale set or a VM with a size), wherever it came from. Values unknown
+instance type (on Azure a VM scale set or a VM with a size; on GCP a managed instance group of an instance
+template, a VM, or a Cloud TPU slice), wherever it came from. Values unknown
 during preview come back as `UNKNOWN`; ids are usually unknown, so links between resources follow
 the engine's property dependencies (an ASG's `launchTemplate` -> the launch template resource), as
 the engine reports them.
@@ -9,6 +10,7 @@ the engine reports them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +18,7 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
-from aicluster.catalog import Catalog, InstanceType, Region, StorageTier, load_catalog
+from aicluster.catalog import Catalog, InstanceType, Region, StorageTier, TpuType, load_catalog
 from aicluster.catalog.pricing import compute_price, storage_price
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
@@ -43,10 +45,37 @@ AZURE_NSG = "azure-native:network:NetworkSecurityGroup"
 AZURE_SECURITY_RULE = "azure-native:network:SecurityRule"
 AZURE_SUBSCRIPTION_DIAGNOSTICS = "azure-native:monitor:SubscriptionDiagnosticSetting"
 
+GCP_MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+GCP_REGION_MIG = "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupManager"
+GCP_TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
+GCP_REGION_TEMPLATE = "gcp:compute/regionInstanceTemplate:RegionInstanceTemplate"
+GCP_TEMPLATES = (GCP_TEMPLATE, GCP_REGION_TEMPLATE)
+GCP_INSTANCE = "gcp:compute/instance:Instance"
+GCP_RESIZE_REQUEST = "gcp:compute/resizeRequest:ResizeRequest"
+GCP_NETWORK = "gcp:compute/network:Network"
+GCP_SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
+GCP_FIREWALL = "gcp:compute/firewall:Firewall"
+GCP_ROUTER_NAT = "gcp:compute/routerNat:RouterNat"
+GCP_TPU_QUEUED = "gcp:tpu/v2QueuedResource:V2QueuedResource"
+GCP_TPU_VM = "gcp:tpu/v2Vm:V2Vm"
+GCP_LUSTRE = "gcp:lustre/instance:Instance"
+GCP_PARALLELSTORE = "gcp:parallelstore/instance:Instance"
+GCP_FILESTORE = "gcp:filestore/instance:Instance"
+GCP_PROJECT_AUDIT = "gcp:projects/iAMAuditConfig:IAMAuditConfig"
+GCP_AUDIT = (
+    GCP_PROJECT_AUDIT,
+    "gcp:organizations/iamAuditConfig:IamAuditConfig",
+    "gcp:folder/iamAuditConfig:IamAuditConfig",
+)
+# GCP resources that are not regional say so with this location (log buckets, global addresses, ...).
+GLOBAL_LOCATION = "global"
+# A GCP zone is its region plus a one-letter suffix: us-central1-a is in us-central1.
+_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+
 # Pulumi package (the type token's first segment) -> the catalog's provider.
 CATALOG_PROVIDER = {"aws": "aws", "gcp": "gcp", "azure-native": "azure"}
 # File system services striped over many servers (checkpoint targets), as opposed to NFS.
-PARALLEL_SERVICES = frozenset({"fsx-lustre", "azure-managed-lustre"})
+PARALLEL_SERVICES = frozenset({"fsx-lustre", "azure-managed-lustre", "gcp-managed-lustre", "parallelstore"})
 
 # The engine's sentinels for values not known until `up` (pulumi_policy.proxy).
 _SENTINELS = frozenset(
@@ -149,40 +178,66 @@ class Res:
 
     @property
     def region(self) -> str | None:
-        """The resource's region: its own `region`/`location` input, else its provider's. Azure locations are
-        normalised as Azure does ("East US" -> "eastus")."""
-        for key in ("region", "location"):
+        """The resource's region: its own `region`/`location` input (GCP: also `zone`), else its provider's.
+        Azure locations are normalised as Azure does ("East US" -> "eastus"); a GCP zone stands for its region
+        (us-central1-a -> us-central1). Resources that are not regional say `global`."""
+        keys = ("region", "zone", "location") if self.provider == "gcp" else ("region", "location")
+        for key in keys:
             value = self.get(key)
-            if isinstance(value, str):
-                return azure_location(value) if self.provider == "azure-native" else value
+            if isinstance(value, str) and value:
+                if self.provider == "azure-native":
+                    return azure_location(value)
+                return gcp_region(value) if self.provider == "gcp" else value
         value = get(self.provider_props, "region")
         return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
 class Fleet:
-    """Nodes of one instance type launched by one resource (ASG or instance)."""
+    """Nodes of one instance type launched by one resource (ASG, scale set, managed instance group or VM), or
+    the hosts of a Cloud TPU slice (`tpu` set: billed per chip, not per node)."""
 
     res: Res
-    instance_type: str
-    nodes: int
-    market: str  # on-demand | spot | capacity-block | reserved
+    instance_type: str  # a TPU slice: its accelerator type (v5p-256)
+    nodes: int  # a TPU slice: its hosts (TPU VMs)
+    market: str  # on-demand | spot | capacity-block | reserved | flex-start
     region: str | None
     root_volume_gib: float
-    spec: InstanceType | None  # the catalog's record, None when the catalog lacks the type
-    template: Res | None  # the launch template, where one is used (AWS; None on Azure)
-    root_disk_type: str | None = None  # Azure: the OS disk's storageAccountType as declared; AWS: None (gp3)
+    spec: InstanceType | None  # the catalog's record, None when the catalog lacks the type (and for TPUs)
+    template: Res | None  # the launch template / instance template, where one is used (None on Azure)
+    root_disk_type: str | None = None  # Azure storageAccountType / GCP diskType as declared; AWS: None (gp3)
+    tpu: TpuType | None = None  # the catalog's TPU generation of a TPU slice
+    chips: int = 0  # TPU chips of the fleet (all its slices)
 
     @property
     def provider(self) -> str:
-        """The catalog's provider (aws, azure)."""
+        """The catalog's provider (aws, azure, gcp)."""
         return self.res.catalog_provider
+
+    @property
+    def billed(self) -> int:
+        """What the hourly price is per: nodes, or chips of a TPU fleet."""
+        return self.chips if self.tpu is not None else self.nodes
+
+    @property
+    def accelerators(self) -> int:
+        """GPUs (or Trainium devices, or TPU chips) of the whole fleet."""
+        if self.tpu is not None:
+            return self.chips
+        return self.spec.accelerator_count * self.nodes if self.spec else 0
+
+    @property
+    def node_power_kw(self) -> float | None:
+        """One node's maximum draw; None where nobody publishes it (Cloud TPU hosts)."""
+        if self.tpu is not None:
+            return self.tpu.host_power_kw
+        return self.spec.node_power_kw if self.spec else None
 
 
 @dataclass(frozen=True)
 class Filesystem:
     res: Res
-    service: str  # fsx-lustre | efs | azure-managed-lustre | azure-netapp-files
+    service: str  # fsx-lustre | efs | azure-managed-lustre | azure-netapp-files | gcp-managed-lustre | ...
     capacity_gib: float | None  # None: billed per GiB stored, size not declared (or unknown)
     throughput_mb_s: float | None
     tier: StorageTier | None
@@ -190,7 +245,7 @@ class Filesystem:
 
     @property
     def provider(self) -> str:
-        """The catalog's provider (aws, azure)."""
+        """The catalog's provider (aws, azure, gcp)."""
         return self.res.catalog_provider
 
     @property
@@ -231,6 +286,9 @@ class Stack:
         out += [f for r in self.of(INSTANCE) if (f := _instance_fleet(self, r))]
         out += [f for r in self.of(AZURE_VMSS) if (f := _azure_vmss_fleet(self, r))]
         out += [f for r in self.of(AZURE_VM) if (f := _azure_vm_fleet(self, r))]
+        out += [f for r in self.of(GCP_MIG, GCP_REGION_MIG) if (f := _gcp_mig_fleet(self, r))]
+        out += [f for r in self.of(GCP_INSTANCE) if (f := _gcp_instance_fleet(self, r))]
+        out += [f for r in self.of(GCP_TPU_QUEUED, GCP_TPU_VM) if (f := _gcp_tpu_fleet(self, r))]
         return out
 
     @cached_property
@@ -240,6 +298,9 @@ class Stack:
             + [_efs(self, r) for r in self.of(EFS)]
             + [_amlfs(self, r) for r in self.of(AZURE_LUSTRE)]
             + [_netapp_pool(self, r) for r in self.of(AZURE_NETAPP_POOL)]
+            + [_gcp_lustre(self, r) for r in self.of(GCP_LUSTRE)]
+            + [_parallelstore(self, r) for r in self.of(GCP_PARALLELSTORE)]
+            + [_filestore(self, r) for r in self.of(GCP_FILESTORE)]
         )
 
     def region_record(self, provider: str, region: str | None) -> Region | None:
@@ -247,10 +308,12 @@ class Stack:
         return self.catalog.region(CATALOG_PROVIDER.get(provider, provider), region) if region else None
 
     def fleet_price(self, fleet: Fleet) -> float | None:
-        """USD per node-hour: a declared override, else the catalog's rate for the market."""
-        if fleet.spec is None or fleet.region is None:
+        """USD per node-hour (per chip-hour of a TPU fleet): a declared override, else the catalog's rate for the
+        market."""
+        priced = fleet.tpu or fleet.spec
+        if priced is None or fleet.region is None:
             return None
-        resolved = compute_price(fleet.spec, fleet.region, fleet.market, self.overrides)
+        resolved = compute_price(priced, fleet.region, fleet.market, self.overrides)
         return resolved.price.usd if resolved.price else None
 
     def filesystem_price(self, fs: Filesystem) -> float | None:
@@ -442,6 +505,211 @@ def _netapp_pool(stack: Stack, pool: Res) -> Filesystem:
     capacity_gib = float(size) / 2**30 if isinstance(size, int | float) else None
     throughput = capacity_gib / 1024 * tier.throughput_mb_s_per_tib if capacity_gib is not None and tier else None
     return Filesystem(pool, "azure-netapp-files", capacity_gib, throughput, tier, pool.region)
+
+
+# --------------------------------------------------------------------------------------------------
+# GCP
+
+
+def gcp_region(location: str) -> str:
+    """A GCP location as a region: a zone stands for its region (us-central1-a -> us-central1); regions,
+    `global` and multi-regions (US, EU) are themselves."""
+    found = _GCP_ZONE.match(location)
+    return found.group(1) if found else location
+
+
+def gcp_market(res: Res | None) -> str:
+    """The market of an instance template or VM. A specific reservation is taken as reserved capacity (its rate
+    is what the reservation or commitment costs). A VM that merely may consume a matching reservation
+    (ANY_RESERVATION, GCP's default) is on-demand: a stack that says `market: reserved` without naming a
+    reservation declares nothing a resource shows, so such a pool is costed here at the on-demand rate."""
+    if res is None:
+        return "on-demand"
+    model = res.get("scheduling", "provisioningModel")
+    if model == "SPOT" or res.get("scheduling", "preemptible") is True:
+        return "spot"
+    if model == "FLEX_START":
+        return "flex-start"
+    if res.get("reservationAffinity", "type") == "SPECIFIC_RESERVATION":
+        return "reserved"
+    return "on-demand"
+
+
+def _gcp_machine(stack: Stack, machine: str) -> InstanceType | None:
+    # a machine type may be given as a URL (zones/us-central1-a/machineTypes/a3-megagpu-8g)
+    return stack.catalog.instance_type("gcp", machine.rsplit("/", 1)[-1])
+
+
+def _gcp_boot_disk(template: Res) -> tuple[float, str | None]:
+    """(size GiB, diskType) of a template's boot disk: the disk marked `boot`, else the first."""
+    disks = [d for d in items(template.props, "disks") if isinstance(d, Mapping)]
+    boot = next((d for d in disks if get(d, "boot") is True), disks[0] if disks else None)
+    size = get(boot, "diskSizeGb")
+    kind = get(boot, "diskType")
+    return (float(size) if isinstance(size, int | float) else 0.0), (kind if isinstance(kind, str) else None)
+
+
+def _resize_requests(stack: Stack, mig: Res) -> int:
+    """VMs that flex-start resize requests add to a managed instance group (its target size stays 0)."""
+    total = 0
+    for rr in stack.of(GCP_RESIZE_REQUEST):
+        name = rr.get("instanceGroupManager")
+        linked = mig in rr.linked("instanceGroupManager")
+        if linked or (isinstance(name, str) and name and name == mig.get("name")):
+            total += _count(rr.get("resizeBy")) or 0
+    return total
+
+
+def _gcp_mig_fleet(stack: Stack, mig: Res) -> Fleet | None:
+    templates = mig.linked("versions")
+    template = next((t for t in templates if t.type in GCP_TEMPLATES), None)
+    machine = template.get("machineType") if template else None
+    size = mig.get("targetSize", default=0)
+    target = _count(size)
+    if not isinstance(machine, str) or target is None:
+        return None
+    assert template is not None
+    root_gib, disk_type = _gcp_boot_disk(template)
+    return Fleet(
+        mig,
+        machine,
+        target + _resize_requests(stack, mig),
+        gcp_market(template),
+        mig.region or template.region,
+        root_gib,
+        _gcp_machine(stack, machine),
+        template,
+        disk_type,
+    )
+
+
+def _gcp_instance_fleet(stack: Stack, vm: Res) -> Fleet | None:
+    templates = [t for t in vm.linked("sourceInstanceTemplate") if t.type in GCP_TEMPLATES]
+    template = templates[0] if templates else None
+    machine = vm.get("machineType")
+    if not isinstance(machine, str) and template is not None:
+        machine = template.get("machineType")
+    if not isinstance(machine, str):
+        return None
+    size = vm.get("bootDisk", "initializeParams", "size")
+    kind = vm.get("bootDisk", "initializeParams", "type")
+    root_gib, disk_type = (
+        (float(size) if isinstance(size, int | float) else 0.0),
+        (kind if isinstance(kind, str) else None),
+    )
+    if template is not None and not root_gib:
+        root_gib, disk_type = _gcp_boot_disk(template)
+    market = gcp_market(vm) if vm.get("scheduling") or vm.get("reservationAffinity") else gcp_market(template)
+    return Fleet(vm, machine, 1, market, vm.region, root_gib, _gcp_machine(stack, machine), template, disk_type)
+
+
+def tpu_slice(catalog: Catalog, accelerator_type: str) -> tuple[TpuType, int, int] | None:
+    """(generation, chips, hosts) of one slice of a TPU accelerator type: v5p-256 counts TensorCores (128 chips on
+    32 hosts), v5litepod-16 and v6e-16 count chips. None for a type the catalog does not know."""
+    prefix, _, size = accelerator_type.rpartition("-")
+    tpu = next((t for t in catalog.tpu_types.values() if t.type_prefix == prefix), None)
+    if tpu is None or not size.isdigit():
+        return None
+    chips = int(size) // tpu.tensorcores_per_chip
+    hosts = 1 if chips <= tpu.single_host_max_chips else max(1, chips // tpu.chips_per_host)
+    return tpu, chips, hosts
+
+
+def _gcp_tpu_fleet(stack: Stack, res: Res) -> Fleet | None:
+    """A queued resource (each node spec a slice, or `multisliceParams.nodeCount` of them; on-demand: the
+    provider's queued resource asks for no spot or reserved capacity) or a TPU VM (one slice, its
+    schedulingConfig says spot or reserved)."""
+    if res.type == GCP_TPU_VM:
+        specs = [(res.get("acceleratorType"), 1)]
+        scheduling = res.get("schedulingConfig")
+        spot = get(scheduling, "spot") is True or get(scheduling, "preemptible") is True
+        market = "spot" if spot else "reserved" if get(scheduling, "reserved") is True else "on-demand"
+    else:
+        specs = [
+            (get(spec, "node", "acceleratorType"), _count(get(spec, "multisliceParams", "nodeCount")) or 1)
+            for spec in items(res.props, "tpu", "nodeSpecs")
+        ]
+        market = "on-demand"
+    tpu: TpuType | None = None
+    chips = hosts = 0
+    names = []
+    for accelerator_type, count in specs:
+        found = tpu_slice(stack.catalog, accelerator_type) if isinstance(accelerator_type, str) else None
+        if found is None or (tpu is not None and found[0] is not tpu):
+            return None
+        tpu = found[0]
+        chips += found[1] * count
+        hosts += found[2] * count
+        names.append(accelerator_type if count == 1 else f"{count} x {accelerator_type}")
+    if tpu is None:
+        return None
+    return Fleet(res, " + ".join(names), hosts, market, res.region, 0.0, None, None, None, tpu, chips)
+
+
+def _gcp_capacity(value: Any) -> float | None:
+    """GCP file-system sizes come as strings ("144000") in some APIs, numbers in others."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _gcp_lustre(stack: Stack, fs: Res) -> Filesystem:
+    """Google Cloud Managed Lustre: capacity in GiB and throughput per TiB, both as strings."""
+    capacity_gib = _gcp_capacity(fs.get("capacityGib"))
+    per_tib = _gcp_capacity(fs.get("perUnitStorageThroughput"))
+    tier = next(
+        (
+            t
+            for t in stack.catalog.storage_tiers_for("gcp", "lustre")
+            if t.service == "gcp-managed-lustre" and t.throughput_mb_s_per_tib == per_tib
+        ),
+        None,
+    )
+    throughput = capacity_gib / 1024 * per_tib if capacity_gib is not None and per_tib is not None else None
+    return Filesystem(fs, "gcp-managed-lustre", capacity_gib, throughput, tier, fs.region)
+
+
+def _parallelstore(stack: Stack, fs: Res) -> Filesystem:
+    capacity_gib = _gcp_capacity(fs.get("capacityGib"))
+    deployment = fs.get("deploymentType")
+    if deployment in (None, "DEPLOYMENT_TYPE_UNSPECIFIED"):
+        deployment = "SCRATCH"  # the API's default
+    tier = next(
+        (
+            t
+            for t in stack.catalog.storage_tiers_for("gcp", "lustre")
+            if t.service == "parallelstore" and t.deployment == deployment
+        ),
+        None,
+    )
+    throughput = capacity_gib / 1024 * tier.throughput_mb_s_per_tib if capacity_gib is not None and tier else None
+    return Filesystem(fs, "parallelstore", capacity_gib, throughput, tier, fs.region)
+
+
+def _filestore(stack: Stack, fs: Res) -> Filesystem:
+    """Filestore: the catalog splits a tier (ZONAL) by the capacity range it is sold in (ZONAL below 10 TiB,
+    ZONAL-10-100TiB above); the share's size picks the range."""
+    capacity_gib = _gcp_capacity(fs.get("fileShares", "capacityGb"))
+    tier_name = fs.get("tier")
+    tier = None
+    if isinstance(tier_name, str) and capacity_gib is not None:
+        tier = next(
+            (
+                t
+                for t in stack.catalog.storage_tiers_for("gcp", "nfs")
+                if t.service == "filestore"
+                and t.deployment.split("-", 1)[0] == tier_name
+                and t.min_capacity_gib <= capacity_gib <= (t.max_capacity_gib or capacity_gib)
+            ),
+            None,
+        )
+    throughput = capacity_gib / 1024 * tier.throughput_mb_s_per_tib if capacity_gib is not None and tier else None
+    return Filesystem(fs, "filestore", capacity_gib, throughput, tier, fs.region)
 
 
 def walk(resources: Sequence[Any]) -> Iterator[Res]:

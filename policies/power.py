@@ -3,6 +3,10 @@
 IT power is each node's maximum draw from the catalog (datasheet system maximum, e.g. 10.2 kW for a
 DGX H100-class node); facility power multiplies it by the region's PUE; carbon multiplies facility
 energy over a 730-hour month by the region's grid intensity.
+
+Where nobody publishes a node's draw (Cloud TPU hosts: Google gives no figure) the fleet is not counted
+as 0 kW silently: the budget and carbon findings say what they leave out, and
+aicluster-cluster-missing-power-figures names those fleets.
 """
 
 from __future__ import annotations
@@ -25,17 +29,28 @@ class Draw:
 
 
 def draws(stack: Stack) -> list[Draw]:
+    """The draw of every fleet whose node power the catalog knows."""
     out = []
     hours = stack.catalog.hours_per_month
     for f in stack.fleets:
-        if f.spec is None:
+        node_kw = f.node_power_kw
+        if node_kw is None:
             continue
-        it_kw = f.spec.node_power_kw * f.nodes
+        it_kw = node_kw * f.nodes
         reg = stack.region_record(f.res.provider, f.region)
         facility = it_kw * reg.pue if reg else None
         co2 = facility * hours * reg.carbon_g_per_kwh / 1e6 if reg and facility is not None else None
         out.append(Draw(f, it_kw, facility, co2))
     return out
+
+
+def unmeasured(stack: Stack) -> list[Fleet]:
+    """Fleets of a known kind whose node power nobody publishes (Cloud TPU hosts)."""
+    return [f for f in stack.fleets if f.node_power_kw is None and (f.spec is not None or f.tpu is not None)]
+
+
+def _unmeasured_names(fleets: list[Fleet]) -> str:
+    return ", ".join(f"{f.res.name} ({f.nodes} x {f.instance_type} hosts)" for f in fleets)
 
 
 def _power_budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
@@ -50,11 +65,15 @@ def _power_budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
             f"{d.fleet.res.name} {d.fleet.nodes} x {d.fleet.instance_type} {d.facility_kw or d.it_kw:,.2f} kW"
             for d in top
         )
+        missing = unmeasured(stack)
         yield (
             None,
             f"facility power {total:,.1f} kW (IT kW x PUE) exceeds the budget {float(budget):,.1f} kW by "
-            f"{total - float(budget):,.1f} kW; largest: {parts}. Shrink a pool or raise budgets.power_kw",
+            f"{total - float(budget):,.1f} kW; largest: {parts}. Shrink a pool or raise budgets.power_kw"
+            + (f" (not counted, no published power figure: {_unmeasured_names(missing)})" if missing else ""),
         )
+    # Within budget with unmeasured fleets: the known draw passes here; aicluster-cluster-missing-power-figures
+    # (advisory) names what is not counted, as aicluster-cluster-missing-prices does for cost.
 
 
 power_budget = StackRule(
@@ -83,7 +102,7 @@ def _rack_density(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if rack_kw is None:
         raise NotApplicable("no rack power limit: set budgets.rack_kw in the stack or rack_kw in policy config")
     for f in stack.fleets:
-        if f.spec is not None and f.spec.node_power_kw > float(rack_kw):
+        if f.spec is not None and f.tpu is None and f.spec.node_power_kw > float(rack_kw):
             yield (
                 f.res,
                 f"one {f.instance_type} node of {f.res.name} draws up to {f.spec.node_power_kw:g} kW, more than a "
@@ -117,8 +136,12 @@ def _carbon(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     ds = draws(stack)
     total = sum(d.co2e_t_per_month or 0.0 for d in ds)
     ceiling = ctx.setting("max_t_co2e_per_month")
+    missing = unmeasured(stack)
+    left_out = f" (not counted, no published power figure: {_unmeasured_names(missing)})" if missing else ""
     if ceiling is None:
-        raise NotApplicable(f"{total:,.1f} t CO2e/month (location-based); no ceiling set (max_t_co2e_per_month)")
+        raise NotApplicable(
+            f"{total:,.1f} t CO2e/month (location-based){left_out}; no ceiling set (max_t_co2e_per_month)"
+        )
     if total > float(ceiling):
         worst = max(ds, key=lambda d: d.co2e_t_per_month or 0.0)
         reg = stack.region_record(worst.fleet.res.provider, worst.fleet.region)
@@ -126,7 +149,7 @@ def _carbon(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         yield (
             None,
             f"the cluster emits about {total:,.1f} t CO2e/month, over the ceiling of {float(ceiling):g}; most from "
-            f"{worst.fleet.res.name}{grid}. A lower-carbon region cuts it",
+            f"{worst.fleet.res.name}{grid}. A lower-carbon region cuts it{left_out}",
         )
 
 
@@ -150,4 +173,30 @@ carbon = StackRule(
     _carbon,
 )
 
-POLICIES: list[StackRule] = [power_budget, rack_density, carbon]
+
+def _missing_power(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    missing = unmeasured(stack)
+    if not missing:
+        return
+    known = sum(d.facility_kw if d.facility_kw is not None else d.it_kw for d in draws(stack))
+    yield (
+        None,
+        f"no published power figure for {_unmeasured_names(missing)}: the facility power {known:,.1f} kW (and the "
+        "power budget and carbon figures) leaves them out; meter the hosts, or budget their power outside this check",
+    )
+
+
+missing_power = StackRule(
+    Meta(
+        name="aicluster-cluster-missing-power-figures",
+        display_name="Every fleet's power is known",
+        description="Every fleet has a published node power figure, so power and carbon totals are complete.",
+        concern="power",
+        severity=Severity.LOW,
+        enforcement=EnforcementLevel.ADVISORY,
+        remediation="Meter the hosts and budget their power outside this check (Google publishes no TPU power).",
+    ),
+    _missing_power,
+)
+
+POLICIES: list[StackRule] = [power_budget, rack_density, carbon, missing_power]

@@ -32,16 +32,22 @@ def young_overhead(write_s: float, mtbf_s: float) -> float:
 
 
 def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    gpus = 0
+    gpus = chips = 0
     hbm_gb = 0.0
     for f in stack.fleets:
-        acc = stack.catalog.accelerator_of(f.spec) if f.spec else None
-        if acc is None or f.spec is None:
+        if f.tpu is not None:
+            acc = stack.catalog.accelerators.get(f.tpu.accelerator)
+            chips += f.chips
+        else:
+            acc = stack.catalog.accelerator_of(f.spec) if f.spec else None
+        if acc is None or not f.accelerators:
             continue
-        gpus += f.spec.accelerator_count * f.nodes
-        hbm_gb += acc.memory_gb * f.spec.accelerator_count * f.nodes
+        gpus += f.accelerators
+        hbm_gb += acc.memory_gb * f.accelerators
     if gpus == 0:
         raise NotApplicable("no accelerator fleets")
+    # TPU chips are counted like GPUs, at the same failure rate per device-hour (none is published for TPUs)
+    devices = "GPUs" if not chips else "TPU chips" if chips == gpus else "GPUs and TPU chips"
     size_gb = float(
         ctx.setting("checkpoint_gb", default=hbm_gb * float(ctx.setting("hbm_fraction", default=DEFAULT_HBM_FRACTION)))
     )
@@ -50,7 +56,7 @@ def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if not parallel:
         yield (
             anchor,
-            f"{gpus:,} GPUs and no parallel file system in the stack: a {size_gb:,.0f} GB checkpoint has nowhere "
+            f"{gpus:,} {devices} and no parallel file system in the stack: a {size_gb:,.0f} GB checkpoint has nowhere "
             "fast to go; add storage (kind: lustre)",
         )
         return
@@ -70,7 +76,7 @@ def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         need = size_gb * 1000 / (limit**2 * mtbf_s / 2)
         yield (
             parallel[0].res,
-            f"a {size_gb:,.0f} GB checkpoint of {gpus:,} GPUs takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s; "
+            f"a {size_gb:,.0f} GB checkpoint of {gpus:,} {devices} takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s; "
             f"with a failure every {mtbf_s / 3600:,.1f} h the job loses {overhead:.0%} of its time to checkpoints and "
             f"rework (limit {limit:.0%}); it needs about {need / 1000:,.0f} GB/s: raise capacity_tib or "
             "throughput_mb_s_per_tib",

@@ -86,6 +86,49 @@ def azure_cluster(**changes: Any) -> dict[str, Any]:
     return data
 
 
+GCP_POOL: dict[str, Any] = {
+    "name": "h100",
+    "provider": "gcp",
+    "region": "us-central1",
+    "zone": "us-central1-a",
+    "instance_type": "a3-megagpu-8g",
+    "nodes": 16,
+}
+
+
+def gcp_pool(**changes: Any) -> dict[str, Any]:
+    data = {**copy.deepcopy(GCP_POOL), **changes}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def tpu_pool(**changes: Any) -> dict[str, Any]:
+    """Two v5p-256 slices in us-east5-a."""
+    data = {"name": "v5p", "provider": "gcp", "region": "us-east5", "zone": "us-east5-a", "tpu": "v5p-256", "slices": 2}
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def gcp_cluster(**changes: Any) -> dict[str, Any]:
+    """A GCP A3 Mega cluster: one pool of 16 VMs, Managed Lustre, no storage price."""
+    data: dict[str, Any] = {
+        "name": "a3mega",
+        "tags": {"owner": "ml-platform", "cost-center": "4711"},
+        "pools": [gcp_pool()],
+        "storage": [
+            {
+                "name": "scratch",
+                "kind": "lustre",
+                "capacity_tib": 18,
+                "throughput_mb_s_per_tib": 1000,
+                "mount": "/lustre",
+            }
+        ],
+        "scheduler": {"kind": "slurm"},
+    }
+    data.update(changes)
+    return data
+
+
 def plan_of(catalog: Catalog, data: dict[str, Any]) -> ClusterPlan:
     return plan(parse_cluster(data, "t"), catalog)
 

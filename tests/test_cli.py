@@ -26,6 +26,7 @@ POOL_KEYS = {
     "region",
     "zone",
     "ib_domains",
+    "fabric_domains",
     "instance_type",
     "market",
     "nodes",
@@ -40,6 +41,9 @@ RESOURCE_KEYS = {"urn", "type", "name", "parent", "custom", "inputs"}
 
 def test_there_are_example_stacks() -> None:
     assert {"p5-small", "p5-capacity-block", "mixed-spot", "p5-large"} <= set(STACKS)
+    assert {"gcp-a3mega-slurm", "gcp-a3ultra-reservation", "gcp-tpu-v5p", "hybrid-aws-gcp", "three-cloud"} <= set(
+        STACKS
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -116,6 +120,80 @@ def test_azure_example_stacks_have_the_expected_resources(stack: str, counts: di
     assert main(["preview", stack, "--json", str(out)]) == 0
     types = [r["type"].rsplit(":", 1)[-1] for r in json.loads(out.read_text())["resources"] if r["custom"]]
     assert {k: types.count(k) for k in counts} == counts
+
+
+@pytest.mark.parametrize(
+    ("stack", "counts"),
+    [
+        pytest.param(
+            "gcp-a3mega-slurm",
+            # host VPC + 8 GPU VPCs, a subnet and an allow-internal rule each, plus IAP SSH
+            {
+                "Network": 9,
+                "Subnetwork": 9,
+                "Firewall": 10,
+                "InstanceTemplate": 1,
+                "InstanceGroupManager": 1,
+                "ResourcePolicy": 1,
+                "RouterNat": 1,
+                "Connection": 1,
+                "IAMAuditConfig": 1,
+            },
+            id="a3mega",
+        ),
+        pytest.param(
+            "gcp-a3ultra-reservation",
+            # host VPC, second gVNIC VPC, RoCE VPC with 8 subnets; no placement policy, no firewall on RoCE
+            {
+                "Network": 3,
+                "Subnetwork": 10,
+                "Firewall": 3,
+                "InstanceTemplate": 1,
+                "InstanceGroupManager": 1,
+                "ResourcePolicy": 0,
+            },
+            id="a3ultra",
+        ),
+        pytest.param(
+            "gcp-tpu-v5p",
+            {"V2QueuedResource": 2, "V2Vm": 0, "Network": 1, "Subnetwork": 1, "InstanceTemplate": 0},
+            id="v5p",
+        ),
+        pytest.param(
+            "hybrid-aws-gcp",
+            {"Group": 1, "LustreFileSystem": 1, "Vpc": 1, "InstanceGroupManager": 1, "Network": 9},
+            id="hybrid-gcp",
+        ),
+        pytest.param(
+            "three-cloud",
+            {
+                "Group": 1,
+                "VirtualMachineScaleSet": 1,
+                "InstanceGroupManager": 1,
+                "AmlFilesystem": 1,
+                "LustreFileSystem": 1,
+            },
+            id="three-cloud",
+        ),
+    ],
+)
+def test_gcp_example_stacks_have_the_expected_resources(stack: str, counts: dict[str, int], tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    assert main(["preview", stack, "--json", str(out)]) == 0
+    types = [r["type"].rsplit(":", 1)[-1] for r in json.loads(out.read_text())["resources"] if r["custom"]]
+    assert {k: types.count(k) for k in counts} == counts
+
+
+def test_tpu_preview_shows_slices_and_unpublished_power(tmp_path: Path) -> None:
+    proc = run_cli("preview", "gcp-tpu-v5p", "--json", str(tmp_path / "p.json"))
+    assert "2 x v5p-256 = 128 chips on 32 TPU VM(s) per slice (4 chips each)" in " ".join(proc.stdout.split())
+    data = json.loads((tmp_path / "p.json").read_text())
+    (pool,) = data["pools"]
+    assert pool["fabric_domains"] == [
+        {"name": "v5p-s0", "first_node": 0, "nodes": 32},
+        {"name": "v5p-s1", "first_node": 32, "nodes": 32},
+    ]
+    assert (pool["gpus"], pool["nodes"]) == (256, 64)
 
 
 def test_preview_prints_resources_pools_cost_and_power() -> None:

@@ -700,6 +700,9 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         ctx.problem((*base, "kind"), f"no {st.kind} file system for {provider} in the catalog", st.kind)
         return None
     if isinstance(st, LustreStorage):
+        # one service per provider answers `kind: lustre` (the catalog's first): GCP's Parallelstore record
+        # is kept for reference, but only Managed Lustre is offered for the kind
+        tiers = [t for t in tiers if t.service == tiers[0].service]
         tier = next((t for t in tiers if t.throughput_mb_s_per_tib == st.throughput_mb_s_per_tib), None)
         if tier is None:
             allowed = sorted({t.throughput_mb_s_per_tib for t in tiers})
@@ -806,7 +809,6 @@ _STORAGE_SUBNETS = {
     ("azure", "azure-netapp-files"): "netapp",  # a subnet delegated to Microsoft.NetApp/volumes
     # GCP's managed file systems take their addresses from the network's private services access range
     ("gcp", "gcp-managed-lustre"): "services",
-    ("gcp", "parallelstore"): "services",
     ("gcp", "filestore"): "services",
 }
 
@@ -988,9 +990,11 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         else:
             layout = aws_subnets(blocks[key], reg.zones, zones)
         subnets = []
+        full: set[str] = set()
         for cut in layout:
             available = usable(cut.cidr)
-            if cut.role in _NODE_SUBNETS and cut.need > available:
+            if cut.role in _NODE_SUBNETS and cut.need > available and cut.role not in full:
+                full.add(cut.role)  # every GPU NIC subnet of a role is the same size: report the first
                 where = (
                     f"zone {cut.zone}"
                     if cut.zone
@@ -1000,7 +1004,14 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                     ctx.network_users[key],
                     f"{where} needs {cut.need:,} addresses (nodes, file systems and "
                     f"headroom) but its subnet {cut.cidr} holds {available:,}; "
-                    + ("spread the pools over more zones" if cut.zone else "split the cluster")
+                    + (
+                        "spread the pools over more zones"
+                        if cut.zone
+                        else "split the cluster, or pin a larger block under network.cidrs "
+                        f"({provider}/{region}: <cidr>)"
+                        if provider == "gcp"
+                        else "split the cluster"
+                    )
                     + (
                         f" or lower network.network_prefix (now {net.network_prefix})"
                         if net.network_prefix > 16

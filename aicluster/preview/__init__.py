@@ -105,6 +105,11 @@ class Preview:
                         {"name": name, "first_node": nodes.start, "nodes": len(nodes)}
                         for name, nodes in pool.ib_domains()
                     ],
+                    # nodes kept close together: Azure scale sets, GCP placement groups, TPU slices
+                    "fabric_domains": [
+                        {"name": name, "first_node": nodes.start, "nodes": len(nodes)}
+                        for name, nodes in pool.fabric_domains()
+                    ],
                 }
                 for pool in p.pools
             ],

@@ -13,7 +13,7 @@ from ..outputs import filesystem_outputs, pool_outputs
 from ..tags import tagging
 from .audit import GcpAuditLog
 from .controller import GcpSlurmController
-from .filesystems import GcpFilestore, GcpFilesystemArgs, GcpManagedLustre, GcpParallelstore
+from .filesystems import GcpFilestore, GcpFilesystemArgs, GcpManagedLustre
 from .gpu_pool import GcpGpuPool
 from .identity import GcpNodeIdentity
 from .network import GcpNetwork
@@ -26,7 +26,6 @@ __all__ = [
     "GcpManagedLustre",
     "GcpNetwork",
     "GcpNodeIdentity",
-    "GcpParallelstore",
     "GcpSlurmController",
     "GcpTpuSlices",
     "build",
@@ -69,7 +68,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
                     "pool": pool,
                     "project": net.project,
                     "network_id": net.host_network_path,
-                    "subnet_id": net.subnet_ids[("compute", 0)],
+                    "subnet_id": net.compute_subnet_path,
                     "service_account_email": identity.email,
                 },
                 pool_opts,
@@ -121,15 +120,13 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         fs_args: GcpFilesystemArgs = {
             "filesystem": fs,
             "network_path": net.host_network_path,
+            "network_name": net.host_network_name,
             "services_connection": net.services_connection,
         }
         fs_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging(fs.tags)])
         if fs.service == "gcp-managed-lustre":
             lustre = GcpManagedLustre(f"{name}-{fs.name}", fs_args, fs_opts)
             info = filesystem_outputs(fs, mount_point=lustre.mount_point, mount_command=lustre.mount_command)
-        elif fs.service == "parallelstore":
-            ps = GcpParallelstore(f"{name}-{fs.name}", fs_args, fs_opts)
-            info = filesystem_outputs(fs, access_points=ps.access_points)
         elif fs.service == "filestore":
             nfs = GcpFilestore(f"{name}-{fs.name}", fs_args, fs_opts)
             info = filesystem_outputs(fs, mount_ip=nfs.mount_ip, export_path=nfs.export_path)

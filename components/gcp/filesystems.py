@@ -1,11 +1,10 @@
 """GCP managed file systems, each in the host VPC through its private services access connection:
-Google Cloud Managed Lustre (`kind: lustre`), Parallelstore (the DAOS alternative) and Filestore Zonal
-(`kind: nfs`). Capacities and throughput tiers are the plan's, already rounded to valid sizes."""
+Google Cloud Managed Lustre (`kind: lustre`) and Filestore Zonal (`kind: nfs`). Capacities and throughput
+tiers are the plan's, already rounded to valid sizes."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import TypedDict
 
 import pulumi
@@ -19,7 +18,8 @@ FILESTORE_SHARE_MAX = 16
 
 class GcpFilesystemArgs(TypedDict):
     filesystem: PlannedFilesystem
-    network_path: pulumi.Input[str]
+    network_path: pulumi.Input[str]  # projects/<p>/global/networks/<name>: Managed Lustre
+    network_name: pulumi.Input[str]  # the bare name: Filestore
     services_connection: pulumi.Resource  # the private services access peering they allocate from
 
 
@@ -57,27 +57,6 @@ class GcpManagedLustre(pulumi.ComponentResource):
         self.register_outputs({"mount_point": self.mount_point, "mount_command": self.mount_command})
 
 
-class GcpParallelstore(pulumi.ComponentResource):
-    access_points: pulumi.Output[Sequence[str]]
-
-    def __init__(self, name: str, args: GcpFilesystemArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:gcp:Parallelstore", name, {}, opts)
-        fs = args["filesystem"]
-        assert fs.zone is not None
-        ps = gcp.parallelstore.Instance(
-            f"{name}-parallelstore",
-            instance_id=fs.name,
-            location=fs.zone,
-            capacity_gib=str(fs.capacity_gib),
-            deployment_type=fs.deployment,
-            network=args["network_path"],
-            description=f"{fs.capacity_tib:g} TiB scratch (DAOS), mounted with dfuse at {fs.mount}",
-            opts=_opts(self, args),
-        )
-        self.access_points = ps.access_points
-        self.register_outputs({"access_points": self.access_points})
-
-
 class GcpFilestore(pulumi.ComponentResource):
     mount_ip: pulumi.Output[str]
     export_path: str
@@ -94,7 +73,7 @@ class GcpFilestore(pulumi.ComponentResource):
             file_shares=gcp.filestore.InstanceFileSharesArgs(name=share, capacity_gb=fs.capacity_gib),
             networks=[
                 gcp.filestore.InstanceNetworkArgs(
-                    network=args["network_path"], modes=["MODE_IPV4"], connect_mode="PRIVATE_SERVICE_ACCESS"
+                    network=args["network_name"], modes=["MODE_IPV4"], connect_mode="PRIVATE_SERVICE_ACCESS"
                 )
             ],
             description=f"{fs.capacity_tib:g} TiB NFS for {fs.mount}",

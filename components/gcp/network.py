@@ -9,7 +9,7 @@
   `<zone>-vpc-roce`, one subnet per MRDMA NIC. A RoCE VPC accepts no firewall rules (its traffic is allowed
   implicitly), so it gets none.
 - When a file system needs it, a private services access range (the plan's `services` block) and the
-  peering connection Managed Lustre, Parallelstore and Filestore allocate their addresses from.
+  peering connection Managed Lustre and Filestore allocate their addresses from.
 """
 
 from __future__ import annotations
@@ -42,11 +42,13 @@ class GcpNetworkArgs(TypedDict):
 
 class GcpNetwork(pulumi.ComponentResource):
     host_network_id: pulumi.Output[str]
-    host_network_path: pulumi.Output[str]  # projects/<p>/global/networks/<name>, what TPU and file-system APIs take
+    host_network_path: pulumi.Output[str]  # projects/<p>/global/networks/<name> (TPU, Managed Lustre)
+    host_network_name: pulumi.Output[str]  # the bare name (Filestore)
     project: pulumi.Output[str]
     # (subnet role, index) -> subnetwork self link; VPC name ("" = host) -> network self link
     subnet_ids: dict[tuple[str, int], pulumi.Output[str]]
     vpc_ids: dict[str, pulumi.Output[str]]
+    compute_subnet_path: pulumi.Output[str]  # projects/<p>/regions/<r>/subnetworks/<name> (TPU VMs)
     services_connection: gcp.servicenetworking.Connection | None
 
     def __init__(self, name: str, args: GcpNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -63,19 +65,22 @@ class GcpNetwork(pulumi.ComponentResource):
         )
         self.host_network_id = host.self_link
         self.host_network_path = host.id
+        self.host_network_name = host.name
         self.project = host.project
         self.vpc_ids = {"": host.self_link}
         self.subnet_ids = {}
         compute = n.role("compute")
         assert compute is not None
-        self.subnet_ids[("compute", 0)] = gcp.compute.Subnetwork(
+        nodes = gcp.compute.Subnetwork(
             f"{name}-nodes",
             network=host.id,
             region=n.region,
             ip_cidr_range=compute.cidr,
             private_ip_google_access=True,
             opts=child,
-        ).self_link
+        )
+        self.subnet_ids[("compute", 0)] = nodes.self_link
+        self.compute_subnet_path = nodes.id
         gcp.compute.Firewall(
             f"{name}-allow-internal",
             network=host.id,

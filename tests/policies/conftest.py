@@ -12,7 +12,8 @@ from aicluster.preview import PolicyResult, Resource
 from aicluster.preview.engine import Capture, run_program
 from aicluster.preview.policy import evaluate
 from aicluster.stackfile import find_project, read_stack
-from policies import POLICIES, Rule
+from policies import POLICIES, ResourceRule, Rule, StackRule
+from policies.facts import Res, Stack
 from tests.conftest import ROOT
 
 
@@ -28,6 +29,32 @@ def p5_small() -> Capture:
 
 def policy(name: str) -> Rule:
     return next(p for p in POLICIES if p.name == name)
+
+
+def res(type_: str, name: str, props: dict[str, Any], **links: list[Res]) -> Res:
+    """A resource as the engine hands it to the pack; `links` are its property dependencies."""
+    r = Res(type_, name, f"urn:pulumi:s::p::{type_}::{name}", props)
+    r.property_dependencies = dict(links)
+    return r
+
+
+def findings(name: str, type_: str, props: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
+    """What a resource policy reports on one resource named x."""
+    found: list[str] = []
+    rule = policy(name)
+    assert isinstance(rule, ResourceRule)
+    assert rule.types is None or type_ in rule.types
+    rule.run(res(type_, "x", props), config or {}, lambda m, u=None: found.append(m))
+    return found
+
+
+def stack_findings(name: str, resources: Sequence[Res], config: dict[str, Any] | None = None) -> list[str]:
+    """What a stack policy reports on these resources."""
+    found: list[str] = []
+    rule = policy(name)
+    assert isinstance(rule, StackRule)
+    rule.run(Stack(resources), config or {}, lambda m, u=None: found.append(m))
+    return found
 
 
 Mutation = Callable[[dict[str, Any]], None]

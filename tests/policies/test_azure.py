@@ -3,17 +3,16 @@ the facts the pack reads from them, and the cost and compliance rules extended t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from aicluster.preview.engine import UNKNOWN
-from policies import ResourceRule, StackRule
+from policies import ResourceRule
 from policies.cost import bill
 from policies.facts import AICLUSTER_TYPE, Res, Stack
 
-from .conftest import policy
+from .conftest import findings, policy, res, stack_findings
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 VM = "azure-native:compute:VirtualMachine"
@@ -30,33 +29,6 @@ ACTIVITY_LOG = "azure-native:monitor:SubscriptionDiagnosticSetting"
 ND_H100 = "Standard_ND96isr_H100_v5"
 TAGS = {"owner": "ml-platform", "cost-center": "cc-42"}
 GIB = 2**30
-
-
-def res(type_: str, name: str, props: dict[str, Any]) -> Res:
-    return Res(type_, name, f"urn:pulumi:s::p::{type_}::{name}", props)
-
-
-def findings(name: str, type_: str, props: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
-    """What a resource policy reports on one resource named x."""
-    found: list[str] = []
-    rule = policy(name)
-    assert isinstance(rule, ResourceRule)
-    assert rule.types is None or type_ in rule.types
-    rule.run(res(type_, "x", props), config or {}, lambda m, u=None: found.append(m))
-    return found
-
-
-def stack_findings(name: str, resources: Sequence[Res], config: dict[str, Any] | None = None) -> list[str]:
-    """What a stack policy reports on these resources."""
-    found: list[str] = []
-    rule = policy(name)
-    assert isinstance(rule, StackRule)
-    rule.run(Stack(resources), config or {}, lambda m, u=None: found.append(m))
-    return found
-
-
-# --------------------------------------------------------------------------------------------------
-# Resources as aicluster's Azure components declare them
 
 
 def vmss(

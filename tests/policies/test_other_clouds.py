@@ -1,5 +1,5 @@
-"""Rules over resources aicluster's AWS stacks do not make: GCP and Azure GPU fabrics, EFS, raw EBS volumes.
-Judged as the engine hands them to any program (hand-built props, camelCase)."""
+"""Rules over resources aicluster's AWS stacks do not make: Azure GPU fabrics, EFS, raw EBS volumes (GCP's are
+in test_gcp.py). Judged as the engine hands them to any program (hand-built props, camelCase)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,9 @@ from typing import Any
 
 import pytest
 
-from policies.facts import Res
-
-from .conftest import policy
+from .conftest import findings
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
-TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
-
-
-def findings(name: str, type_: str, props: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
-    found: list[str] = []
-    rule = policy(name)
-    assert rule.types is None or type_ in rule.types
-    rule.run(Res(type_, "x", f"urn:pulumi:s::p::{type_}::x", props), config or {}, lambda m, u=None: found.append(m))
-    return found
 
 
 def ib_vmss(**changes: Any) -> dict[str, Any]:
@@ -80,27 +69,6 @@ def test_infiniband_scale_set_size() -> None:
     ethernet = {**big, "sku": {"name": "Standard_D8s_v5", "capacity": 250.0}, "singlePlacementGroup": False}
     assert findings("azure-compute-vmss-disallow-over-100-vms", VMSS, ethernet) == []
     assert findings("azure-compute-vmss-enforce-infiniband-placement", VMSS, ethernet) == []
-
-
-@pytest.mark.parametrize(
-    ("machine", "nics", "expected"),
-    [
-        pytest.param("a3-highgpu-8g", 5, None, id="a3-high-ok"),
-        pytest.param("a3-megagpu-8g", 9, None, id="a3-mega-ok"),
-        pytest.param("a3-ultragpu-8g", 10, None, id="a3-ultra-ok"),
-        pytest.param(
-            "a3-megagpu-8g",
-            1,
-            "a3-megagpu-8g x declares 1 network interfaces; it needs 9 (1 for the host, 8 for GPU traffic, each in "
-            "its own VPC): without them NCCL falls back to the host NIC at a fraction of the bandwidth",
-            id="a3-mega-tcp-fallback",
-        ),
-        pytest.param("a2-ultragpu-8g", 1, None, id="a2-has-no-gpu-nics"),
-    ],
-)
-def test_gcp_gpu_nics(machine: str, nics: int, expected: str | None) -> None:
-    props = {"machineType": machine, "networkInterfaces": [{"network": f"net-{i}"} for i in range(nics)]}
-    assert findings("gcp-compute-instance-missing-gpu-nics", TEMPLATE, props) == ([expected] if expected else [])
 
 
 def test_efs_and_ebs_volume_encryption() -> None:
