@@ -376,6 +376,92 @@ def cmd_preview(args: argparse.Namespace) -> int:
     return code
 
 
+def _live_outputs(project: Project, stack: str) -> dict[str, Any] | None:
+    """The deployed stack's outputs through the Pulumi CLI, or None when there is no CLI or no deployment."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("pulumi")
+    if exe is None:
+        return None
+    proc = subprocess.run(
+        [exe, "stack", "output", "--json", "--stack", stack],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        reason = escape(proc.stderr.strip()[:200])
+        err.print(f"[yellow]note:[/] pulumi stack output failed ({reason}); using the offline preview")
+        return None
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
+    """--hosts FILE: node name -> address, for nodes the cloud outputs do not address (on-prem, tests)."""
+    if path is None:
+        return {}
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UsageError(f"--hosts {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise UsageError(f"--hosts {path}: expected a mapping of node name -> address (e.g. h100-000: 10.0.0.5)")
+    unknown = sorted(set(doc) - names)
+    if unknown:
+        from .spec import did_you_mean
+
+        hint = did_you_mean(unknown[0], sorted(names))
+        raise UsageError(
+            f"--hosts {path}: {', '.join(unknown)} not a node of this stack"
+            + (f" ({hint})" if hint else "")
+            + f"; nodes: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''}"
+        )
+    return {str(k): str(v) for k, v in doc.items()}
+
+
+def cmd_inventory(args: argparse.Namespace) -> int:
+    from .inventory import controller_name, inventory
+    from .preview import plan_stack, preview_stack
+
+    project, stack = _stack(args)
+    target = Path(args.out) if args.out else project.root / ".work" / stack.stack / "inventory"
+    playbooks = (project.root / "playbooks").resolve()
+    if target.resolve() == playbooks or playbooks in target.resolve().parents:
+        raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
+    plan = plan_stack(stack)
+    names = {n for p in plan.pools for n in p.node_names()} | ({controller_name(plan)} if plan.controller else set())
+    addresses = _addresses(args.hosts, names)
+    outputs = _live_outputs(project, stack.stack)
+    source = "pulumi stack output"
+    if outputs is None:
+        outputs = preview_stack(stack).to_json()["outputs"]
+        source = "offline preview"
+    files = inventory(plan, outputs, addresses, source)
+    target.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(target, 0o700)
+    stale = {p for p in target.glob("group_vars/*.yml")} - {target / rel for rel in files}
+    for path in stale:
+        path.unlink()
+    for rel, text in files.items():
+        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(target / rel, text, mode=0o600)
+    hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
+    addressed = len(addresses)
+    out.print(
+        f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {addressed} with an "
+        f"address; outputs from the {source}"
+    )
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .preview import preview_stack
     from .report import render
@@ -514,6 +600,13 @@ def build_parser() -> argparse.ArgumentParser:
         "write the --policy-pack-config that carries the stack's waivers to the Pulumi CLI",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (default: stdout)")
+    p = add(
+        "inventory",
+        cmd_inventory,
+        "write the Ansible inventory and group_vars for the tuning step (files 0600, in a work directory)",
+    )
+    p.add_argument("--out", metavar="DIR", help="where to write it (default: .work/<stack>/inventory)")
+    p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)

@@ -14,7 +14,7 @@ from aicluster.catalog import load_catalog
 from aicluster.plan import plan
 from aicluster.spec import ClusterSpec, SpecError, parse_cluster
 from aicluster.stackfile import Project, load_cluster, read_stack
-from tests.helpers import BASE_CLUSTER, azure_cluster
+from tests.helpers import BASE_CLUSTER, azure_cluster, gcp_cluster, tpu_pool
 
 scalars = st.one_of(
     st.none(),
@@ -36,6 +36,14 @@ scalars = st.one_of(
             "lustre",
             "/fsx",
             "cr-0123abcd",
+            "us-central1",
+            "us-central1-a",
+            "a3-megagpu-8g",
+            "a3-ultragpu-8g",
+            "v5p-256",
+            "v5litepod-16",
+            "flex-start",
+            "reserved",
         ]
     ),
 )
@@ -109,6 +117,37 @@ AZURE_POOL_KEYS = [
 @given(key=st.one_of(st.sampled_from(AZURE_POOL_KEYS), st.text(max_size=10)), value=values)
 def test_any_azure_pool_field(key: str, value: Any) -> None:
     data = azure_cluster(storage=[])
+    data["pools"][0][key] = value
+    check(data)
+
+
+GCP_POOL_KEYS = [
+    "name",
+    "provider",
+    "region",
+    "zone",
+    "instance_type",
+    "nodes",
+    "tpu",
+    "slices",
+    "runtime_version",
+    "market",
+    "reservation",
+    "max_run_hours",
+    "compact_placement",
+    "image",
+    "root_volume_gib",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tpu=st.booleans(),
+    key=st.one_of(st.sampled_from(GCP_POOL_KEYS), st.text(max_size=10)),
+    value=values,
+)
+def test_any_gcp_pool_field(tpu: bool, key: str, value: Any) -> None:
+    data = gcp_cluster(pools=[tpu_pool()]) if tpu else gcp_cluster()
     data["pools"][0][key] = value
     check(data)
 

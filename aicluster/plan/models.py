@@ -228,6 +228,12 @@ class PlannedPool(_Plan):
             return []
         return [(s.name, range(s.first_node, s.first_node + s.nodes)) for s in self.azure.scale_sets]
 
+    def node_names(self) -> list[str]:
+        """The pool's nodes as the scheduler and the inventory name them: `<pool>-<index>`, the index zero-padded
+        to at least 3 digits so names sort in node order (h100-000 .. h100-383)."""
+        width = max(3, len(str(self.nodes - 1)))
+        return [f"{self.name}-{i:0{width}d}" for i in range(self.nodes)]
+
     def fabric_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes the plan keeps close together: an Azure scale
         set (one InfiniBand fabric), a GCP placement group or a TPU slice (one ICI domain). Empty: one

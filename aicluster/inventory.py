@@ -1,0 +1,155 @@
+"""The Ansible inventory the tuning step runs on: a pure function of the plan, the stack outputs and (where
+the cloud does not say) the nodes' addresses.
+
+Hosts are the plan's node names (`PlannedPool.node_names()`, the names Slurm uses too), grouped by pool
+(`pool_<name>`), provider (`provider_<aws|azure|gcp>`), fabric (`fabric_<efa|infiniband|...>`) and role
+(`slurm_controller`, `slurm_compute`). Each host knows its index in the pool and its fabric domain (the
+Azure scale set, GCP placement group or TPU slice it shares a fabric with). group_vars carry what the
+roles need: the pool's platform facts from the plan and the handles the stack outputs add (mount commands,
+scale sets, instance groups). Values the outputs do not know yet (an offline preview, or before `up`) are
+left out rather than written as placeholders; secret outputs are never written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from aicluster.plan import ClusterPlan, PlannedPool
+
+# What an output value is when it is not known (offline preview) or must not be written (a secret).
+HIDDEN = frozenset({"<computed>", "[secret]"})
+
+
+def group_name(kind: str, name: str) -> str:
+    """An Ansible group name: letters, digits and `_` (a `-` in a group name is deprecated)."""
+    return f"{kind}_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+
+
+def known(value: Any) -> Any:
+    """`value` without unknown or secret leaves; whole numbers the engine sent as floats become ints."""
+    if isinstance(value, Mapping):
+        out = {str(k): known(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not None}
+    if isinstance(value, list):
+        return [v for v in (known(v) for v in value) if v is not None]
+    if isinstance(value, str) and value in HIDDEN:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def controller_name(plan: ClusterPlan) -> str:
+    return f"{plan.name}-slurmctld"
+
+
+def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "pool": pool.name,
+        "provider": pool.provider,
+        "region": pool.region,
+        "zone": pool.zone,
+        "instance_type": pool.instance_type,
+        "accelerator": pool.accelerator,
+        "accelerators_per_node": pool.accelerators_per_node,
+        "fabric": pool.fabric,
+        "network_bandwidth_gbps": pool.network_bandwidth_gbps,
+        "vcpus_per_node": pool.vcpus_per_node,
+        "memory_gib_per_node": pool.memory_gib_per_node,
+        "fabric_domains": [
+            {"name": name, "first_node": nodes.start, "nodes": len(nodes)} for name, nodes in pool.fabric_domains()
+        ],
+    }
+    if pool.aws is not None:
+        facts["efa_devices"] = pool.aws.efa_devices
+    if pool.azure is not None:
+        facts["infiniband"] = pool.azure.infiniband
+    if pool.gcp is not None:
+        facts["gpu_nics"] = [n.model_dump() for n in pool.gcp.nics]
+    if pool.tpu is not None:
+        facts["tpu"] = {
+            "accelerator_type": pool.tpu.accelerator_type,
+            "chips_per_host": pool.tpu.chips_per_host,
+            "hosts_per_slice": pool.tpu.hosts_per_slice,
+            "runtime_version": pool.tpu.runtime_version,
+        }
+    handles = known(outputs.get("pools", {}).get(pool.name, {}))
+    if handles:
+        facts["outputs"] = handles
+    return facts
+
+
+def inventory(
+    plan: ClusterPlan, outputs: Mapping[str, Any], addresses: Mapping[str, str], source: str
+) -> dict[str, str]:
+    """Relative path -> file text: `hosts.yml` and `group_vars/<group>.yml`."""
+    children: dict[str, Any] = {}
+    group_vars: dict[str, dict[str, Any]] = {}
+
+    def host(name: str, **hostvars: Any) -> dict[str, Any]:
+        if name in addresses:
+            hostvars["ansible_host"] = addresses[name]
+        return hostvars
+
+    compute: dict[str, Any] = {}
+    by_provider: dict[str, dict[str, Any]] = {}
+    by_fabric: dict[str, dict[str, Any]] = {}
+    for pool in plan.pools:
+        group = group_name("pool", pool.name)
+        names = pool.node_names()
+        domain_of = {i: name for name, nodes in pool.fabric_domains() for i in nodes}
+        hosts = {
+            n: host(n, node_index=i, **({"fabric_domain": domain_of[i]} if i in domain_of else {}))
+            for i, n in enumerate(names)
+        }
+        children[group] = {"hosts": hosts}
+        group_vars[group] = _pool_vars(pool, outputs)
+        compute[group] = {}
+        by_provider.setdefault(group_name("provider", pool.provider), {})[group] = {}
+        by_fabric.setdefault(group_name("fabric", pool.fabric), {})[group] = {}
+    for kind in (by_provider, by_fabric):
+        for name, members in sorted(kind.items()):
+            children[name] = {"children": members}
+    children["slurm_compute"] = {"children": compute}
+    ctl = plan.controller
+    if ctl is not None:
+        name = controller_name(plan)
+        children["slurm_controller"] = {"hosts": {name: host(name)}}
+        group_vars["slurm_controller"] = {
+            "provider": ctl.provider,
+            "region": ctl.region,
+            "zone": ctl.zone,
+            "instance_type": ctl.instance_type,
+            **({"outputs": handles} if (handles := known(outputs.get("controller", {}))) else {}),
+        }
+    fs_out = outputs.get("filesystems", {})
+    group_vars["all"] = {
+        "cluster": plan.name,
+        "scheduler": plan.scheduler,
+        "inventory_source": source,
+        "slurm_controller_host": controller_name(plan) if ctl is not None else None,
+        "filesystems": [
+            {
+                "name": fs.name,
+                "kind": fs.kind,
+                "service": fs.service,
+                "mount": fs.mount,
+                "provider": fs.provider,
+                "region": fs.region,
+                **known(fs_out.get(fs.name, {})),
+            }
+            for fs in plan.filesystems
+        ],
+    }
+    files = {"hosts.yml": _yaml({"all": {"children": children}})}
+    for group, variables in group_vars.items():
+        files[f"group_vars/{group}.yml"] = _yaml(variables)
+    return files
+
+
+def _yaml(data: Any) -> str:
+    return "---\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)

@@ -1,0 +1,171 @@
+"""`aicluster inventory`: hosts and groups from the plan, group_vars from the plan and the stack outputs,
+files only the owner can read, parsed by Ansible's own `ansible-inventory`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aicluster.catalog import Catalog
+from aicluster.inventory import group_name, inventory, known
+from tests.conftest import run_cli
+from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
+
+
+def load(files: dict[str, str], rel: str) -> dict[str, object]:
+    doc = yaml.safe_load(files[rel])
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_groups_by_pool_provider_fabric_and_role(catalog: Catalog) -> None:
+    data = azure_cluster(pools=[pool(), azure_pool(name="nd", nodes=4), gcp_pool(name="a3", nodes=2)], storage=[])
+    p = plan_of(catalog, data)
+    files = inventory(p, {}, {}, "offline preview")
+    children = load(files, "hosts.yml")["all"]["children"]  # type: ignore[index]
+    assert list(children["pool_h100"]["hosts"]) == ["h100-000", "h100-001", "h100-002", "h100-003"]
+    assert children["provider_aws"]["children"] == {"pool_h100": {}}
+    assert children["provider_gcp"]["children"] == {"pool_a3": {}}
+    assert children["fabric_efa"]["children"] == {"pool_h100": {}}
+    assert children["fabric_infiniband"]["children"] == {"pool_nd": {}}
+    assert children["fabric_gpudirect_tcpxo"]["children"] == {"pool_a3": {}}
+    assert set(children["slurm_compute"]["children"]) == {"pool_h100", "pool_nd", "pool_a3"}
+    assert list(children["slurm_controller"]["hosts"]) == ["nd-train-slurmctld"]
+    assert children["pool_nd"]["hosts"]["nd-001"] == {"node_index": 1, "fabric_domain": "nd-ib0"}
+    assert children["pool_h100"]["hosts"]["h100-000"] == {"node_index": 0}  # AWS: the pool is the domain
+    a3 = load(files, "group_vars/pool_a3.yml")
+    assert a3["fabric"] == "gpudirect-tcpxo"
+    assert [n["nic_type"] for n in a3["gpu_nics"]] == ["GVNIC"] * 9  # type: ignore[union-attr]
+    assert load(files, "group_vars/pool_h100.yml")["efa_devices"] == 32
+
+
+def test_fabric_domains_of_a_large_azure_pool_and_tpu_slices(catalog: Catalog) -> None:
+    p = plan_of(catalog, azure_cluster(pools=[azure_pool(nodes=250)], storage=[]))
+    hosts = load(inventory(p, {}, {}, "x"), "hosts.yml")["all"]["children"]["pool_h100"]["hosts"]  # type: ignore[index]
+    assert hosts["h100-099"]["fabric_domain"] == "h100-ib0"
+    assert hosts["h100-100"]["fabric_domain"] == "h100-ib1"
+    assert hosts["h100-249"]["fabric_domain"] == "h100-ib2"
+    tpu = plan_of(catalog, {"name": "pod", "pools": [tpu_pool()]})
+    files = inventory(tpu, {}, {}, "x")
+    hosts = load(files, "hosts.yml")["all"]["children"]["pool_v5p"]["hosts"]  # type: ignore[index]
+    assert (hosts["v5p-031"]["fabric_domain"], hosts["v5p-032"]["fabric_domain"]) == ("v5p-s0", "v5p-s1")
+    assert load(files, "group_vars/pool_v5p.yml")["tpu"] == {
+        "accelerator_type": "v5p-256",
+        "chips_per_host": 4,
+        "hosts_per_slice": 32,
+        "runtime_version": "v2-alpha-tpuv5",
+    }
+
+
+def test_outputs_fill_in_what_is_known_and_nothing_else(catalog: Catalog) -> None:
+    p = plan_of(
+        catalog,
+        {
+            "name": "c",
+            "pools": [pool()],
+            "storage": [{"name": "scratch", "kind": "lustre", "capacity_tib": 4.8, "mount": "/fsx"}],
+        },
+    )
+    outputs = {
+        "pools": {"h100": {"asg_name": "c-h100-asg", "launch_template_id": "<computed>", "nodes": 4.0}},
+        "filesystems": {"scratch": {"dns_name": "fs-1.fsx.aws", "mount_name": "[secret]"}},
+        "controller": {"private_ip": "10.8.0.10"},
+    }
+    files = inventory(p, outputs, {"h100-000": "192.0.2.10", "c-slurmctld": "192.0.2.1"}, "pulumi stack output")
+    pool_vars = load(files, "group_vars/pool_h100.yml")
+    assert pool_vars["outputs"] == {"asg_name": "c-h100-asg", "nodes": 4}
+    (fs,) = load(files, "group_vars/all.yml")["filesystems"]  # type: ignore[misc]
+    assert fs["dns_name"] == "fs-1.fsx.aws"
+    assert "mount_name" not in fs  # secrets are never written
+    assert load(files, "group_vars/slurm_controller.yml")["outputs"] == {"private_ip": "10.8.0.10"}
+    children = load(files, "hosts.yml")["all"]["children"]  # type: ignore[index]
+    assert children["pool_h100"]["hosts"]["h100-000"]["ansible_host"] == "192.0.2.10"
+    assert "ansible_host" not in children["pool_h100"]["hosts"]["h100-001"]
+    assert children["slurm_controller"]["hosts"]["c-slurmctld"] == {"ansible_host": "192.0.2.1"}
+
+
+def test_helpers() -> None:
+    assert group_name("pool", "gpu-a100") == "pool_gpu_a100"
+    assert known({"a": "<computed>", "b": [1.0, "[secret]"], "c": 2.5}) == {"b": [1], "c": 2.5}
+
+
+def test_cli_writes_owner_only_files_in_a_work_dir(project: Path) -> None:
+    proc = run_cli("inventory", "good", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    out = project / ".work" / "good" / "inventory"
+    assert "outputs from the offline preview" in proc.stdout
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    assert [p.relative_to(out).as_posix() for p in files] == [
+        "group_vars/all.yml",
+        "group_vars/pool_h100.yml",
+        "group_vars/slurm_controller.yml",
+        "hosts.yml",
+    ]
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
+    assert not (project / "playbooks").exists()
+
+
+def test_cli_refuses_playbooks_and_unknown_hosts(project: Path, tmp_path: Path) -> None:
+    proc = run_cli("inventory", "good", "--out", str(project / "playbooks" / "inv"), cwd=project)
+    assert proc.returncode == 2
+    assert "inside playbooks/" in proc.stderr
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text("h100-000: 10.0.0.1\nh100-0009: 10.0.0.2\n")
+    proc = run_cli("inventory", "good", "--hosts", str(hosts), cwd=project)
+    assert proc.returncode == 2
+    assert "h100-0009 not a node of this stack" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (project / ".work").exists()  # nothing written
+    hosts.write_text("- not a mapping\n")
+    proc = run_cli("inventory", "good", "--hosts", str(hosts), cwd=project)
+    assert proc.returncode == 2
+    assert "expected a mapping of node name -> address" in proc.stderr
+
+
+def test_cli_reads_live_outputs_through_the_pulumi_cli(project: Path, tmp_path: Path) -> None:
+    """With `pulumi` on PATH the deployed stack's outputs are used (a stand-in CLI prints them here)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pulumi"
+    outputs = {"pools": {"h100": {"asg_name": "llm-dev-h100"}}, "controller": {"private_ip": "10.8.0.9"}}
+    fake.write_text(f"#!/bin/sh\necho '{json.dumps(outputs)}'\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "COLUMNS": "200"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", "inventory", "good"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "outputs from the pulumi stack output" in proc.stdout
+    gv = yaml.safe_load((project / ".work" / "good" / "inventory" / "group_vars" / "pool_h100.yml").read_text())
+    assert gv["outputs"] == {"asg_name": "llm-dev-h100"}
+
+
+def test_ansible_reads_the_inventory(project: Path) -> None:
+    exe = shutil.which("ansible-inventory", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("ansible-core is not installed (pip install -e '.[dev]')")
+    assert run_cli("inventory", "good", cwd=project).returncode == 0
+    inv = project / ".work" / "good" / "inventory" / "hosts.yml"
+    proc = subprocess.run([exe, "-i", str(inv), "--list"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["pool_h100"]["hosts"] == ["h100-000", "h100-001", "h100-002", "h100-003"]
+    assert data["slurm_compute"]["children"] == ["pool_h100"]
+    host = data["_meta"]["hostvars"]["h100-002"]
+    assert host["node_index"] == 2
+    assert host["efa_devices"] == 32  # group_vars of its pool
+    assert host["cluster"] == "llm-dev"  # group_vars/all
