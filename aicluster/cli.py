@@ -428,7 +428,7 @@ def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
-    from .inventory import controller_name, inventory
+    from .inventory import inventory
     from .preview import plan_stack, preview_stack
 
     project, stack = _stack(args)
@@ -437,7 +437,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
     plan = plan_stack(stack)
-    names = {n for p in plan.pools for n in p.node_names()} | ({controller_name(plan)} if plan.controller else set())
+    names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
     addresses = _addresses(args.hosts, names)
     outputs = _live_outputs(project, stack.stack)
     source = "pulumi stack output"

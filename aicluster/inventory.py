@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from aicluster.plan import ClusterPlan, PlannedPool
+from aicluster.render import slurm
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
@@ -41,10 +42,6 @@ def known(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-def controller_name(plan: ClusterPlan) -> str:
-    return f"{plan.name}-slurmctld"
 
 
 def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,9 +81,14 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def inventory(
-    plan: ClusterPlan, outputs: Mapping[str, Any], addresses: Mapping[str, str], source: str
+    plan: ClusterPlan,
+    outputs: Mapping[str, Any],
+    addresses: Mapping[str, str],
+    source: str,
+    slurm_version: slurm.Version = (22, 5),
 ) -> dict[str, str]:
-    """Relative path -> file text: `hosts.yml` and `group_vars/<group>.yml`."""
+    """Relative path -> file text: `hosts.yml` and `group_vars/<group>.yml`. The Slurm files the roles install
+    (`slurm_files`: target path -> text) are rendered here for the nodes' Slurm version."""
     children: dict[str, Any] = {}
     group_vars: dict[str, dict[str, Any]] = {}
 
@@ -117,7 +119,7 @@ def inventory(
     children["slurm_compute"] = {"children": compute}
     ctl = plan.controller
     if ctl is not None:
-        name = controller_name(plan)
+        name = plan.controller_host()
         children["slurm_controller"] = {"hosts": {name: host(name)}}
         group_vars["slurm_controller"] = {
             "provider": ctl.provider,
@@ -131,7 +133,9 @@ def inventory(
         "cluster": plan.name,
         "scheduler": plan.scheduler,
         "inventory_source": source,
-        "slurm_controller_host": controller_name(plan) if ctl is not None else None,
+        "slurm_controller_host": plan.controller_host() if ctl is not None else None,
+        "slurm_version": f"{slurm_version[0]}.{slurm_version[1]:02d}",
+        "slurm_files": slurm.files(plan, slurm_version) if ctl is not None and plan.scheduler == "slurm" else {},
         "filesystems": [
             {
                 "name": fs.name,
@@ -151,5 +155,16 @@ def inventory(
     return files
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (rendered files) as literal blocks, so group_vars stay readable."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def _yaml(data: Any) -> str:
-    return "---\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    return "---\n" + yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False)

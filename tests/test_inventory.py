@@ -86,6 +86,14 @@ def test_outputs_fill_in_what_is_known_and_nothing_else(catalog: Catalog) -> Non
     assert fs["dns_name"] == "fs-1.fsx.aws"
     assert "mount_name" not in fs  # secrets are never written
     assert load(files, "group_vars/slurm_controller.yml")["outputs"] == {"private_ip": "10.8.0.10"}
+    everywhere = load(files, "group_vars/all.yml")
+    assert everywhere["slurm_version"] == "22.05"
+    assert set(everywhere["slurm_files"]) >= {
+        "/etc/slurm/slurm.conf",
+        "/etc/slurm/gres.conf",
+        "/etc/slurm/topology.conf",
+    }  # type: ignore[arg-type]
+    assert "NodeName=h100-[000-003]" in everywhere["slurm_files"]["/etc/slurm/slurm.conf"]  # type: ignore[index]
     children = load(files, "hosts.yml")["all"]["children"]  # type: ignore[index]
     assert children["pool_h100"]["hosts"]["h100-000"]["ansible_host"] == "192.0.2.10"
     assert "ansible_host" not in children["pool_h100"]["hosts"]["h100-001"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
 from aicluster.catalog.pricing import Price, compute_price, storage_price
@@ -490,6 +491,7 @@ def _plan_tpu_pool(ctx: _Ctx, i: int, pool: GcpPool) -> PlannedPool | None:
         family=f"TPU {tpu.name}",
         accelerator=acc.id,
         accelerator_name=acc.name,
+        accelerator_kind=acc.kind,
         bf16_tflops=acc.bf16_tflops,
         per_node=details.chips_per_host,
         vcpus=tpu.host_vcpus or 0,
@@ -525,6 +527,7 @@ class _Facts:
     family: str
     accelerator: str | None
     accelerator_name: str | None
+    accelerator_kind: Literal["gpu", "trainium", "tpu"] | None
     bf16_tflops: float
     per_node: int
     vcpus: int
@@ -542,6 +545,7 @@ def _facts(ctx: _Ctx, it: InstanceType) -> _Facts:
         family=it.family,
         accelerator=acc.id if acc else None,
         accelerator_name=acc.name if acc else None,
+        accelerator_kind=acc.kind if acc else None,
         bf16_tflops=acc.bf16_tflops if acc else 0.0,
         per_node=it.accelerator_count,
         vcpus=it.vcpus,
@@ -609,6 +613,7 @@ def _pool_record(
         family=it.family,
         accelerator=it.accelerator,
         accelerator_name=it.accelerator_name,
+        accelerator_kind=it.accelerator_kind,
         accelerators_per_node=per_node,
         nodes=nodes,
         gpus=per_node * nodes,

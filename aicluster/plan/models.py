@@ -193,6 +193,7 @@ class PlannedPool(_Plan):
     family: str
     accelerator: str | None  # catalog id
     accelerator_name: str | None
+    accelerator_kind: Literal["gpu", "trainium", "tpu"] | None  # None: no accelerator
     accelerators_per_node: int
     nodes: int
     gpus: int  # accelerators in the pool (GPUs or Trainium/TPU chips)
@@ -322,6 +323,10 @@ class ClusterPlan(_Plan):
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)
+
+    def controller_host(self) -> str:
+        """The scheduler controller's host name, as Slurm and the inventory name it."""
+        return f"{self.name}-slurmctld"
 
     def ib_domain_max_vms(self) -> int:
         """The largest InfiniBand domain (VMs per Azure scale set) the stack plans: 100 unless raised."""

@@ -1,0 +1,384 @@
+"""Slurm configuration from the plan: pure `plan -> str` functions over the templates in templates/slurm/.
+
+What the files say, and why:
+
+- Nodes: one `NodeName=` line per pool, names only from `PlannedPool.node_names()` written as Slurm hostlist
+  ranges (`h100-[000-015]`). `State=CLOUD`: the pools are created by Pulumi, so a node has no address until
+  its slurmd registers (`SlurmctldParameters=cloud_reg_addrs`). Slurm never creates or suspends nodes itself
+  (`SuspendTime=INFINITE`); `ResumeProgram` only lets a job wait `ResumeTimeout` for a node Pulumi is still
+  creating. `PrivateData=cloud`: without it Slurm 22.05 hides CLOUD nodes from sinfo/scontrol.
+- Memory: `RealMemory` is the instance memory in MiB less 5% (at least 4 GiB) for the kernel, the OS,
+  file-system clients and the GPU driver: a node that reports less memory than `RealMemory` is drained, and
+  the nominal instance memory is always a little more than the kernel reports (AWS ParallelCluster uses the
+  same 95%).
+- GPUs: `Gres=gpu:<type>:<n>`, the type is the catalog accelerator id up to its first dash (`h100-sxm-80gb`
+  -> `h100`, `a100-sxm-40gb` -> `a100`), so `--gres=gpu:h100:8` works on every cloud. gres.conf is static
+  (`AutoDetect=off`, `File=/dev/nvidia[0-N]`): NVML autodetection depends on how Slurm was built.
+- TPU and Trainium pools get no gres: Slurm has no device plugin for them and a TPU VM's chips are used by one
+  job at a time (libtpu takes them all). Their partitions are `OverSubscribe=EXCLUSIVE` (whole hosts) and
+  their features carry the accelerator (`v5p`, `v5p-256`), so `--constraint=v5p-256` selects them.
+- Partitions: one per pool (the first pool's is the default), plus one per network (provider-region, e.g.
+  `aws-us-east-1`) that holds more than one pool. No partition spans two networks: Slurm's topology guide
+  recommends "placing nodes in separate network segments in disjoint partitions", and a job submitted to
+  several partitions runs in one of them.
+- Topology (tree, the only one Slurm 22.05 has): a leaf switch per fabric domain of a pool
+  (`PlannedPool.fabric_domains()`: an Azure scale set, a GCP placement group, a TPU slice; an AWS pool is one
+  domain, its cluster placement group, and its leaf is named after the pool), a pool switch above its leaves
+  when it has more than one, and a root switch per network above its pools. Nothing joins the roots: per
+  topology.conf(5) "jobs can only span nodes connected by the same switch fabric, even if there are available
+  idle nodes", so Slurm never places one job across clouds or regions (checked with slurmctld 22.05: a
+  3-node job over two 2-node switches without a common parent is refused, "Requested node configuration is
+  not available").
+- Block topology (Slurm >= 23.11, the default there): one block per fabric domain; `BlockSizes` starts at the
+  smallest domain and doubles while a network still holds that many nodes. Text only: no slurmctld here has
+  topology/block. Cross-network placement is then prevented by the partitions alone.
+- Prolog/Epilog/HealthCheckProgram: DCGM diagnostics and GPU counts on GPU nodes; on failure they drain the
+  node with a reason and exit non-zero. slurmd starts them with no PATH, so they set their own.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from aicluster.plan import ClusterPlan, PlannedPool
+from aicluster.render import render
+
+Version = tuple[int, int]
+TopologyPlugin = Literal["tree", "block"]
+
+BLOCK_SINCE: Version = (23, 11)
+MEMORY_HEADROOM = 0.05  # share of the instance memory kept from Slurm
+MEMORY_HEADROOM_MIN_MIB = 4096
+# Catalog accelerator ids that are not GPUs (no gres/gpu): AWS Trainium and Cloud TPU chips.
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """How and where the daemons run. The defaults are production (Debian's paths, munge, cgroups); the
+    integration test swaps in private directories, a free port, auth/none and plugins that need no cgroups."""
+
+    conf_dir: str = "/etc/slurm"  # slurm.conf, gres.conf, cgroup.conf, topology.conf and the scripts
+    controller_host: str | None = None  # None: the inventory's name, "<cluster>-slurmctld"
+    slurm_user: str = "slurm"
+    slurmctld_port: int = 6817
+    slurmd_port: int = 6818
+    state_save_location: str = "/var/spool/slurmctld"
+    slurmd_spool_dir: str = "/var/spool/slurmd"
+    run_dir: str = "/run"  # pid files
+    log_dir: str = "/var/log/slurm"
+    auth_type: str = "auth/munge"
+    cred_type: str = "cred/munge"
+    proctrack_type: str = "proctrack/cgroup"
+    task_plugin: str = "task/affinity,task/cgroup"
+    job_acct_gather_type: str = "jobacct_gather/cgroup"
+    mail_prog: str = "/bin/true"  # cluster nodes have no MTA
+    resume_program: str = "/bin/true"  # Pulumi creates the nodes; Slurm only waits for them to register
+    suspend_program: str = "/bin/true"
+    resume_timeout_s: int = 900
+    health_check_interval_s: int = 300
+    device_dir: str = "/dev"  # where gres.conf finds /dev/nvidia0.. (the test points it at fake devices)
+    topology: TopologyPlugin | None = None  # None: tree before Slurm 23.11, block from 23.11
+
+
+DEFAULT_SETTINGS = SlurmSettings()
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One topology/tree switch: a leaf lists nodes, the others list child switches."""
+
+    name: str
+    nodes: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Block:
+    """One topology/block block: the nodes of one fabric domain."""
+
+    name: str
+    nodes: tuple[str, ...]
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def hostlist(names: Iterable[str]) -> str:
+    """Slurm hostlist expression for node names: `h100-000 .. h100-015` -> `h100-[000-015]`. Names group by
+    prefix and digit count (zero padding), groups keep the order of their first name, runs are merged."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    plain: dict[str, None] = {}
+    for name in names:
+        m = re.fullmatch(r"(.*?)(\d+)", name)
+        if m is None:
+            plain[name] = None
+            continue
+        groups.setdefault((m.group(1), len(m.group(2))), set()).add(int(m.group(2)))
+    parts = list(plain)
+    for (prefix, width), numbers in groups.items():
+        ranges: list[str] = []
+        ordered = sorted(numbers)
+        start = prev = ordered[0]
+        for n in [*ordered[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
+            if n is not None:
+                start = prev = n
+        single = len(ordered) == 1
+        parts.append(f"{prefix}{ranges[0]}" if single else f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
+
+
+def is_gpu_pool(pool: PlannedPool) -> bool:
+    return pool.accelerator_kind == "gpu"
+
+
+def gres_type(pool: PlannedPool) -> str | None:
+    """The gres/gpu type of a GPU pool: the catalog accelerator id up to its first dash (`h100-sxm-80gb` ->
+    `h100`); None for pools without GPUs."""
+    if not is_gpu_pool(pool):
+        return None
+    assert pool.accelerator is not None
+    return pool.accelerator.split("-")[0]
+
+
+def real_memory_mib(pool: PlannedPool) -> int:
+    """RealMemory: the instance memory in MiB less 5% (at least 4 GiB) for the OS."""
+    total = int(pool.memory_gib_per_node * 1024)
+    return total - max(MEMORY_HEADROOM_MIN_MIB, math.ceil(total * MEMORY_HEADROOM))
+
+
+def features(pool: PlannedPool) -> list[str]:
+    """Node features: provider, region, zone, instance type, fabric, accelerator, market."""
+    found = [pool.provider, pool.region]
+    if pool.zone is not None:  # Azure zones are "1".."3": prefix the region
+        found.append(pool.zone if pool.zone.startswith(pool.region) else f"{pool.region}-{pool.zone}")
+    found += [pool.instance_type, pool.fabric]
+    gres = gres_type(pool)
+    if gres is not None:
+        found.append(gres)
+    elif pool.tpu is not None:
+        found += [pool.tpu.generation, pool.tpu.accelerator_type]
+    elif pool.accelerator is not None:
+        found.append(pool.accelerator)
+    found.append(pool.market)
+    return list(dict.fromkeys(found))
+
+
+def topology_plugin(version: Version, settings: SlurmSettings = DEFAULT_SETTINGS) -> TopologyPlugin:
+    chosen: TopologyPlugin = settings.topology or ("block" if version >= BLOCK_SINCE else "tree")
+    if chosen == "block" and version < BLOCK_SINCE:
+        raise ValueError(f"topology/block needs Slurm 23.11 or newer, not {version[0]}.{version[1]:02d}")
+    return chosen
+
+
+def controller_host(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    """The inventory's name for the controller (`<cluster>-slurmctld`) unless the settings override it."""
+    return settings.controller_host or plan.controller_host()
+
+
+def _check(plan: ClusterPlan) -> None:
+    if plan.scheduler != "slurm" or plan.controller is None:
+        raise ValueError(f"cluster {plan.name} has no Slurm controller (scheduler: {plan.scheduler})")
+
+
+def _unique(kind: str, names: Sequence[str]) -> None:
+    clashes = sorted(n for n, count in Counter(names).items() if count > 1)
+    if clashes:
+        raise ValueError(f"Slurm {kind} names clash: {', '.join(clashes)}; rename the pool")
+
+
+def _domains(pool: PlannedPool) -> list[tuple[str, list[str]]]:
+    """(name, node names) per fabric domain; a pool without domains is one, named after the pool."""
+    names = pool.node_names()
+    domains = pool.fabric_domains()
+    if not domains:
+        return [(pool.name, names)]
+    return [(name, names[r.start : r.stop]) for name, r in domains]
+
+
+def _networks(plan: ClusterPlan) -> list[tuple[str, list[PlannedPool]]]:
+    """Networks that hold pools, in the plan's order, with their pools."""
+    keys = [n.key for n in plan.networks if any(p.network == n.key for p in plan.pools)]
+    keys += [p.network for p in plan.pools if p.network not in keys]
+    return [(key, [p for p in plan.pools if p.network == key]) for key in dict.fromkeys(keys)]
+
+
+# ----------------------------------------------------------------------------------------------- topology
+
+
+def tree_switches(plan: ClusterPlan) -> list[Switch]:
+    """topology/tree: leaves per fabric domain, a pool switch over more than one leaf, a root per network."""
+    switches: list[Switch] = []
+    for network, pools in _networks(plan):
+        children: list[str] = []
+        for pool in pools:
+            leaves = [Switch(name, nodes=tuple(nodes)) for name, nodes in _domains(pool)]
+            switches += leaves
+            if len(leaves) > 1:
+                switches.append(Switch(pool.name, switches=tuple(s.name for s in leaves)))
+                children.append(pool.name)
+            else:
+                children.append(leaves[0].name)
+        switches.append(Switch(network, switches=tuple(children)))
+    _unique("switch", [s.name for s in switches])
+    return switches
+
+
+def blocks(plan: ClusterPlan) -> list[Block]:
+    """topology/block: one block per fabric domain, grouped by network."""
+    found = [Block(name, tuple(nodes)) for _, pools in _networks(plan) for p in pools for name, nodes in _domains(p)]
+    _unique("block", [b.name for b in found])
+    return found
+
+
+def block_sizes(plan: ClusterPlan) -> list[int]:
+    """BlockSizes: the smallest domain (every block must hold at least that many nodes), doubled while one
+    network still has that many nodes (larger aggregates would only pair blocks of different clouds)."""
+    base = min(len(b.nodes) for b in blocks(plan))
+    largest_network = max(sum(p.nodes for p in pools) for _, pools in _networks(plan))
+    sizes = [base]
+    while sizes[-1] * 2 <= largest_network:
+        sizes.append(sizes[-1] * 2)
+    return sizes
+
+
+def topology_conf(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    _check(plan)
+    plugin = topology_plugin(version, settings)
+    if plugin == "block":
+        rows = [(b.name, hostlist(b.nodes)) for b in blocks(plan)]
+        return render("slurm/topology-block.conf.j2", plan=plan, blocks=rows, block_sizes=block_sizes(plan))
+    tree = [
+        (s.name, hostlist(s.nodes) if s.nodes else None, ",".join(s.switches) if s.switches else None)
+        for s in tree_switches(plan)
+    ]
+    return render("slurm/topology-tree.conf.j2", plan=plan, switches=tree)
+
+
+# ----------------------------------------------------------------------------------------------- slurm.conf
+
+
+def _node_lines(plan: ClusterPlan) -> list[dict[str, object]]:
+    return [
+        {
+            "pool": pool.name,
+            "nodes": hostlist(pool.node_names()),
+            "cpus": pool.vcpus_per_node,
+            "real_memory": real_memory_mib(pool),
+            "gres": f"gpu:{gres_type(pool)}:{pool.accelerators_per_node}" if is_gpu_pool(pool) else None,
+            "features": ",".join(features(pool)),
+        }
+        for pool in plan.pools
+    ]
+
+
+def _partitions(plan: ClusterPlan) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for i, pool in enumerate(plan.pools):
+        gpus = pool.accelerators_per_node if is_gpu_pool(pool) else 0
+        rows.append(
+            {
+                "name": pool.name,
+                "nodes": hostlist(pool.node_names()),
+                "default": i == 0,
+                "def_cpu_per_gpu": pool.vcpus_per_node // gpus if gpus else None,
+                "def_mem_per_gpu": real_memory_mib(pool) // gpus if gpus else None,
+                "exclusive": not gpus,
+            }
+        )
+    for network, pools in _networks(plan):
+        if len(pools) > 1:
+            rows.append(
+                {
+                    "name": network,
+                    "nodes": hostlist(n for p in pools for n in p.node_names()),
+                    "default": False,
+                    "def_cpu_per_gpu": None,
+                    "def_mem_per_gpu": None,
+                    "exclusive": not any(is_gpu_pool(p) for p in pools),
+                }
+            )
+    _unique("partition", [str(r["name"]) for r in rows])
+    return rows
+
+
+def slurm_conf(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    _check(plan)
+    return render(
+        "slurm/slurm.conf.j2",
+        plan=plan,
+        version=f"{version[0]}.{version[1]:02d}",
+        s=settings,
+        controller_host=controller_host(plan, settings),
+        topology_plugin=f"topology/{topology_plugin(version, settings)}",
+        nodes=_node_lines(plan),
+        partitions=_partitions(plan),
+        scripts=scripts(settings),
+    )
+
+
+def scripts(settings: SlurmSettings = DEFAULT_SETTINGS) -> dict[str, str]:
+    return {kind: f"{settings.conf_dir}/{kind}.sh" for kind in ("prolog", "epilog", "healthcheck")}
+
+
+# ----------------------------------------------------------------------------------------------- other files
+
+
+def gres_conf(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    _check(plan)
+    rows = [
+        (hostlist(p.node_names()), gres_type(p), f"{settings.device_dir}/nvidia[0-{p.accelerators_per_node - 1}]")
+        for p in plan.pools
+        if is_gpu_pool(p)
+    ]
+    return render("slurm/gres.conf.j2", plan=plan, rows=rows)
+
+
+def cgroup_conf(plan: ClusterPlan) -> str:
+    _check(plan)
+    return render("slurm/cgroup.conf.j2", plan=plan)
+
+
+def _gpu_pools(plan: ClusterPlan) -> list[tuple[str, int]]:
+    return [(p.name, p.accelerators_per_node) for p in plan.pools if is_gpu_pool(p)]
+
+
+def prolog_sh(plan: ClusterPlan) -> str:
+    """Prolog (PrologFlags=Alloc: at allocation, on every node of the job): DCGM diag level 1 on GPU nodes."""
+    _check(plan)
+    return render("slurm/prolog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="prolog")
+
+
+def epilog_sh(plan: ClusterPlan) -> str:
+    """Epilog: GPU processes left behind drain the node; after a failed job, DCGM diag level 2."""
+    _check(plan)
+    return render("slurm/epilog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="epilog")
+
+
+def healthcheck_sh(plan: ClusterPlan) -> str:
+    """HealthCheckProgram (every HealthCheckInterval on idle nodes): the pool's GPU count is visible."""
+    _check(plan)
+    return render("slurm/healthcheck.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="healthcheck")
+
+
+def files(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> dict[str, str]:
+    """Target path -> content of every Slurm file the controller and the nodes need."""
+    conf = settings.conf_dir
+    paths = scripts(settings)
+    return {
+        f"{conf}/slurm.conf": slurm_conf(plan, version, settings),
+        f"{conf}/gres.conf": gres_conf(plan, settings),
+        f"{conf}/cgroup.conf": cgroup_conf(plan),
+        f"{conf}/topology.conf": topology_conf(plan, version, settings),
+        paths["prolog"]: prolog_sh(plan),
+        paths["epilog"]: epilog_sh(plan),
+        paths["healthcheck"]: healthcheck_sh(plan),
+    }

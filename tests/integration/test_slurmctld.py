@@ -1,0 +1,227 @@
+"""The rendered Slurm configuration of every example stack, loaded by a real slurmctld (Debian's 22.05).
+
+slurmctld accepts bad Gres values silently, so the tests compare what Slurm reports (`scontrol show node`,
+`scontrol show topology`, `slurmd -G`) with the plan, and fail on any `error:` line in the log that is not
+known noise. Needs `apt-get install slurmctld slurmd slurm-client`; skipped without it, except in CI
+(CI=true), where a missing Slurm is a failure.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from aicluster.plan import ClusterPlan
+from aicluster.preview import plan_stack
+from aicluster.render.slurm import SlurmSettings, files, gres_type, hostlist
+from aicluster.stackfile import find_project, read_stack
+from tests.conftest import IN_CI, ROOT, STACKS
+
+pytestmark = pytest.mark.slow
+
+INSTALL = "Slurm is not installed: apt-get install slurmctld slurmd slurm-client"
+START_TIMEOUT_S = 10.0
+# "error:" lines that every start of Debian's slurmctld 22.05 logs with a fresh state directory (-c).
+HARMLESS_ERRORS = (
+    # Debian ships the mpi/pmix_v4 plugin, but slurmctld does not pull in the PMIx library
+    "mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library",
+    "Couldn't load specified plugin name for mpi/pmix_v4: Plugin init() callback failed",
+    "MPI: Cannot create context for mpi/pmix_v4",
+    # no state files on a first start (and on shutdown, before any job was saved)
+    "Could not open job state file",
+    "NOTE: Trying backup state save file. Jobs may be lost!",
+    "Could not open reservation state file",
+    "NOTE: Trying backup state save file. Reservations may be lost",
+)
+
+
+def need(*programs: str) -> None:
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing:
+        message = f"{', '.join(missing)} not found. {INSTALL}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def load(stack: str) -> ClusterPlan:
+    return plan_stack(read_stack(find_project(ROOT), stack))
+
+
+def settings_for(base: Path, device_dir: str = "/dev") -> SlurmSettings:
+    """Private directories, a free port, no munge and no cgroups: what a test machine can run."""
+    for d in ("etc", "state", "spool", "log", "run"):
+        (base / d).mkdir(exist_ok=True)
+    port = free_port()
+    host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+    return SlurmSettings(
+        conf_dir=str(base / "etc"),
+        controller_host=host,
+        slurm_user=getpass.getuser(),
+        slurmctld_port=port,
+        slurmd_port=port + 1,
+        state_save_location=str(base / "state"),
+        slurmd_spool_dir=str(base / "spool"),
+        run_dir=str(base / "run"),
+        log_dir=str(base / "log"),
+        auth_type="auth/none",
+        cred_type="cred/none",
+        proctrack_type="proctrack/linuxproc",
+        task_plugin="task/none",
+        job_acct_gather_type="jobacct_gather/none",
+        device_dir=device_dir,
+    )
+
+
+def write(plan: ClusterPlan, settings: SlurmSettings) -> dict[str, str]:
+    """Write the files where `settings` puts them; SLURM_CONF for the Slurm commands."""
+    for path, text in files(plan, (22, 5), settings).items():
+        Path(path).write_text(text)
+    return {**os.environ, "SLURM_CONF": f"{settings.conf_dir}/slurm.conf"}
+
+
+@dataclass
+class Controller:
+    plan: ClusterPlan
+    env: dict[str, str]
+    log: Path
+    started_s: float
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, env=self.env, capture_output=True, text=True, check=check)
+
+    def records(self, *what: str) -> list[dict[str, str]]:
+        """`scontrol -o show ...` as one key=value dict per line (only values without spaces are whole)."""
+        out = self.run("scontrol", "-o", "show", *what).stdout
+        return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in out.splitlines() if line.strip()]
+
+    def hostnames(self, expression: str) -> set[str]:
+        return set(self.run("scontrol", "show", "hostnames", expression).stdout.split())
+
+
+@pytest.fixture
+def controller(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Controller]:
+    need("slurmctld", "scontrol", "sbatch")
+    plan = load(request.param)
+    env = write(plan, settings_for(tmp_path))
+    stdout = tmp_path / "log" / "stdout.log"
+    t0 = time.monotonic()
+    with stdout.open("w") as out:
+        proc = subprocess.Popen(
+            ["slurmctld", "-D", "-c"], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        ctl = Controller(plan, env, tmp_path / "log" / "slurmctld.log", 0.0)
+        try:
+            while " is UP" not in ctl.run("scontrol", "ping", check=False).stdout:
+                if proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
+                    pytest.fail(f"slurmctld did not come up (exit {proc.poll()}):\n{stdout.read_text()}")
+                time.sleep(0.05)
+            ctl.started_s = time.monotonic() - t0
+            yield ctl
+        finally:
+            ctl.run("scontrol", "shutdown", "slurmctld", check=False)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("controller", STACKS, indirect=True)
+def test_slurmctld_runs_the_plan(controller: Controller) -> None:
+    ctl, plan = controller, controller.plan
+    print(f"{plan.name}: slurmctld up in {ctl.started_s:.2f} s")
+
+    # nodes: exactly the plan's names, with its GPUs and CPUs
+    nodes = {r["NodeName"]: r for r in ctl.records("node")}
+    expected = {name: pool for pool in plan.pools for name in pool.node_names()}
+    assert sorted(nodes) == sorted(expected)
+    for name, pool in expected.items():
+        gres = gres_type(pool)
+        assert nodes[name]["Gres"] == (f"gpu:{gres}:{pool.accelerators_per_node}" if gres else "(null)"), name
+        assert int(nodes[name]["CPUTot"]) == pool.vcpus_per_node, name
+        assert "CLOUD" in nodes[name]["State"], name
+
+    # partitions: one per pool with its nodes; none spans two networks
+    network_of = {name: pool.network for name, pool in expected.items()}
+    partitions = {r["PartitionName"]: ctl.hostnames(r["Nodes"]) for r in ctl.records("partition")}
+    for pool in plan.pools:
+        assert partitions[pool.name] == set(pool.node_names())
+    for name, members in partitions.items():
+        assert len({network_of[n] for n in members}) == 1, f"partition {name} spans networks"
+
+    # topology: a leaf per fabric domain, one root per network holding exactly its nodes
+    switches = ctl.records("topology")
+    leaves = {frozenset(ctl.hostnames(s["Nodes"])) for s in switches if s["Level"] == "0"}
+    domains = set()
+    for pool in plan.pools:
+        names = pool.node_names()
+        domains |= {frozenset(names[r.start : r.stop]) for _, r in pool.fabric_domains() or [("", range(pool.nodes))]}
+    assert leaves == domains
+    children = {c for s in switches for c in s.get("Switches", "").split(",") if c}
+    roots = {s["SwitchName"]: ctl.hostnames(s["Nodes"]) for s in switches if s["SwitchName"] not in children}
+    assert roots == {
+        network: {n for n, net in network_of.items() if net == network} for network in set(network_of.values())
+    }
+
+    # a job larger than any one network is refused even when it may use every partition
+    sizes = [len(members) for members in roots.values()]
+    if len(sizes) > 1:
+        every = ",".join(partitions)
+        fits = ctl.run("sbatch", "--test-only", "-N", str(max(sizes)), "-p", every, "--wrap", "true", check=False)
+        assert fits.returncode == 0, fits.stderr
+        spans = ctl.run("sbatch", "--test-only", "-N", str(max(sizes) + 1), "-p", every, "--wrap", "true", check=False)
+        assert spans.returncode != 0
+        assert "Requested node configuration is not available" in spans.stderr
+
+    errors = [line for line in ctl.log.read_text().splitlines() if "error:" in line or "fatal:" in line]
+    assert [line for line in errors if not any(known in line for known in HARMLESS_ERRORS)] == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_slurmd_reads_gres_conf(stack: str, tmp_path: Path) -> None:
+    """`slurmd -G -N <node>` parses gres.conf as a node would (it needs the device files: fake ones)."""
+    need("slurmd")
+    if os.geteuid() != 0:
+        pytest.skip("creating fake /dev/nvidia* character devices needs root")
+    plan = load(stack)
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for i in range(max(p.accelerators_per_node for p in plan.pools)):
+        os.mknod(dev / f"nvidia{i}", 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    env = write(plan, settings_for(tmp_path, device_dir=str(dev)))
+    for pool in plan.pools:
+        node = pool.node_names()[-1]
+        out = subprocess.run(["slurmd", "-G", "-N", node], env=env, capture_output=True, text=True, check=True)
+        found = re.findall(r"Gres Name=(\S+) Type=(\S+) Count=(\d+)", out.stdout + out.stderr)
+        gres = gres_type(pool)
+        assert found == ([("gpu", gres, str(pool.accelerators_per_node))] if gres else []), node
+
+
+def test_slurm_expands_our_hostlists(tmp_path: Path) -> None:
+    need("scontrol")
+    env = write(load("p5-small"), settings_for(tmp_path))
+    names = [f"h100-{i:03d}" for i in (*range(100), 150, *range(200, 250))] + ["a3-0999", "a3-1000"]
+    expression = hostlist(names)
+    assert expression == "h100-[000-099,150,200-249],a3-[0999-1000]"
+    out = subprocess.run(
+        ["scontrol", "show", "hostnames", expression], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == names

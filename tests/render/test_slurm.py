@@ -1,0 +1,377 @@
+"""Slurm files rendered from the plan: golden files per example stack, and the rules behind them.
+
+Regenerate the goldens with `UPDATE_GOLDEN=1 pytest tests/render/test_slurm.py`; tests/integration loads the
+same files into a real slurmctld.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aicluster.catalog import Catalog
+from aicluster.plan import ClusterPlan
+from aicluster.preview import plan_stack
+from aicluster.render.slurm import (
+    SlurmSettings,
+    blocks,
+    cgroup_conf,
+    epilog_sh,
+    files,
+    gres_conf,
+    gres_type,
+    healthcheck_sh,
+    hostlist,
+    prolog_sh,
+    real_memory_mib,
+    slurm_conf,
+    topology_conf,
+    tree_switches,
+)
+from aicluster.stackfile import find_project, read_stack
+from tests.conftest import ROOT, STACKS
+from tests.helpers import cluster, gcp_cluster, plan_of, pool, tpu_pool
+
+GOLDEN = ROOT / "tests" / "golden" / "slurm"
+HYBRID = [s for s in STACKS if s.startswith(("hybrid-", "three-"))]
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; review and regenerate with UPDATE_GOLDEN=1"
+
+
+def stack_plan(stack: str) -> ClusterPlan:
+    return plan_stack(read_stack(find_project(ROOT), stack))
+
+
+def below(plan: ClusterPlan, switch: str) -> set[str]:
+    """Every node under a tree switch."""
+    by_name = {s.name: s for s in tree_switches(plan)}
+    s = by_name[switch]
+    return set(s.nodes).union(*(below(plan, c) for c in s.switches))
+
+
+# ------------------------------------------------------------------------------------------ golden files
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_golden_slurm_files(stack: str) -> None:
+    cp = stack_plan(stack)
+    golden(f"{stack}/slurm.conf", slurm_conf(cp))
+    golden(f"{stack}/gres.conf", gres_conf(cp))
+    golden(f"{stack}/topology.conf", topology_conf(cp))
+
+
+def test_golden_block_topology_and_scripts() -> None:
+    golden("azure-nd-h100-250/topology-block.conf", topology_conf(stack_plan("azure-nd-h100-250"), (23, 11)))
+    cp = stack_plan("three-cloud")
+    golden("three-cloud/topology-block.conf", topology_conf(cp, (23, 11)))
+    golden("cgroup.conf", cgroup_conf(cp))
+    golden("three-cloud/prolog.sh", prolog_sh(cp))
+    golden("three-cloud/epilog.sh", epilog_sh(cp))
+    golden("three-cloud/healthcheck.sh", healthcheck_sh(cp))
+
+
+# ------------------------------------------------------------------------------------------ names
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        pytest.param([f"h100-{i:03d}" for i in range(16)], "h100-[000-015]", id="one-range"),
+        pytest.param(["h100-007"], "h100-007", id="single"),
+        pytest.param(["a-001", "a-002", "a-005", "a-007", "a-008"], "a-[001-002,005,007-008]", id="gaps"),
+        pytest.param(["a-003", "a-001", "a-002"], "a-[001-003]", id="unordered"),
+        pytest.param(["p5-000", "p5-001", "nd-000", "nd-001"], "p5-[000-001],nd-[000-001]", id="two-pools"),
+        pytest.param([f"big-{i:04d}" for i in range(998, 1001)], "big-[0998-1000]", id="four-digits"),
+        pytest.param(["login", "n-01"], "login,n-01", id="no-number"),
+    ],
+)
+def test_hostlist_compresses_ranges(names: list[str], expected: str) -> None:
+    assert hostlist(names) == expected
+
+
+def test_node_lines_use_the_plans_names_cpus_and_memory() -> None:
+    cp = stack_plan("p5-small")
+    (p,) = cp.pools
+    assert p.node_names()[-1] == "h100-003"
+    line = next(x for x in slurm_conf(cp).splitlines() if x.startswith("NodeName="))
+    assert line == (
+        f"NodeName=h100-[000-003] CPUs=192 RealMemory={real_memory_mib(p)} Gres=gpu:h100:8 "
+        "Feature=aws,us-east-1,us-east-1a,p5.48xlarge,efa,h100,on-demand State=CLOUD"
+    )
+
+
+@pytest.mark.parametrize(
+    ("gib", "mib"),
+    [
+        pytest.param(2048.0, 1992294, id="p5-5pct"),  # 2,097,152 MiB less 104,858
+        pytest.param(32.0, 28672, id="small-4gib-floor"),  # 5% would be 1.6 GiB: keep 4 GiB
+    ],
+)
+def test_real_memory_keeps_headroom_for_the_os(catalog: Catalog, gib: float, mib: int) -> None:
+    p = plan_of(catalog, cluster()).pools[0].model_copy(update={"memory_gib_per_node": gib})
+    assert real_memory_mib(p) == mib
+
+
+# ------------------------------------------------------------------------------------------ gres
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param({"instance_type": "p5.48xlarge"}, "h100", id="p5-h100"),
+        pytest.param({"instance_type": "p4d.24xlarge"}, "a100", id="p4d-a100-40gb"),
+        pytest.param({"instance_type": "p4de.24xlarge"}, "a100", id="p4de-a100-80gb"),
+        pytest.param({"instance_type": "p6-b200.48xlarge"}, "b200", id="p6-b200"),
+        pytest.param({"instance_type": "trn1.32xlarge", "image": "ami-0123456789abcdef0"}, None, id="trainium"),
+    ],
+)
+def test_gres_type_comes_from_the_accelerator(catalog: Catalog, changes: dict[str, Any], expected: str | None) -> None:
+    cp = plan_of(catalog, cluster(pools=[pool(**changes)]))
+    (p,) = cp.pools
+    assert gres_type(p) == expected
+    nodes = next(x for x in slurm_conf(cp).splitlines() if x.startswith("NodeName="))
+    if expected is None:
+        assert "Gres=" not in nodes
+        assert "Name=gpu" not in gres_conf(cp)
+    else:
+        assert f" Gres=gpu:{expected}:{p.accelerators_per_node} " in nodes
+        devices = f"File=/dev/nvidia[0-{p.accelerators_per_node - 1}]"
+        assert f"NodeName=h100-[000-003] Name=gpu Type={expected} {devices}" in gres_conf(cp)
+
+
+def test_h200_on_gcp() -> None:
+    (p,) = stack_plan("gcp-a3ultra-reservation").pools
+    assert gres_type(p) == "h200"
+
+
+def test_tpu_pools_have_no_gres_but_tpu_features_and_whole_hosts(catalog: Catalog) -> None:
+    cp = plan_of(catalog, gcp_cluster(pools=[tpu_pool()]))
+    text = slurm_conf(cp)
+    node = next(x for x in text.splitlines() if x.startswith("NodeName="))
+    assert "Gres=" not in node
+    assert "v5p-256" in node.split("Feature=")[1]
+    assert "PartitionName=v5p Nodes=v5p-[000-063] Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE" in text
+
+
+# ------------------------------------------------------------------------------------------ topology
+
+
+def test_azure_250_vms_give_three_leaves_of_100_100_50() -> None:
+    cp = stack_plan("azure-nd-h100-250")
+    switches = {s.name: s for s in tree_switches(cp)}
+    leaves = [s for s in switches.values() if s.nodes]
+    assert [(s.name, len(s.nodes)) for s in leaves] == [("h100-ib0", 100), ("h100-ib1", 100), ("h100-ib2", 50)]
+    assert switches["h100-ib2"].nodes[0] == "h100-200"
+    assert switches["h100"].switches == ("h100-ib0", "h100-ib1", "h100-ib2")
+    assert switches["azure-eastus"].switches == ("h100",)
+    assert "SwitchName=h100-ib1 Nodes=h100-[100-199]" in topology_conf(cp)
+
+
+def test_tpu_slices_are_leaves(catalog: Catalog) -> None:
+    cp = plan_of(catalog, gcp_cluster(pools=[tpu_pool(slices=3)]))
+    leaves = [s for s in tree_switches(cp) if s.nodes]
+    assert [(s.name, s.nodes[0], len(s.nodes)) for s in leaves] == [
+        ("v5p-s0", "v5p-000", 32),
+        ("v5p-s1", "v5p-032", 32),
+        ("v5p-s2", "v5p-064", 32),
+    ]
+
+
+def test_an_aws_pool_is_one_leaf_its_placement_group() -> None:
+    cp = stack_plan("p5-large")
+    assert tree_switches(cp)[0].name == "h100"
+    assert topology_conf(cp).splitlines()[-2:] == [
+        "SwitchName=h100 Nodes=h100-[000-383]",
+        "SwitchName=aws-us-east-1 Switches=h100",
+    ]
+
+
+@pytest.mark.parametrize("stack", HYBRID)
+def test_hybrid_stacks_give_disjoint_roots_one_per_network(stack: str) -> None:
+    cp = stack_plan(stack)
+    switches = tree_switches(cp)
+    children = {c for s in switches for c in s.switches}
+    roots = [s.name for s in switches if s.name not in children]
+    networks = sorted({p.network for p in cp.pools})
+    assert sorted(roots) == networks
+    assert len(networks) > 1
+    for root in roots:
+        assert below(cp, root) == {n for p in cp.pools if p.network == root for n in p.node_names()}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_switch_and_block_names_are_unique_and_cover_every_node(stack: str) -> None:
+    cp = stack_plan(stack)
+    names = [s.name for s in tree_switches(cp)]
+    assert len(names) == len(set(names))
+    every = {n for p in cp.pools for n in p.node_names()}
+    leaf_nodes = [n for s in tree_switches(cp) for n in s.nodes]
+    assert sorted(leaf_nodes) == sorted(every)
+    assert sorted(n for b in blocks(cp) for n in b.nodes) == sorted(every)
+
+
+def test_block_topology_for_slurm_23_11() -> None:
+    cp = stack_plan("azure-nd-h100-250")
+    assert topology_conf(cp, (23, 11)).splitlines()[2:] == [
+        "BlockName=h100-ib0 Nodes=h100-[000-099]",
+        "BlockName=h100-ib1 Nodes=h100-[100-199]",
+        "BlockName=h100-ib2 Nodes=h100-[200-249]",
+        "BlockSizes=50,100,200",
+    ]
+    assert "TopologyPlugin=topology/block" in slurm_conf(cp, (23, 11))
+    assert "TopologyPlugin=topology/tree" in slurm_conf(cp, (23, 11), SlurmSettings(topology="tree"))
+    assert "TopologyPlugin=topology/tree" in slurm_conf(cp)
+
+
+def test_block_topology_needs_slurm_23_11() -> None:
+    with pytest.raises(ValueError, match=r"topology/block needs Slurm 23\.11"):
+        topology_conf(stack_plan("p5-small"), (22, 5), SlurmSettings(topology="block"))
+
+
+# ------------------------------------------------------------------------------------------ partitions, settings
+
+
+def test_partitions_per_pool_and_per_network_never_across_networks() -> None:
+    lines = [x for x in slurm_conf(stack_plan("mixed-spot")).splitlines() if x.startswith("PartitionName=")]
+    assert [x.split()[0:2] for x in lines] == [
+        ["PartitionName=core", "Nodes=core-[000-007]"],
+        ["PartitionName=sweep", "Nodes=sweep-[000-031]"],
+        ["PartitionName=aws-us-east-1", "Nodes=core-[000-007],sweep-[000-031]"],
+    ]
+    assert sum("Default=YES" in x for x in lines) == 1
+    assert "DefCpuPerGPU=24 DefMemPerGPU=249036" in lines[0]
+    three = slurm_conf(stack_plan("three-cloud"))
+    assert [x.split()[0] for x in three.splitlines() if x.startswith("PartitionName=")] == [
+        "PartitionName=p5",
+        "PartitionName=nd",
+        "PartitionName=a3",
+    ]
+
+
+def test_a_pool_named_like_a_network_is_refused(catalog: Catalog) -> None:
+    cp = plan_of(catalog, cluster(pools=[pool(name="aws-us-east-1"), pool(name="h100", zone="us-east-1b")]))
+    with pytest.raises(ValueError, match="partition names clash: aws-us-east-1"):
+        slurm_conf(cp)
+    with pytest.raises(ValueError, match="switch names clash: aws-us-east-1"):
+        topology_conf(cp)
+
+
+def test_controller_and_paths_come_from_the_settings() -> None:
+    cp = stack_plan("p5-small")
+    assert "SlurmctldHost=llm-dev-slurmctld\n" in slurm_conf(cp)
+    settings = SlurmSettings(conf_dir="/x/etc", controller_host="vm", slurmctld_port=17817, auth_type="auth/none")
+    text = slurm_conf(cp, settings=settings)
+    for line in ("SlurmctldHost=vm", "SlurmctldPort=17817", "AuthType=auth/none", "Prolog=/x/etc/prolog.sh"):
+        assert f"\n{line}\n" in text
+    assert set(files(cp, settings=settings)) == {
+        f"/x/etc/{name}"
+        for name in (
+            "slurm.conf",
+            "gres.conf",
+            "cgroup.conf",
+            "topology.conf",
+            "prolog.sh",
+            "epilog.sh",
+            "healthcheck.sh",
+        )
+    }
+
+
+def test_production_defaults() -> None:
+    text = slurm_conf(stack_plan("p5-small"))
+    for line in (
+        "SelectType=select/cons_tres",
+        "GresTypes=gpu",
+        "PrivateData=cloud",
+        "ProctrackType=proctrack/cgroup",
+        "TaskPlugin=task/affinity,task/cgroup",
+        "AuthType=auth/munge",
+        "StateSaveLocation=/var/spool/slurmctld",
+        "SuspendTime=INFINITE",
+    ):
+        assert f"\n{line}\n" in text
+    cgroup = cgroup_conf(stack_plan("p5-small"))
+    assert {"ConstrainDevices=yes", "ConstrainCores=yes", "ConstrainRAMSpace=yes"} <= set(cgroup.splitlines())
+
+
+def test_kubernetes_clusters_have_no_slurm_files(catalog: Catalog) -> None:
+    cp = plan_of(catalog, cluster()).model_copy(update={"scheduler": "kubernetes", "controller": None})
+    with pytest.raises(ValueError, match="no Slurm controller"):
+        files(cp)
+
+
+# ------------------------------------------------------------------------------------------ scripts
+
+
+@pytest.mark.parametrize("render", [prolog_sh, epilog_sh, healthcheck_sh], ids=["prolog", "epilog", "healthcheck"])
+def test_scripts_are_valid_bash(render: Any, tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text(render(stack_plan("three-cloud")))
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False).returncode == 0
+
+
+def fake_bin(tmp_path: Path, **programs: str) -> Path:
+    """A directory of stub programs: name -> shell body; scontrol records its arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    programs.setdefault("scontrol", f'echo "$*" >> {tmp_path}/scontrol.log')
+    for name, body in programs.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def run_script(text: str, tmp_path: Path, node: str, bin_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.sh"
+    # slurmd gives no PATH; the script sets its own, so put the stubs first on it
+    script.write_text(text.replace("export PATH=", f"export PATH={bin_dir}:", 1))
+    return subprocess.run(
+        ["bash", str(script)], env={"SLURMD_NODENAME": node, **env}, capture_output=True, text=True, check=False
+    )
+
+
+def test_prolog_drains_a_gpu_node_that_fails_dcgm_diag(tmp_path: Path) -> None:
+    text = prolog_sh(stack_plan("three-cloud"))
+    assert "dcgmi diag -r 1" in text
+    failing = fake_bin(tmp_path, dcgmi='echo "| Deployment | Fail |"; exit 226')
+    done = run_script(text, tmp_path, "nd-002", failing)
+    assert done.returncode == 1
+    assert (
+        tmp_path / "scontrol.log"
+    ).read_text() == "update nodename=nd-002 state=drain reason=prolog: dcgmi diag -r 1 failed\n"
+
+
+def test_prolog_passes_a_healthy_gpu_node_and_skips_tpu_nodes(tmp_path: Path, catalog: Catalog) -> None:
+    passing = fake_bin(tmp_path, dcgmi='echo "| Deployment | Pass |"')
+    assert run_script(prolog_sh(stack_plan("p5-small")), tmp_path, "h100-003", passing).returncode == 0
+    tpu = plan_of(catalog, gcp_cluster(pools=[tpu_pool()]))
+    assert run_script(prolog_sh(tpu), tmp_path, "v5p-000", passing).returncode == 0
+    assert not (tmp_path / "scontrol.log").exists()
+
+
+def test_healthcheck_drains_a_node_missing_gpus(tmp_path: Path) -> None:
+    seven = fake_bin(tmp_path, **{"nvidia-smi": 'for i in 0 1 2 3 4 5 6; do echo "GPU $i: NVIDIA H100"; done'})
+    done = run_script(healthcheck_sh(stack_plan("p5-small")), tmp_path, "h100-001", seven)
+    assert done.returncode == 1
+    assert "reason=healthcheck: expected 8 GPUs, nvidia-smi lists 7" in (tmp_path / "scontrol.log").read_text()
+
+
+def test_epilog_runs_dcgm_level_2_after_a_failed_job(tmp_path: Path) -> None:
+    stubs = fake_bin(tmp_path, **{"nvidia-smi": "true", "dcgmi": f'echo "$*" >> {tmp_path}/dcgmi.log'})
+    text = epilog_sh(stack_plan("p5-small"))
+    ok = run_script(text, tmp_path, "h100-001", stubs, SLURM_JOB_GPUS="0,1", SLURM_JOB_EXIT_CODE="0")
+    assert ok.returncode == 0
+    assert not (tmp_path / "dcgmi.log").exists()
+    failed = run_script(text, tmp_path, "h100-001", stubs, SLURM_JOB_GPUS="0,1", SLURM_JOB_EXIT_CODE="256")
+    assert failed.returncode == 0
+    assert (tmp_path / "dcgmi.log").read_text() == "diag -r 2 -i 0,1\n"
