@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -427,7 +427,8 @@ def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()}
 
 
-def cmd_inventory(args: argparse.Namespace) -> int:
+def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan]:
+    """Plan the stack and write its inventory (files 0600 in a work directory); the directory and the plan."""
     from .inventory import inventory
     from .preview import plan_stack, preview_stack
 
@@ -447,18 +448,87 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     files = inventory(plan, outputs, addresses, source)
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(target, 0o700)
-    stale = {p for p in target.glob("group_vars/*.yml")} - {target / rel for rel in files}
+    stale = set(target.glob("group_vars/*.yml")) - {target / rel for rel in files}
     for path in stale:
         path.unlink()
     for rel, text in files.items():
         (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_atomic(target / rel, text, mode=0o600)
     hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
-    addressed = len(addresses)
     out.print(
-        f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {addressed} with an "
-        f"address; outputs from the {source}"
+        f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {len(addresses)} with "
+        f"an address; outputs from the {source}"
     )
+    return project, stack, target, plan
+
+
+def cmd_inventory(args: argparse.Namespace) -> int:
+    _write_inventory(args)
+    return EXIT_OK
+
+
+def _score_table(hosts: Mapping[str, Any], title: str, *, running: bool = False) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col, just in (
+        ("host", "left"),
+        ("ok", "right"),
+        ("changed", "right"),
+        ("failed", "right"),
+        ("unreachable", "right"),
+        ("skipped", "right"),
+        ("task now" if running else "last failure", "left"),
+    ):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for host, s in hosts.items():
+        style = "red" if s.bad else None
+        t.add_row(
+            host,
+            str(s.ok),
+            str(s.changed),
+            str(s.failed),
+            str(s.unreachable),
+            str(s.skipped),
+            escape(s.task if running else (s.message or "")),
+            style=style,
+        )
+    return t
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from rich.live import Live
+
+    from . import tune
+
+    project, stack, inventory_dir, _ = _write_inventory(args)
+    playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
+    if not playbook.is_file():
+        raise UsageError(f"{playbook}: no such playbook")
+    work = project.root / ".work" / stack.stack / "runner"
+    with Live(console=out, transient=True, auto_refresh=False) as live:
+
+        def show(board: tune.Scoreboard) -> None:
+            live.update(_score_table(board.hosts, f"tuning {stack.stack}: {board.task}", running=True), refresh=True)
+
+        result = tune.run(
+            playbook,
+            inventory_dir / "hosts.yml",
+            work,
+            roles_path=playbook.parent / "roles",
+            limit=args.limit,
+            tags=args.tags,
+            check=args.check,
+            on_change=show,
+        )
+    mode = " (check mode: nothing changed)" if args.check else ""
+    out.print(_score_table(result.hosts, f"tune {stack.stack}{mode}: {result.tasks} task(s) in {result.seconds:.1f} s"))
+    out.print(f"[dim]artifacts: {result.artifacts}[/]")
+    if result.failed_hosts or result.status != "successful":
+        failed = ",".join(result.failed_hosts)
+        out.print(f"[red]{len(result.failed_hosts)} host(s) failed: {escape(failed) or result.status}[/]")
+        if failed:
+            out.print(f"retry them: aicluster tune {stack.stack} --limit {failed}")
+        return EXIT_FAILED
+    out.print(f"[green]{len(result.hosts)} host(s) tuned[/]")
     return EXIT_OK
 
 
@@ -607,6 +677,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", metavar="DIR", help="where to write it (default: .work/<stack>/inventory)")
     p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
+    p = add(
+        "tune",
+        cmd_tune,
+        "write the inventory and run playbooks/site.yml over it with ansible-runner (exit 1 if any host failed)",
+    )
+    p.add_argument("--limit", metavar="HOSTS", help="only these hosts or groups (Ansible --limit)")
+    p.add_argument("--tags", metavar="TAGS", help="only these roles/tags (comma-separated)")
+    p.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
+    p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
+    p.add_argument("--out", metavar="DIR", help="where to write the inventory (default: .work/<stack>/inventory)")
+    p.add_argument("--playbook", metavar="FILE", help="another playbook than playbooks/site.yml")
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)

@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
+from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
-from aicluster.render import slurm
+from aicluster.render import nccl, slurm
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
@@ -44,7 +45,26 @@ def known(value: Any) -> Any:
     return value
 
 
-def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any]) -> dict[str, Any]:
+def _nccl_vars(pool: PlannedPool, catalog: Catalog) -> dict[str, Any]:
+    """The pool's NCCL profile: the files the nccl role installs and the acceptance gate's expectation.
+    A GPU platform the catalog has no profile for is said so (the role then refuses to guess)."""
+    try:
+        profile = nccl.profile_for(pool, catalog)
+    except nccl.NcclProfileError as exc:
+        return {"nccl_profile": None, "nccl_profile_missing": str(exc)}
+    if profile is None:  # TPU, Trainium, plain ethernet: nothing of NCCL's to set
+        return {"nccl_profile": None}
+    busbw = nccl.expected_busbw(pool, catalog)
+    return {
+        "nccl_profile": profile.id,
+        "nccl_conf": nccl.nccl_conf(pool, catalog),
+        "nccl_env": nccl.nccl_env(pool, catalog),
+        "nccl_expected_busbw_gb_s": busbw.busbw_gb_s if busbw else None,
+        "nccl_expected_busbw_nodes": busbw.nodes if busbw else None,
+    }
+
+
+def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any], catalog: Catalog) -> dict[str, Any]:
     facts: dict[str, Any] = {
         "pool": pool.name,
         "provider": pool.provider,
@@ -74,6 +94,7 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any]) -> dict[str, Any]:
             "hosts_per_slice": pool.tpu.hosts_per_slice,
             "runtime_version": pool.tpu.runtime_version,
         }
+    facts.update(_nccl_vars(pool, catalog))
     handles = known(outputs.get("pools", {}).get(pool.name, {}))
     if handles:
         facts["outputs"] = handles
@@ -86,9 +107,11 @@ def inventory(
     addresses: Mapping[str, str],
     source: str,
     slurm_version: slurm.Version = (22, 5),
+    catalog: Catalog | None = None,
 ) -> dict[str, str]:
     """Relative path -> file text: `hosts.yml` and `group_vars/<group>.yml`. The Slurm files the roles install
     (`slurm_files`: target path -> text) are rendered here for the nodes' Slurm version."""
+    catalog = catalog or load_catalog()
     children: dict[str, Any] = {}
     group_vars: dict[str, dict[str, Any]] = {}
 
@@ -109,7 +132,7 @@ def inventory(
             for i, n in enumerate(names)
         }
         children[group] = {"hosts": hosts}
-        group_vars[group] = _pool_vars(pool, outputs)
+        group_vars[group] = _pool_vars(pool, outputs, catalog)
         compute[group] = {}
         by_provider.setdefault(group_name("provider", pool.provider), {})[group] = {}
         by_fabric.setdefault(group_name("fabric", pool.fabric), {})[group] = {}

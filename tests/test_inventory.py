@@ -44,7 +44,11 @@ def test_groups_by_pool_provider_fabric_and_role(catalog: Catalog) -> None:
     a3 = load(files, "group_vars/pool_a3.yml")
     assert a3["fabric"] == "gpudirect-tcpxo"
     assert [n["nic_type"] for n in a3["gpu_nics"]] == ["GVNIC"] * 9  # type: ignore[union-attr]
-    assert load(files, "group_vars/pool_h100.yml")["efa_devices"] == 32
+    h100 = load(files, "group_vars/pool_h100.yml")
+    assert h100["efa_devices"] == 32
+    assert h100["nccl_profile"] == "aws-efa-ofi-1.7"
+    assert "NCCL_SOCKET_IFNAME=en" in h100["nccl_conf"]  # type: ignore[operator]
+    assert "NCCL_FASTRAK_IFNAME" in a3["nccl_env"]  # type: ignore[operator]
 
 
 def test_fabric_domains_of_a_large_azure_pool_and_tpu_slices(catalog: Catalog) -> None:
@@ -57,6 +61,7 @@ def test_fabric_domains_of_a_large_azure_pool_and_tpu_slices(catalog: Catalog) -
     files = inventory(tpu, {}, {}, "x")
     hosts = load(files, "hosts.yml")["all"]["children"]["pool_v5p"]["hosts"]  # type: ignore[index]
     assert (hosts["v5p-031"]["fabric_domain"], hosts["v5p-032"]["fabric_domain"]) == ("v5p-s0", "v5p-s1")
+    assert load(files, "group_vars/pool_v5p.yml")["nccl_profile"] is None  # TPUs do not use NCCL
     assert load(files, "group_vars/pool_v5p.yml")["tpu"] == {
         "accelerator_type": "v5p-256",
         "chips_per_host": 4,
@@ -177,3 +182,15 @@ def test_ansible_reads_the_inventory(project: Path) -> None:
     assert host["node_index"] == 2
     assert host["efa_devices"] == 32  # group_vars of its pool
     assert host["cluster"] == "llm-dev"  # group_vars/all
+
+
+def test_gpu_platform_without_an_nccl_profile_is_said_so(catalog: Catalog) -> None:
+    a4 = gcp_pool(name="b200", instance_type="a4-highgpu-8g", zone="us-central1-b")
+    p = plan_of(
+        catalog,
+        {"name": "c", "pools": [a4], "pricing": {"overrides": [{"sku": "a4-highgpu-8g", "usd_per_hour": 90.0}]}},
+    )
+    gv = load(inventory(p, {}, {}, "x"), "group_vars/pool_b200.yml")
+    assert gv["nccl_profile"] is None
+    assert "a4-highgpu-8g" in gv["nccl_profile_missing"]  # type: ignore[operator]
+    assert "nccl_conf" not in gv

@@ -23,6 +23,8 @@ from .models import (
     Constants,
     Image,
     InstanceType,
+    NcclData,
+    NcclProfile,
     Offering,
     Provider,
     ProviderDefaults,
@@ -32,6 +34,7 @@ from .models import (
     Sourced,
     StorageTier,
     TpuType,
+    version_in_range,
 )
 
 __all__ = [
@@ -42,6 +45,8 @@ __all__ = [
     "Constants",
     "Image",
     "InstanceType",
+    "NcclData",
+    "NcclProfile",
     "Offering",
     "Provider",
     "ProviderDefaults",
@@ -74,6 +79,10 @@ class Catalog:
     services: dict[tuple[str, str], ServicePrice]
     constants: Constants
     _by_provider: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    # NCCL profiles, default library versions, guest NIC names, expected bus bandwidth (data/nccl.yaml)
+    nccl: NcclData = field(
+        default_factory=lambda: NcclData(default_versions=(), guest_nic_names=(), profiles=(), busbw=())
+    )
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -199,8 +208,79 @@ def _check(cat: Catalog) -> None:
     for sid in cat.constants.sources.values():
         if sid not in cat.sources:
             problems.append(f"constants: unknown source id {sid!r}")
+    _check_nccl(cat, problems)
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
+
+
+def _nccl_covered(cat: Catalog, prof: NcclProfile) -> list[str]:
+    """GPU instance types of the catalog a profile covers."""
+    return sorted(
+        name
+        for (prov, name), it in cat.instance_types.items()
+        if prof.covers(prov, it.network.fabric, name)
+        and (acc := cat.accelerator_of(it)) is not None
+        and acc.kind == "gpu"
+    )
+
+
+def _check_nccl(cat: Catalog, problems: list[str]) -> None:
+    """Every NCCL figure cited; profiles name real instance types; exactly one profile per GPU type at the default
+    versions; every covered type says what bus bandwidth to expect (or that no source publishes one)."""
+    data = cat.nccl
+
+    def cited(sid: str, what: str) -> None:
+        if sid not in cat.sources:
+            problems.append(f"nccl {what}: unknown source id {sid!r}")
+
+    ids = [p.id for p in data.profiles]
+    for pid in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(f"nccl: duplicate profile id {pid!r}")
+    for prof in data.profiles:
+        what = f"profile {prof.id}"
+        for sid in {prof.source, *prof.field_sources.values()}:
+            cited(sid, what)
+        if prof.script is not None:
+            cited(prof.script.source, f"{what} script")
+        for s in prof.settings:
+            for sid in {s.source, *s.field_sources.values()}:
+                cited(sid, f"{what} {s.name}")
+        for name in prof.instance_types:
+            it = cat.instance_type(prof.provider, name)
+            if it is None or it.network.fabric != prof.fabric:
+                problems.append(f"nccl {what}: {prof.provider}/{name} is not a {prof.fabric} instance type")
+        if not _nccl_covered(cat, prof):
+            problems.append(f"nccl {what}: covers no GPU instance type")
+    for rec in data.default_versions:
+        cited(rec.source, f"default versions {rec.provider}/{rec.fabric}")
+    for names in data.guest_nic_names:
+        cited(names.source, f"guest NIC names {names.instance_type}")
+        if cat.instance_type(names.provider, names.instance_type) is None:
+            problems.append(f"nccl guest NIC names: unknown instance type {names.provider}/{names.instance_type}")
+    for bw in data.busbw:
+        cited(bw.source, f"busbw {bw.instance_type}")
+        if cat.instance_type(bw.provider, bw.instance_type) is None:
+            problems.append(f"nccl busbw: unknown instance type {bw.provider}/{bw.instance_type}")
+        for pid in bw.profiles:
+            if pid not in ids:
+                problems.append(f"nccl busbw {bw.instance_type}: unknown profile {pid!r}")
+    for (prov, name), it in sorted(cat.instance_types.items()):
+        candidates = [p for p in data.profiles if p.covers(prov, it.network.fabric, name)]
+        acc = cat.accelerator_of(it)
+        if not candidates or acc is None or acc.kind != "gpu":
+            continue
+        defaults = next(
+            (d.versions for d in data.default_versions if (d.provider, d.fabric) == (prov, it.network.fabric)), {}
+        )
+        chosen = [
+            p.id
+            for p in candidates
+            if all(lib in defaults and version_in_range(defaults[lib], r) for lib, r in p.requires.items())
+        ]
+        if len(chosen) != 1:
+            problems.append(f"nccl: {prov}/{name} at the default versions {defaults} matches profiles {chosen}")
+        if not any((b.provider, b.instance_type) == (prov, name) for b in data.busbw):
+            problems.append(f"nccl: {prov}/{name} has no busbw record (give a figure or say none is published)")
 
 
 def _unique(items: Iterable[tuple[Any, T]], what: str) -> dict[Any, T]:
@@ -239,6 +319,17 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         constants = Constants.model_validate(_read(data_dir / "constants.yaml"))
     except ValidationError as exc:
         raise CatalogError(f"{data_dir / 'constants.yaml'}: {exc}") from exc
-    cat = Catalog(sources, accelerators, instance_types, tpu_types, regions, storage, images, services, constants)
+    nccl_path = data_dir / "nccl.yaml"
+    try:
+        nccl = NcclData.model_validate(
+            _read(nccl_path)
+            if nccl_path.exists()
+            else {"default_versions": [], "guest_nic_names": [], "profiles": [], "busbw": []}
+        )
+    except ValidationError as exc:
+        raise CatalogError(f"{nccl_path}: {exc}") from exc
+    cat = Catalog(
+        sources, accelerators, instance_types, tpu_types, regions, storage, images, services, constants, nccl=nccl
+    )
     _check(cat)
     return cat

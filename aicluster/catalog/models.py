@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
 
@@ -226,3 +226,188 @@ class Constants(_Record):
         Field(description="provider -> region -> fixed index of the region's network block in a supernet."),
     ] = {}
     sources: dict[str, str]
+
+
+# -- NCCL profiles (data/nccl.yaml) ---------------------------------------------------------------
+
+NcclLibrary = Literal["nccl", "aws-ofi-nccl", "libfabric", "efa-installer", "nccl-gib", "gpudirect-tcpxo"]
+
+# Variables NCCL plugins read from the environment themselves: never in /etc/nccl.conf, which NCCL core reads.
+NCCL_PLUGIN_PREFIXES = ("NCCL_GPUDIRECTTCPX_", "NCCL_FASTRAK_", "NCCL_SHIMNET_", "OFI_NCCL_")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """`2.27.7-1`, `v1.16.3-aws`, `1.43.2` -> numeric components (release suffixes ignored)."""
+    core = version.strip().removeprefix("v").split("-", 1)[0].split("+", 1)[0]
+    parts = core.split(".")
+    if not core or not all(p.isdigit() for p in parts):
+        raise ValueError(f"not a version: {version!r}")
+    return tuple(int(p) for p in parts)
+
+
+_RANGE_OPS = (">=", "<=", "==", "!=", ">", "<")
+
+
+def _clauses(spec: str) -> list[tuple[str, tuple[int, ...]]]:
+    out: list[tuple[str, tuple[int, ...]]] = []
+    for raw in spec.split(","):
+        clause = raw.strip()
+        op = next((o for o in _RANGE_OPS if clause.startswith(o)), None)
+        if op is None:
+            raise ValueError(f"version range clause {clause!r} needs one of {', '.join(_RANGE_OPS)}")
+        out.append((op, _version_key(clause[len(op) :])))
+    return out
+
+
+def version_in_range(version: str, spec: str) -> bool:
+    """Whether `version` satisfies `spec` (comma-separated clauses, all must hold: `>=1.6,<1.7`).
+
+    Components are compared numerically after padding with zeros, so `1.7` == `1.7.0` and `1.10` > `1.9`."""
+    have = _version_key(version)
+    for op, want in _clauses(spec):
+        width = max(len(have), len(want))
+        a, b = have + (0,) * (width - len(have)), want + (0,) * (width - len(want))
+        ok = {">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b}[op]
+        if not ok:
+            return False
+    return True
+
+
+def _check_ranges(ranges: dict[str, str]) -> dict[str, str]:
+    for spec in ranges.values():
+        _clauses(spec)
+    return ranges
+
+
+class NcclSetting(Sourced):
+    """One variable of an NCCL profile: a literal value, or one the renderer derives from the plan's NICs.
+
+    `file` says where it goes: `nccl.conf` (NCCL core variables NCCL reads from /etc/nccl.conf: literal values,
+    no shell) or `profile` (/etc/profile.d/nccl.sh: libfabric/plugin variables, paths that expand `$VAR`)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="Variable (e.g. `FI_EFA_USE_HUGE_PAGE`).")]
+    value: Annotated[str | None, Field(description="Literal value; null when `derive` computes it.")] = None
+    derive: Annotated[
+        Literal["gpu_nics", "host_nic", "host_nics", "gpu_nic_cpus"] | None,
+        Field(
+            description="Computed from the pool's NICs and the instance type's guest NIC names: `gpu_nics` (comma list "
+            "of GPU NICs), `host_nic` (nic0), `host_nics` (the non-GPU NICs), `gpu_nic_cpus` (`nic:cpus;...` from "
+            "`per_gpu_nic`)."
+        ),
+    ] = None
+    per_gpu_nic: Annotated[
+        tuple[str, ...], Field(description="`gpu_nic_cpus`: the value for each GPU NIC, in NIC order.")
+    ] = ()
+    file: Annotated[Literal["nccl.conf", "profile"], Field(description="Where the setting is written.")]
+    before_script: Annotated[
+        bool, Field(description="profile: export it before the vendor script is sourced (the script reads it).")
+    ] = False
+    when: Annotated[
+        dict[NcclLibrary, str],
+        Field(description="Only when every library's version is in its range (e.g. `{nccl: '>=2.19'}`)."),
+    ] = {}
+    note: Annotated[str | None, Field(description="Why it is set (written as a comment).")] = None
+
+    @field_validator("when")
+    @classmethod
+    def _ranges(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_ranges(value)
+
+    @model_validator(mode="after")
+    def _one_value(self) -> NcclSetting:
+        if (self.value is None) == (self.derive is None):
+            raise ValueError(f"{self.name}: give exactly one of value or derive")
+        if bool(self.per_gpu_nic) != (self.derive == "gpu_nic_cpus"):
+            raise ValueError(f"{self.name}: per_gpu_nic goes with derive: gpu_nic_cpus, and only with it")
+        if self.file == "nccl.conf":
+            if not self.name.startswith("NCCL_") or self.name.startswith(NCCL_PLUGIN_PREFIXES):
+                raise ValueError(f"{self.name}: only NCCL core variables go in nccl.conf (plugins read the env)")
+            if self.before_script:
+                raise ValueError(f"{self.name}: before_script is for profile settings")
+            if self.value is not None and any(c in self.value for c in "$`\"' \t#"):
+                raise ValueError(f"{self.name}: nccl.conf takes literal values (NCCL does no shell expansion)")
+        return self
+
+
+class NcclScript(Sourced):
+    """A vendor script the profile sources (GCP ships its tuned variables this way and updates them)."""
+
+    path: Annotated[str, Field(description="Path on the node (e.g. `/usr/local/gib/scripts/set_nccl_env.sh`).")]
+    shell: Annotated[Literal["bash", "sh"], Field(description="`bash`: sourced only when the login shell is bash.")]
+
+
+class NcclProfile(Sourced):
+    """NCCL settings for one platform (provider + fabric, optionally some instance types) and library versions."""
+
+    id: Annotated[str, Field(description="Profile id (e.g. `aws-efa-ofi-1.7`).")]
+    description: str
+    provider: Provider
+    fabric: Fabric
+    instance_types: Annotated[
+        tuple[str, ...], Field(description="Instance types it covers; empty: every GPU type of provider + fabric.")
+    ] = ()
+    requires: Annotated[
+        dict[NcclLibrary, str],
+        Field(description="Library version ranges that select this profile (e.g. `{aws-ofi-nccl: '>=1.7'}`)."),
+    ] = {}
+    script: NcclScript | None = None
+    settings: tuple[NcclSetting, ...] = ()
+
+    @field_validator("requires")
+    @classmethod
+    def _ranges(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_ranges(value)
+
+    def covers(self, provider: str, fabric: str, instance_type: str) -> bool:
+        return (
+            self.provider == provider
+            and self.fabric == fabric
+            and (not self.instance_types or instance_type in self.instance_types)
+        )
+
+
+class NcclVersions(Sourced):
+    """The library versions a platform's nodes run when the stack names none (what our images install)."""
+
+    provider: Provider
+    fabric: Fabric
+    versions: dict[NcclLibrary, str]
+
+
+class GuestNicNames(Sourced):
+    """Interface names the guest OS gives an instance type's NICs, in NIC order (nic0 first)."""
+
+    provider: Provider
+    instance_type: str
+    names: Annotated[tuple[str, ...], Field(min_length=1, description="Name of nic0, nic1, ... (a prefix may do).")]
+
+
+class NcclBusbw(Sourced):
+    """The all_reduce bus bandwidth a source reports for an instance type: the acceptance gate's expectation."""
+
+    provider: Provider
+    instance_type: str
+    profiles: Annotated[
+        tuple[str, ...], Field(description="Profile ids the figure holds for; empty: any profile of the type.")
+    ] = ()
+    collective: Literal["all_reduce"] = "all_reduce"
+    busbw_gb_s: Annotated[float | None, Field(gt=0, description="Bus bandwidth, GB/s; null: no source publishes one.")]
+    nodes: Annotated[int | None, Field(ge=1, description="Nodes of the measurement (1: NVLink only, no network).")]
+    message_bytes: Annotated[int | None, Field(ge=1, description="Message size of the figure, bytes.")]
+    note: Annotated[str, Field(description="How the figure was measured, or why none is published.")]
+
+    @model_validator(mode="after")
+    def _complete(self) -> NcclBusbw:
+        given = (self.busbw_gb_s is not None, self.nodes is not None, self.message_bytes is not None)
+        if any(given) and not all(given):
+            raise ValueError(f"{self.instance_type}: a figure needs busbw_gb_s, nodes and message_bytes together")
+        return self
+
+
+class NcclData(_Record):
+    """Everything in data/nccl.yaml."""
+
+    default_versions: tuple[NcclVersions, ...]
+    guest_nic_names: tuple[GuestNicNames, ...]
+    profiles: tuple[NcclProfile, ...]
+    busbw: tuple[NcclBusbw, ...]

@@ -1,0 +1,85 @@
+"""`aicluster tune` drives real Ansible through ansible-runner: one failing host does not stop the others, the
+summary names it, the exit code says so, and a rerun limited to it succeeds once the fault is gone. The hosts here
+are local connections (four inventory hosts on this machine); tests/tune/test_tune_hosts.py runs the real roles
+against SSH hosts in network namespaces."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PLAYBOOK = """\
+- name: Injected faults
+  hosts: slurm_compute
+  gather_facts: false
+  tasks:
+    - name: Fail where a fault file exists
+      ansible.builtin.fail:
+        msg: "fault injected on {{ inventory_hostname }}"
+      when: (lookup('ansible.builtin.env', 'FAULT_DIR') ~ '/' ~ inventory_hostname) is exists
+    - name: Record the pool
+      ansible.builtin.debug:
+        msg: "{{ pool }} node {{ node_index }}"
+"""
+
+
+def rows(stdout: str) -> dict[str, list[str]]:
+    """The summary table's rows: host -> [ok, changed, failed, unreachable, skipped, last failure]."""
+    out = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if cells and cells[0].startswith("h100-"):
+            out[cells[0]] = cells[1:]
+    return out
+
+
+def tune(project: Path, faults: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "FAULT_DIR": str(faults), "ANSIBLE_TRANSPORT": "local"}
+    env["ANSIBLE_PYTHON_INTERPRETER"] = sys.executable
+    return subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", "tune", "good", "--playbook", str(project / "play.yml"), *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_one_failing_host_does_not_stop_the_others(project: Path, tmp_path: Path) -> None:
+    (project / "play.yml").write_text(PLAYBOOK)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    (faults / "h100-002").write_text("")
+    proc = tune(project, faults)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    table = rows(proc.stdout)
+    assert set(table) == {"h100-000", "h100-001", "h100-002", "h100-003"}
+    # ok changed failed unreachable skipped: the three others skipped the fault and ran the second task
+    for host in ("h100-000", "h100-001", "h100-003"):
+        assert table[host][:5] == ["1", "0", "0", "0", "1"], table[host]
+    assert table["h100-002"] == ["0", "0", "1", "0", "0", "fault injected on h100-002"]
+    assert "1 host(s) failed: h100-002" in proc.stdout
+    assert "retry them: aicluster tune good --limit h100-002" in proc.stdout
+    artifacts = project / ".work" / "good" / "runner" / "artifacts"
+    assert any(artifacts.iterdir())  # kept for the post-mortem
+
+    (faults / "h100-002").unlink()
+    proc = tune(project, faults, "--limit", "h100-002")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 host(s) tuned" in proc.stdout
+    assert list(rows(proc.stdout)) == ["h100-002"]
+
+
+def test_check_mode_and_missing_playbook(project: Path, tmp_path: Path) -> None:
+    (project / "play.yml").write_text(PLAYBOOK)
+    proc = tune(project, tmp_path, "--check", "--tags", "never-matches")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(check mode: nothing changed)" in proc.stdout
+    (project / "play.yml").unlink()
+    proc = tune(project, tmp_path)
+    assert proc.returncode == 2
+    assert "play.yml: no such playbook" in proc.stderr
