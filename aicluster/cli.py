@@ -494,6 +494,22 @@ def _score_table(hosts: Mapping[str, Any], title: str, *, running: bool = False)
     return t
 
 
+def _extra_vars(pairs: list[str] | None) -> dict[str, Any]:
+    """-e KEY=VALUE pairs; VALUE is read as YAML (true, 3, [a, b]) like Ansible's own -e."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--extra-vars {pair}: expected KEY=VALUE with KEY a variable name")
+        try:
+            out[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key] = value
+    return out
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from rich.live import Live
 
@@ -517,6 +533,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             limit=args.limit,
             tags=args.tags,
             check=args.check,
+            extravars=_extra_vars(args.extra_vars),
             on_change=show,
         )
     mode = " (check mode: nothing changed)" if args.check else ""
@@ -688,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
     p.add_argument("--out", metavar="DIR", help="where to write the inventory (default: .work/<stack>/inventory)")
     p.add_argument("--playbook", metavar="FILE", help="another playbook than playbooks/site.yml")
+    p.add_argument("-e", "--extra-vars", action="append", metavar="KEY=VALUE", help="set a role variable (repeatable)")
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)

@@ -41,6 +41,7 @@ def tune(project: Path, faults: Path, *args: str) -> subprocess.CompletedProcess
     return subprocess.run(
         [sys.executable, "-m", "aicluster.cli", "tune", "good", "--playbook", str(project / "play.yml"), *args],
         cwd=project,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         check=False,

@@ -1,0 +1,80 @@
+"""Real targets shared by the playbook and tune tests: one Debian root filesystem made with debootstrap and cached
+as a tarball under .work/cache (the chroot tests apply roles to a copy; the SSH-host tests run sshd over overlays
+of it), and the skip-or-fail rule for tests that need system packages.
+
+On a developer machine without root, debootstrap or network these tests skip and say what to install; with
+CI=true they fail instead."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import IN_CI, ROOT
+
+CACHE = ROOT / ".work" / "cache"
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+# python3 and python3-apt as cloud images have them; openssh-server and procps for the SSH hosts.
+PACKAGES = ("python3", "python3-apt", "openssh-server", "procps")
+
+
+def unavailable(why: str, hint: str) -> None:
+    """Skip on a developer machine, fail in CI (CI=true) where these tests must run."""
+    message = f"{why}; {hint}"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock shared by pytest-xdist workers (they build one cache, not two)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{path.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def debian_rootfs() -> Path:
+    """A minimal Debian bookworm with PACKAGES and fresh apt lists, where no service may start (built once,
+    about a minute, then cached)."""
+    tarball = CACHE / f"rootfs-{SUITE}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
+    with locked(tarball):
+        if tarball.exists():
+            return tarball
+        work = CACHE / f"rootfs-{SUITE}.build"
+        shutil.rmtree(work, ignore_errors=True)
+        proc = subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(work), MIRROR],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            shutil.rmtree(work, ignore_errors=True)
+            unavailable(
+                f"debootstrap {SUITE} failed ({(proc.stdout + proc.stderr).strip()[-300:]})",
+                f"it needs network access to {MIRROR}",
+            )
+        # Packages the roles install must never start daemons in the chroot (they would run on this host).
+        policy = work / "usr/sbin/policy-rc.d"
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+        subprocess.run(["chroot", str(work), "apt-get", "update", "-qq"], check=True, capture_output=True)
+        for cache in (work / "var/cache/apt").glob("*.bin"):  # apt rebuilds these; 100 MB less to copy
+            cache.unlink()
+        partial = tarball.parent / f"{tarball.name}.partial"
+        subprocess.run(["tar", "-C", str(work), "-cf", str(partial), "."], check=True)
+        partial.rename(tarball)
+        shutil.rmtree(work, ignore_errors=True)
+    return tarball
