@@ -430,7 +430,7 @@ def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
 def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan]:
     """Plan the stack and write its inventory (files 0600 in a work directory); the directory and the plan."""
     from .inventory import inventory
-    from .preview import plan_stack, preview_stack
+    from .preview import offline_outputs, plan_stack
 
     project, stack = _stack(args)
     target = Path(args.out) if args.out else project.root / ".work" / stack.stack / "inventory"
@@ -443,7 +443,7 @@ def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, Clus
     outputs = _live_outputs(project, stack.stack)
     source = "pulumi stack output"
     if outputs is None:
-        outputs = preview_stack(stack).to_json()["outputs"]
+        outputs = offline_outputs(stack)
         source = "offline preview"
     files = inventory(plan, outputs, addresses, source)
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -515,10 +515,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from . import tune
 
-    project, stack, inventory_dir, _ = _write_inventory(args)
+    extravars = _extra_vars(args.extra_vars)  # bad input fails before anything is written
+    project = find_project(Path(args.project_dir) if args.project_dir else None)
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
+    project, stack, inventory_dir, _ = _write_inventory(args)
     work = project.root / ".work" / stack.stack / "runner"
     with Live(console=out, transient=True, auto_refresh=False) as live:
 
@@ -533,7 +535,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             limit=args.limit,
             tags=args.tags,
             check=args.check,
-            extravars=_extra_vars(args.extra_vars),
+            extravars=extravars,
             on_change=show,
         )
     mode = " (check mode: nothing changed)" if args.check else ""

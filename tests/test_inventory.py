@@ -144,15 +144,34 @@ def test_cli_refuses_playbooks_and_unknown_hosts(project: Path, tmp_path: Path) 
     assert "expected a mapping of node name -> address" in proc.stderr
 
 
-def test_cli_reads_live_outputs_through_the_pulumi_cli(project: Path, tmp_path: Path) -> None:
-    """With `pulumi` on PATH the deployed stack's outputs are used (a stand-in CLI prints them here)."""
+def with_fake_pulumi(tmp_path: Path, script: str) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "pulumi"
-    outputs = {"pools": {"h100": {"asg_name": "llm-dev-h100"}}, "controller": {"private_ip": "10.8.0.9"}}
-    fake.write_text(f"#!/bin/sh\necho '{json.dumps(outputs)}'\n")
+    fake.write_text(f"#!/bin/sh\n{script}\n")
     fake.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "COLUMNS": "200"}
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "COLUMNS": "200"}
+
+
+def test_cli_falls_back_to_the_offline_preview_when_the_stack_is_not_deployed(project: Path, tmp_path: Path) -> None:
+    env = with_fake_pulumi(tmp_path, "echo 'error: no stack named good found' >&2; exit 255")
+    proc = subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", "inventory", "good"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pulumi stack output failed (error: no stack named good found); using the offline preview" in proc.stderr
+    assert "outputs from the offline preview" in proc.stdout
+
+
+def test_cli_reads_live_outputs_through_the_pulumi_cli(project: Path, tmp_path: Path) -> None:
+    """With `pulumi` on PATH the deployed stack's outputs are used (a stand-in CLI prints them here)."""
+    outputs = {"pools": {"h100": {"asg_name": "llm-dev-h100"}}, "controller": {"private_ip": "10.8.0.9"}}
+    env = with_fake_pulumi(tmp_path, f"echo '{json.dumps(outputs)}'")
     proc = subprocess.run(
         [sys.executable, "-m", "aicluster.cli", "inventory", "good"],
         cwd=project,

@@ -35,6 +35,7 @@ __all__ = [
     "ProgramError",
     "Resource",
     "Violation",
+    "offline_outputs",
     "plan_stack",
     "preview_stack",
 ]
@@ -122,6 +123,14 @@ class Preview:
 
 def _outputs_json(value: Any) -> Any:
     return jsonable(value)
+
+
+def offline_outputs(stack: StackConfig) -> dict[str, Any]:
+    """The stack outputs the program would export, from an offline run (no policy pack): values known only
+    after `up` are the COMPUTED marker, secrets the SECRET marker."""
+    capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
+    out = _outputs_json(capture.outputs)
+    return out if isinstance(out, dict) else {}
 
 
 def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = None) -> Preview:

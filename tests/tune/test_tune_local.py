@@ -6,6 +6,7 @@ against SSH hosts in network namespaces."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,7 +81,13 @@ def test_check_mode_and_missing_playbook(project: Path, tmp_path: Path) -> None:
     proc = tune(project, tmp_path, "--check", "--tags", "never-matches")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "(check mode: nothing changed)" in proc.stdout
+    proc = tune(project, tmp_path, "-e", "not a pair")
+    assert proc.returncode == 2
+    assert "--extra-vars not a pair: expected KEY=VALUE with KEY a variable name" in proc.stderr
+    assert "Traceback" not in proc.stderr
     (project / "play.yml").unlink()
+    shutil.rmtree(project / ".work")
     proc = tune(project, tmp_path)
     assert proc.returncode == 2
     assert "play.yml: no such playbook" in proc.stderr
+    assert not (project / ".work").exists()  # nothing written
