@@ -36,6 +36,10 @@ class UsageError(Exception):
     pass
 
 
+class OperationFailed(Exception):
+    """Something outside the input failed (a cloud, a plugin): exit 1 with the reason."""
+
+
 # ------------------------------------------------------------------------------------------------
 # Output
 # ------------------------------------------------------------------------------------------------
@@ -427,6 +431,52 @@ def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()}
 
 
+def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[str, Any]) -> dict[str, str]:
+    """--discover: the pools' VMs from the clouds' inventory plugins, named after the plan's nodes. The
+    assignment is kept in .work/<stack>/nodes.yml so a VM keeps its name from one run to the next."""
+    import yaml
+
+    from . import discover
+
+    work = project.root / ".work" / stack.stack
+    try:
+        configs = discover.plugin_configs(plan, stack.config)
+    except discover.DiscoveryError as exc:
+        raise UsageError(str(exc)) from None
+    if not configs:
+        out.print("[yellow]--discover: no pool of this stack is discoverable (TPU hosts come from --hosts)[/]")
+        return {}
+    directory = work / "discover"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for stale in set(directory.glob("*.yml")) - {directory / f for f in configs}:
+        stale.unlink()
+    for filename, config in configs.items():
+        write_atomic(directory / filename, yaml.safe_dump(config, sort_keys=False), mode=0o600)
+    state = work / "nodes.yml"
+    previous: dict[str, str] = {}
+    if state.is_file():
+        doc = yaml.safe_load(state.read_text(encoding="utf-8")) or {}
+        previous = {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+    try:
+        found = discover.instances(discover.list_hosts(directory))
+    except discover.DiscoveryError as exc:
+        raise OperationFailed(str(exc)) from None
+    result = discover.assign(plan, found, outputs, previous)
+    write_atomic(state, yaml.safe_dump(result.ids(), sort_keys=True), mode=0o600)
+    out.print(
+        f"discovered {len(found)} VM(s) with {', '.join(c['plugin'] for c in configs.values())}: "
+        f"{len(result.nodes)} named, {len(result.missing)} planned node(s) missing, {len(result.strays)} not placed"
+    )
+    for inst, why in result.strays:
+        out.print(
+            f"[yellow]  not placed: {escape(inst.provider)} {escape(inst.name)} ({escape(inst.id)}): {escape(why)}[/]"
+        )
+    if result.missing:
+        shown = ", ".join(result.missing[:8]) + (" ..." if len(result.missing) > 8 else "")
+        out.print(f"[yellow]  no VM yet for: {escape(shown)}[/]")
+    return result.addresses
+
+
 def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan]:
     """Plan the stack and write its inventory (files 0600 in a work directory); the directory and the plan."""
     from .inventory import inventory
@@ -445,6 +495,8 @@ def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, Clus
     if outputs is None:
         outputs = offline_outputs(stack)
         source = "offline preview"
+    if getattr(args, "discover", False):
+        addresses = {**_discover(project, stack, plan, outputs), **addresses}  # --hosts wins
     files = inventory(plan, outputs, addresses, source)
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(target, 0o700)
@@ -696,6 +748,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", metavar="DIR", help="where to write it (default: .work/<stack>/inventory)")
     p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
+    p.add_argument(
+        "--discover",
+        action="store_true",
+        help="find the pools' VMs with the clouds' Ansible inventory plugins and name them after the plan's nodes",
+    )
     p = add(
         "tune",
         cmd_tune,
@@ -705,6 +762,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tags", metavar="TAGS", help="only these roles/tags (comma-separated)")
     p.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
+    p.add_argument(
+        "--discover",
+        action="store_true",
+        help="find the pools' VMs with the clouds' Ansible inventory plugins and name them after the plan's nodes",
+    )
     p.add_argument("--out", metavar="DIR", help="where to write the inventory (default: .work/<stack>/inventory)")
     p.add_argument("--playbook", metavar="FILE", help="another playbook than playbooks/site.yml")
     p.add_argument("-e", "--extra-vars", action="append", metavar="KEY=VALUE", help="set a role variable (repeatable)")
@@ -734,6 +796,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except _program_error() as exc:
         err.print(f"[red]error:[/] the Pulumi program failed: {escape(str(exc))}")
+        return EXIT_FAILED
+    except OperationFailed as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_FAILED
 
 

@@ -143,13 +143,17 @@ def inventory(
     ctl = plan.controller
     if ctl is not None:
         name = plan.controller_host()
-        children["slurm_controller"] = {"hosts": {name: host(name)}}
+        ctl_outputs = known(outputs.get("controller", {}))
+        ctl_vars = host(name)
+        if "ansible_host" not in ctl_vars and ctl_outputs.get("private_ip"):  # a VM the stack itself creates
+            ctl_vars["ansible_host"] = ctl_outputs["private_ip"]
+        children["slurm_controller"] = {"hosts": {name: ctl_vars}}
         group_vars["slurm_controller"] = {
             "provider": ctl.provider,
             "region": ctl.region,
             "zone": ctl.zone,
             "instance_type": ctl.instance_type,
-            **({"outputs": handles} if (handles := known(outputs.get("controller", {}))) else {}),
+            **({"outputs": ctl_outputs} if ctl_outputs else {}),
         }
     fs_out = outputs.get("filesystems", {})
     group_vars["all"] = {

@@ -11,6 +11,8 @@ import contextlib
 import fcntl
 import shutil
 import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,10 @@ SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 # python3 and python3-apt as cloud images have them; openssh-server and procps for the SSH hosts.
 PACKAGES = ("python3", "python3-apt", "openssh-server", "procps")
+# The `ansible` package that matches ansible-core 2.19. Taken from it: community.general (chroot connection),
+# ansible.posix, and amazon.aws (the aws_ec2 inventory plugin the discovery test runs against a local EC2).
+ANSIBLE_PACKAGE = "ansible==12.3.0"
+COLLECTIONS = ("community/general", "ansible/posix", "amazon/aws")
 
 
 def unavailable(why: str, hint: str) -> None:
@@ -78,3 +84,36 @@ def debian_rootfs() -> Path:
         partial.rename(tarball)
         shutil.rmtree(work, ignore_errors=True)
     return tarball
+
+
+def ansible_collections() -> Path:
+    """COLLECTIONS unpacked once from the `ansible` wheel into .work/cache (about 18 MB); the directory to give
+    ANSIBLE_COLLECTIONS_PATH."""
+    target = CACHE / f"collections-{ANSIBLE_PACKAGE.replace('==', '-')}"
+    with locked(target):
+        missing = [c for c in COLLECTIONS if not (target / "ansible_collections" / c / "MANIFEST.json").exists()]
+        if not missing:
+            return target
+        wheels = CACHE / "wheels"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", ANSIBLE_PACKAGE, "-d", str(wheels)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        wheel = next(iter(sorted(wheels.glob("ansible-*.whl"))), None) if wheels.exists() else None
+        if proc.returncode != 0 or wheel is None:
+            unavailable(
+                f"could not download {ANSIBLE_PACKAGE} from PyPI ({proc.stderr.strip()[-200:]})",
+                "these tests need network access to PyPI once (the collections are cached in .work/cache)",
+            )
+        assert wheel is not None
+        partial = target.parent / f"{target.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        prefixes = tuple(f"ansible_collections/{c}/" for c in COLLECTIONS)
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(partial, [m for m in z.namelist() if m.startswith(prefixes)])
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+        wheel.unlink()
+    return target

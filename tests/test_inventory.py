@@ -213,3 +213,16 @@ def test_gpu_platform_without_an_nccl_profile_is_said_so(catalog: Catalog) -> No
     assert gv["nccl_profile"] is None
     assert "a4-highgpu-8g" in gv["nccl_profile_missing"]  # type: ignore[operator]
     assert "nccl_conf" not in gv
+
+
+def test_the_controller_address_comes_from_the_outputs_unless_given(catalog: Catalog) -> None:
+    p = plan_of(catalog, azure_cluster(pools=[pool()], storage=[]))
+    name = p.controller_host()
+
+    def controller(outputs: dict[str, object], addresses: dict[str, str]) -> dict[str, object]:
+        doc = load(inventory(p, outputs, addresses, "x"), "hosts.yml")
+        return doc["all"]["children"]["slurm_controller"]["hosts"][name]  # type: ignore[index,no-any-return]
+
+    assert controller({"controller": {"private_ip": "10.0.0.9"}}, {})["ansible_host"] == "10.0.0.9"
+    assert "ansible_host" not in controller({"controller": {"private_ip": "<computed>"}}, {})  # offline preview
+    assert controller({"controller": {"private_ip": "10.0.0.9"}}, {name: "192.0.2.1"})["ansible_host"] == "192.0.2.1"

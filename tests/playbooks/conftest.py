@@ -1,4 +1,4 @@
-"""Fixtures for the playbook tests: the two collections the tests need (unpacked from the `ansible`
+"""Fixtures for the playbook tests: the Ansible collections the tests need (unpacked from the `ansible`
 wheel on PyPI), a Debian root filesystem made with debootstrap (cached as a tarball under .work/),
 and a helper that runs ansible-playbook and reads its recap.
 
@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.targets import CACHE, debian_rootfs, locked, unavailable
+from tests.targets import ansible_collections, debian_rootfs, unavailable
 
 PLAYBOOKS = ROOT / "playbooks"
 SITE = PLAYBOOKS / "site.yml"
-# The `ansible` package that matches ansible-core 2.19; only community.general (chroot connection)
-# and ansible.posix are taken from it.
-ANSIBLE_PACKAGE = "ansible==12.3.0"
-COLLECTIONS = ("ansible_collections/community/general/", "ansible_collections/ansible/posix/")
 
 
 def tool(name: str) -> str:
@@ -44,33 +39,8 @@ def tool(name: str) -> str:
 
 @pytest.fixture(scope="session")
 def collections_path() -> Path:
-    """community.general + ansible.posix, unpacked once into .work/cache (13 MB)."""
-    target = CACHE / f"collections-{ANSIBLE_PACKAGE.replace('==', '-')}"
-    with locked(target):
-        if (target / "ansible_collections/community/general/MANIFEST.json").exists():
-            return target
-        wheels = CACHE / "wheels"
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", ANSIBLE_PACKAGE, "-d", str(wheels)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wheel = next(iter(sorted(wheels.glob("ansible-*.whl"))), None) if wheels.exists() else None
-        if proc.returncode != 0 or wheel is None:
-            unavailable(
-                f"could not download {ANSIBLE_PACKAGE} from PyPI ({proc.stderr.strip()[-200:]})",
-                "these tests need network access to PyPI once (the collections are cached in .work/cache)",
-            )
-        assert wheel is not None
-        partial = target.parent / f"{target.name}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        with zipfile.ZipFile(wheel) as z:
-            z.extractall(partial, [m for m in z.namelist() if m.startswith(COLLECTIONS)])
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
-        wheel.unlink()
-    return target
+    """The Ansible collections the playbook tests use (tests/targets.py), unpacked once into .work/cache."""
+    return ansible_collections()
 
 
 def _root_tools() -> None:

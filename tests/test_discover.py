@@ -1,0 +1,182 @@
+"""Discovery: the inventory-plugin configurations per cloud, reading what the plugins answer, and naming the VMs
+found after the plan's nodes (in their fabric domain, stable from one discovery to the next, nothing guessed).
+The plugins themselves run against a local EC2 in tests/integration/test_discover_aws.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from aicluster.catalog import Catalog
+from aicluster.discover import DiscoveryError, Instance, assign, instances, plugin_configs
+from aicluster.plan import ClusterPlan
+from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
+
+
+def vm(provider: str, name: str, *, pool: str | None = "h100", cluster: str | None = None, **kw: str) -> Instance:
+    return Instance(
+        provider=provider,
+        id=kw.pop("id", f"id-{name}"),
+        name=name,
+        address=kw.pop("address", f"10.0.0.{abs(hash(name)) % 250 + 1}"),
+        pool=pool,
+        cluster=cluster,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def three_clouds(catalog: Catalog) -> ClusterPlan:
+    data = azure_cluster(
+        pools=[
+            pool(nodes=2),
+            azure_pool(name="nd", nodes=150),
+            gcp_pool(name="a3", nodes=2),
+            tpu_pool(region="us-central1", zone="us-central1-a"),
+        ],
+        storage=[],
+    )
+    return plan_of(catalog, data)
+
+
+def test_one_config_per_cloud_filtered_to_the_cluster(three_clouds: ClusterPlan) -> None:
+    configs = plugin_configs(three_clouds, {"gcp:project": "ml-prod"})
+    assert set(configs) == {"aws_ec2.yml", "azure_rm.yml", "gcp_compute.yml"}
+    aws = configs["aws_ec2.yml"]
+    assert aws["plugin"] == "amazon.aws.aws_ec2"
+    assert aws["regions"] == ["us-east-1"]
+    assert aws["filters"] == {"tag:aicluster:cluster": "nd-train", "instance-state-name": "running"}
+    gcp = configs["gcp_compute.yml"]
+    assert gcp["projects"] == ["ml-prod"]
+    assert gcp["zones"] == ["us-central1-a"]  # the GPU pool's zone only: TPU VMs are not Compute Engine VMs
+    assert gcp["filters"] == ['labels.aicluster_cluster = "nd-train"', "status = RUNNING"]
+    assert configs["azure_rm.yml"]["include_vm_resource_groups"] == []  # pools are scale sets
+    for config in configs.values():  # every cloud composes the same variables
+        variables = config.get("compose") or config.get("hostvar_expressions")
+        assert set(variables) == {
+            "aicluster_provider",
+            "aicluster_id",
+            "aicluster_name",
+            "aicluster_address",
+            "aicluster_pool",
+            "aicluster_cluster",
+            "aicluster_created",
+        } | ({"aicluster_group"} if config["plugin"].endswith("azure_rm") else set())
+
+
+def test_gcp_discovery_needs_the_project(three_clouds: ClusterPlan) -> None:
+    with pytest.raises(DiscoveryError, match="gcp:project"):
+        plugin_configs(three_clouds, {})
+
+
+def test_tpu_only_stack_has_nothing_to_discover(catalog: Catalog) -> None:
+    assert plugin_configs(plan_of(catalog, {"name": "pod", "pools": [tpu_pool()]}), {}) == {}
+
+
+def test_reads_the_composed_variables_and_ignores_other_hosts() -> None:
+    listing = {
+        "_meta": {
+            "hostvars": {
+                "i-1": {
+                    "aicluster_provider": "aws",
+                    "aicluster_id": "i-1",
+                    "aicluster_name": "i-1",
+                    "aicluster_address": "10.1.0.5",
+                    "aicluster_pool": "h100",
+                    "aicluster_cluster": "llm",
+                    "aicluster_created": "2026-11-01T10:00:00+00:00",
+                },
+                "other": {"ansible_host": "10.9.9.9"},
+            }
+        }
+    }
+    (found,) = instances(listing)
+    assert found == Instance("aws", "i-1", "i-1", "10.1.0.5", "h100", "llm", None, "2026-11-01T10:00:00+00:00")
+
+
+def test_aws_vms_are_named_in_launch_order(catalog: Catalog) -> None:
+    plan = plan_of(catalog, azure_cluster(pools=[pool(nodes=3)], storage=[]))
+    found = [
+        vm("aws", "i-c", created="2026-11-01T10:02:00Z"),
+        vm("aws", "i-a", created="2026-11-01T10:00:00Z"),
+        vm("aws", "i-b", created="2026-11-01T10:01:00Z"),
+    ]
+    result = assign(plan, found)
+    assert {n: i.name for n, i in result.nodes.items()} == {"h100-000": "i-a", "h100-001": "i-b", "h100-002": "i-c"}
+    assert result.addresses["h100-000"] == found[1].address
+    assert not result.strays
+    assert not result.missing
+
+
+def test_a_vm_keeps_its_name_and_a_replacement_takes_the_free_one(catalog: Catalog) -> None:
+    plan = plan_of(catalog, azure_cluster(pools=[pool(nodes=3)], storage=[]))
+    previous = {"h100-000": "id-i-a", "h100-001": "id-i-b", "h100-002": "id-i-c"}
+    # i-b was replaced by i-new, launched before i-a's neighbours would sort it first
+    found = [vm("aws", "i-new", created="2026-01-01T00:00:00Z"), vm("aws", "i-a"), vm("aws", "i-c")]
+    result = assign(plan, found, previous=previous)
+    assert {n: i.name for n, i in result.nodes.items()} == {"h100-000": "i-a", "h100-001": "i-new", "h100-002": "i-c"}
+    assert result.ids() == {"h100-000": "id-i-a", "h100-001": "id-i-new", "h100-002": "id-i-c"}
+
+
+def test_azure_vms_take_names_of_their_own_scale_set(catalog: Catalog) -> None:
+    plan = plan_of(catalog, azure_cluster(pools=[azure_pool(nodes=150)], storage=[]))
+    sets = plan.pools[0].azure.scale_sets  # type: ignore[union-attr]
+    assert [(s.first_node, s.nodes) for s in sets] == [(0, 100), (100, 50)]
+    found = [
+        vm("azure", f"{sets[1].computer_name_prefix}000001", pool=None),  # no tags on the instance: prefix decides
+        vm("azure", f"{sets[0].computer_name_prefix}000000", pool=None),
+        vm("azure", f"{sets[1].computer_name_prefix}000000", pool=None),
+    ]
+    result = assign(plan, found)
+    assert {n: i.name for n, i in result.nodes.items()} == {
+        "h100-000": found[1].name,
+        "h100-100": found[2].name,  # same creation time: in id order
+        "h100-101": found[0].name,
+    }
+    assert len(result.missing) == 147
+
+
+def test_azure_scale_set_named_by_the_outputs_wins_over_the_prefix(catalog: Catalog) -> None:
+    plan = plan_of(catalog, azure_cluster(pools=[azure_pool(nodes=150)], storage=[]))
+    outputs = {"pools": {"h100": {"scale_sets": {"h100-ib0": "vmss-a1b2", "h100-ib1": "vmss-c3d4"}}}}
+    found = [vm("azure", "renamed000000", group="vmss-c3d4", cluster="nd-train")]
+    assert list(assign(plan, found, outputs).nodes) == ["h100-100"]
+
+
+def test_gcp_vms_take_names_of_their_placement_group(catalog: Catalog) -> None:
+    big = {"cidrs": {"gcp/us-central1": "10.200.0.0/14"}}  # room for 1,600 VMs' GPU NICs
+    plan = plan_of(catalog, azure_cluster(pools=[gcp_pool(name="a3", nodes=1600)], storage=[], network=big))
+    groups = plan.pools[0].gcp.groups  # type: ignore[union-attr]
+    assert len(groups) == 2
+    second = vm("gcp", f"{groups[1].hostname_prefix}-x7k2", pool="a3", cluster="nd-train")
+    first = vm("gcp", f"{groups[0].hostname_prefix}-9abc", pool="a3", cluster="nd-train")
+    result = assign(plan, [second, first])
+    width = len(plan.pools[0].node_names()[0]) - len("a3-")
+    assert result.nodes[f"a3-{0:0{width}d}"] == first
+    assert result.nodes[f"a3-{groups[1].first_node:0{width}d}"] == second
+
+
+def test_strays_are_reported_with_the_reason(catalog: Catalog) -> None:
+    plan = plan_of(catalog, azure_cluster(pools=[pool(nodes=1)], storage=[]))
+    found = [
+        vm("aws", "i-mine", cluster="nd-train", created="1"),
+        vm("aws", "i-extra", cluster="nd-train", created="2"),
+        vm("aws", "i-theirs", cluster="other"),
+        vm("aws", "i-old", pool="a100", cluster="nd-train"),
+        vm("aws", "i-untagged", pool=None),
+    ]
+    result = assign(plan, found)
+    assert list(result.nodes) == ["h100-000"]
+    reasons = {i.name: why for i, why in result.strays}
+    assert reasons == {
+        "i-extra": "more VMs than the 1 planned for pool h100",
+        "i-theirs": "belongs to cluster 'other'",
+        "i-old": "pool tag 'a100' names no aws pool of this stack",
+        "i-untagged": "no pool tag",
+    }
+
+
+def test_gcp_hostname_outside_every_group_is_a_stray(catalog: Catalog) -> None:
+    plan = plan_of(catalog, azure_cluster(pools=[gcp_pool(name="a3", nodes=2)], storage=[]))
+    result = assign(plan, [vm("gcp", "hand-made-vm", pool="a3")])
+    assert result.strays[0][1].startswith("hostname 'hand-made-vm' matches no scale set or placement group")
+    assert result.missing == ["a3-000", "a3-001"]
