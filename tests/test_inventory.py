@@ -3,6 +3,7 @@ files only the owner can read, parsed by Ansible's own `ansible-inventory`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -209,7 +210,12 @@ def test_gpu_platform_without_an_nccl_profile_is_said_so(catalog: Catalog) -> No
         catalog,
         {"name": "c", "pools": [a4], "pricing": {"overrides": [{"sku": "a4-highgpu-8g", "usd_per_hour": 90.0}]}},
     )
-    gv = load(inventory(p, {}, {}, "x"), "group_vars/pool_b200.yml")
+    profiles = tuple(
+        prof.model_copy(update={"instance_types": ("a3-ultragpu-8g",)}) if prof.id == "gcp-a3ultra-gib" else prof
+        for prof in catalog.nccl.profiles
+    )
+    without_a4 = dataclasses.replace(catalog, nccl=catalog.nccl.model_copy(update={"profiles": profiles}))
+    gv = load(inventory(p, {}, {}, "x", catalog=without_a4), "group_vars/pool_b200.yml")
     assert gv["nccl_profile"] is None
     assert "a4-highgpu-8g" in gv["nccl_profile_missing"]  # type: ignore[operator]
     assert "nccl_conf" not in gv

@@ -64,6 +64,7 @@ GOLDEN_CASES = [
     pytest.param("gcp-a3-highgpu", None, "gcp-a3high-tcpx", id="gcp-a3-highgpu-tcpx"),
     pytest.param("gcp-a3-megagpu", None, "gcp-a3mega-tcpxo", id="gcp-a3-megagpu-tcpxo"),
     pytest.param("gcp-a3-ultragpu", None, "gcp-a3ultra-gib", id="gcp-a3-ultragpu-rdma-gib"),
+    pytest.param("gcp-a4-highgpu", None, "gcp-a3ultra-gib", id="gcp-a4-highgpu-rdma-gib"),
 ]
 
 
@@ -97,14 +98,16 @@ def rendered(catalog: Catalog, platform: str, versions: dict[str, str] | None = 
 
 
 def test_no_two_platforms_share_one_list(catalog: Catalog) -> None:
-    seen: dict[tuple[tuple[str, str], ...], str] = {}
+    seen: dict[tuple[tuple[str, str], ...], tuple[str, str]] = {}
     for case in GOLDEN_CASES:
-        platform, versions, _ = case.values
+        platform, versions, profile_id = case.values
         assert isinstance(platform, str)
+        assert isinstance(profile_id, str)
         settings = tuple(sorted(rendered(catalog, platform, versions).items()))  # type: ignore[arg-type]
         assert settings, platform
-        assert settings not in seen, f"{platform} renders the same settings as {seen[settings]}"
-        seen[settings] = platform
+        other = seen.setdefault(settings, (platform, profile_id))
+        # machines of one profile (A3 Ultra and A4: one gIB recipe) may share settings; profiles may not
+        assert other[1] == profile_id, f"{platform} renders the same settings as {other[0]}"
     data_lists: dict[tuple[Any, ...], str] = {}
     for prof in catalog.nccl.profiles:
         key = tuple((s.name, s.value, s.derive, s.per_gpu_nic, s.file) for s in prof.settings)
@@ -264,8 +267,13 @@ def test_tpu_ethernet_and_trainium_pools_have_no_nccl_profile(catalog: Catalog) 
 
 def test_a_gpu_platform_without_a_profile_is_an_error_that_names_the_data_file(catalog: Catalog) -> None:
     a4 = platform_pool(catalog, "gcp-a4-highgpu")
+    profiles = tuple(
+        p.model_copy(update={"instance_types": ("a3-ultragpu-8g",)}) if p.id == "gcp-a3ultra-gib" else p
+        for p in catalog.nccl.profiles
+    )
+    without_a4 = dataclasses.replace(catalog, nccl=catalog.nccl.model_copy(update={"profiles": profiles}))
     with pytest.raises(NcclProfileError, match=r"no NCCL profile for gcp a4-highgpu-8g .*nccl\.yaml"):
-        profile_for(a4, catalog)
+        profile_for(a4, without_a4)
 
 
 def test_a_version_the_profiles_depend_on_must_be_known(catalog: Catalog) -> None:

@@ -145,11 +145,11 @@ def test_roles_apply_to_a_debian_rootfs_and_a_second_run_changes_nothing(
         ),
         pytest.param(
             "azure-nd-h100", "h100-000", "infiniband", ["infiniband_stack=doca", "infiniband_gdr_mode=peermem"],
-            ["/public/repo/doca/2.9.1/debian12/x86_64/", "nvidia-peermem"], id="azure-infiniband-doca-peermem",
+            ["/public/repo/doca/3.2.2/debian12/x86_64/", "nvidia-peermem"], id="azure-infiniband-doca-peermem",
         ),
         pytest.param(
             "gcp-a3mega-slurm", "h100-000", "base,nvidia,gcp_gpudirect", [],
-            ["net.core.optmem_max = 131072", "tcpgpudmarxd-dev:v1.0.14", "import-helper"], id="gcp-a3mega-tcpxo",
+            ["net.core.optmem_max = 131072", "tcpgpudmarxd-dev:v1.0.20", "import-helper"], id="gcp-a3mega-tcpxo",
         ),
         pytest.param(
             "gcp-a3ultra-reservation", "h200-000", "base,gcp_gpudirect", [],
