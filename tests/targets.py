@@ -26,9 +26,10 @@ MIRROR = "http://deb.debian.org/debian"
 # python3 and python3-apt as cloud images have them; openssh-server and procps for the SSH hosts.
 PACKAGES = ("python3", "python3-apt", "openssh-server", "procps")
 # The `ansible` package that matches ansible-core 2.19. Taken from it: community.general (chroot connection),
-# ansible.posix, and amazon.aws (the aws_ec2 inventory plugin the discovery test runs against a local EC2).
+# ansible.posix, and the clouds' inventory plugins discovery configures (amazon.aws's aws_ec2 also runs against a
+# local EC2; google.cloud's and azure.azcollection's are checked against their documented options).
 ANSIBLE_PACKAGE = "ansible==12.3.0"
-COLLECTIONS = ("community/general", "ansible/posix", "amazon/aws")
+COLLECTIONS = ("community/general", "ansible/posix", "amazon/aws", "google/cloud", "azure/azcollection")
 
 
 def unavailable(why: str, hint: str) -> None:
@@ -87,7 +88,7 @@ def debian_rootfs() -> Path:
 
 
 def ansible_collections() -> Path:
-    """COLLECTIONS unpacked once from the `ansible` wheel into .work/cache (about 18 MB); the directory to give
+    """COLLECTIONS unpacked once from the `ansible` wheel into .work/cache (about 30 MB); the directory to give
     ANSIBLE_COLLECTIONS_PATH."""
     target = CACHE / f"collections-{ANSIBLE_PACKAGE.replace('==', '-')}"
     with locked(target):

@@ -4,12 +4,19 @@ The plugins themselves run against a local EC2 in tests/integration/test_discove
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from aicluster.catalog import Catalog
 from aicluster.discover import DiscoveryError, Instance, assign, instances, plugin_configs
 from aicluster.plan import ClusterPlan
 from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
+from tests.targets import ansible_collections
 
 
 def vm(provider: str, name: str, *, pool: str | None = "h100", cluster: str | None = None, **kw: str) -> Instance:
@@ -180,3 +187,27 @@ def test_gcp_hostname_outside_every_group_is_a_stray(catalog: Catalog) -> None:
     result = assign(plan, [vm("gcp", "hand-made-vm", pool="a3")])
     assert result.strays[0][1].startswith("hostname 'hand-made-vm' matches no scale set or placement group")
     assert result.missing == ["a3-000", "a3-001"]
+
+
+def test_every_config_uses_only_options_its_plugin_documents(three_clouds: ClusterPlan) -> None:
+    """The plugins' own documentation (ansible-doc over the collections of the `ansible` package) accepts every
+    option and choice the configs use, so a renamed option fails here rather than at a user's `--discover`."""
+    collections = ansible_collections()
+    here = Path(sys.executable).parent / "ansible-doc"
+    for config in plugin_configs(three_clouds, {"gcp:project": "ml-prod"}).values():
+        proc = subprocess.run(
+            [str(here) if here.exists() else "ansible-doc", "-t", "inventory", config["plugin"], "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)},
+        )
+        assert proc.returncode == 0, proc.stderr
+        options = json.loads(proc.stdout)[config["plugin"]]["doc"]["options"]
+        for key, value in config.items():
+            if key == "plugin":
+                continue
+            assert key in options, f"{config['plugin']} has no option {key}"
+            choices = options[key].get("choices")
+            if choices:
+                assert value in choices, f"{config['plugin']} {key}={value!r} not in {choices}"
