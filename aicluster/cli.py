@@ -477,11 +477,33 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
     return result.addresses
 
 
+SLURM_OLDEST = (20, 11)  # SlurmctldParameters=cloud_reg_addrs, which CLOUD nodes registering by name need
+
+
+def _slurm_version(text: str | None) -> tuple[int, int]:
+    """--slurm-version YY.MM: the Slurm release the nodes run (the Slurm files are rendered for it)."""
+    if text is None:
+        return (22, 5)
+    import re
+
+    m = re.fullmatch(r"(\d{2})\.(\d{1,2})(?:\.\d+)?", text.strip())
+    version = (int(m.group(1)), int(m.group(2))) if m else None
+    if version is None or not 1 <= version[1] <= 12:
+        raise UsageError(f"--slurm-version {text}: expected a Slurm release as YY.MM, e.g. 22.05 or 23.11")
+    if version < SLURM_OLDEST:
+        raise UsageError(
+            f"--slurm-version {text}: aicluster renders Slurm files for {SLURM_OLDEST[0]}.{SLURM_OLDEST[1]} and later "
+            "(CLOUD nodes register their address with SlurmctldParameters=cloud_reg_addrs)"
+        )
+    return version
+
+
 def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan]:
     """Plan the stack and write its inventory (files 0600 in a work directory); the directory and the plan."""
     from .inventory import inventory
     from .preview import offline_outputs, plan_stack
 
+    slurm_version = _slurm_version(getattr(args, "slurm_version", None))  # bad input fails before any write
     project, stack = _stack(args)
     target = Path(args.out) if args.out else project.root / ".work" / stack.stack / "inventory"
     playbooks = (project.root / "playbooks").resolve()
@@ -497,7 +519,7 @@ def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, Clus
         source = "offline preview"
     if getattr(args, "discover", False):
         addresses = {**_discover(project, stack, plan, outputs), **addresses}  # --hosts wins
-    files = inventory(plan, outputs, addresses, source)
+    files = inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(target, 0o700)
     stale = set(target.glob("group_vars/*.yml")) - {target / rel for rel in files}
@@ -749,6 +771,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="where to write it (default: .work/<stack>/inventory)")
     p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
     p.add_argument(
+        "--slurm-version",
+        metavar="YY.MM",
+        help="the nodes' Slurm release, for the Slurm files (default 22.05, Debian 12's; 23.11 adds block topology)",
+    )
+    p.add_argument(
         "--discover",
         action="store_true",
         help="find the pools' VMs with the clouds' Ansible inventory plugins and name them after the plan's nodes",
@@ -762,6 +789,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tags", metavar="TAGS", help="only these roles/tags (comma-separated)")
     p.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     p.add_argument("--hosts", metavar="FILE", help="YAML mapping of node name -> address, for nodes without one")
+    p.add_argument(
+        "--slurm-version",
+        metavar="YY.MM",
+        help="the nodes' Slurm release, for the Slurm files (default 22.05, Debian 12's; 23.11 adds block topology)",
+    )
     p.add_argument(
         "--discover",
         action="store_true",

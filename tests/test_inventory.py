@@ -232,3 +232,16 @@ def test_the_controller_address_comes_from_the_outputs_unless_given(catalog: Cat
     assert controller({"controller": {"private_ip": "10.0.0.9"}}, {})["ansible_host"] == "10.0.0.9"
     assert "ansible_host" not in controller({"controller": {"private_ip": "<computed>"}}, {})  # offline preview
     assert controller({"controller": {"private_ip": "10.0.0.9"}}, {name: "192.0.2.1"})["ansible_host"] == "192.0.2.1"
+
+
+def test_cli_renders_the_slurm_files_for_the_nodes_slurm_release(project: Path) -> None:
+    proc = run_cli("inventory", "good", "--slurm-version", "23.11", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    gv = yaml.safe_load((project / ".work/good/inventory/group_vars/all.yml").read_text())
+    assert gv["slurm_version"] == "23.11"
+    assert "TopologyPlugin=topology/block" in gv["slurm_files"]["/etc/slurm/slurm.conf"]
+    for bad, message in (("23", "expected a Slurm release as YY.MM"), ("20.02", "for 20.11 and later")):
+        proc = run_cli("inventory", "good", "--slurm-version", bad, "--out", str(project / "other"), cwd=project)
+        assert proc.returncode == 2, proc.stdout
+        assert message in proc.stderr
+        assert not (project / "other").exists()
