@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import re
+import shutil
+from pathlib import Path
 
 import pytest
 
-from aicluster.catalog import Catalog, load_catalog
+from aicluster.catalog import DATA_DIR, Catalog, CatalogError, load_catalog
 
 
 def test_catalog_loads_and_cross_references_hold(catalog: Catalog) -> None:
@@ -23,7 +27,7 @@ def test_every_source_has_a_url_and_a_date(catalog: Catalog) -> None:
 
 def test_every_cited_figure_resolves_to_a_source(catalog: Catalog) -> None:
     for it in catalog.instance_types.values():
-        for figure in ("vcpus", "memory_gib", "node_power_kw", "network"):
+        for figure in ("vcpus", "cpu_topology", "memory_gib", "node_power_kw", "network"):
             assert catalog.cite(it, figure).url
         for off in it.offerings:
             assert catalog.cite(off, "on_demand_usd_per_hour").url
@@ -61,3 +65,87 @@ def test_defaults_name_catalog_entries(catalog: Catalog) -> None:
 
 def test_hours_per_month_is_the_industry_730(catalog: Catalog) -> None:
     assert catalog.hours_per_month == 730
+
+
+# ------------------------------------------------------------------------------------------ CPU topology
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "layout"),
+    [
+        pytest.param("aws", "p4d.24xlarge", (2, 24, 2), id="p4d-lscpu"),
+        pytest.param("aws", "trn1.32xlarge", (2, 32, 2), id="trn1-lscpu"),
+        pytest.param("aws", "m7i.2xlarge", (1, 4, 2), id="m7i-controller"),
+        pytest.param("gcp", "a3-highgpu-8g", (2, 52, 2), id="a3-high"),
+        pytest.param("gcp", "a3-megagpu-8g", (2, 52, 2), id="a3-mega-lstopo"),
+        pytest.param("gcp", "a3-ultragpu-8g", (2, 56, 2), id="a3-ultra"),
+        pytest.param("azure", "Standard_D8s_v5", (1, 4, 2), id="azure-controller"),
+        pytest.param("aws", "p5.48xlarge", (None, None, 2), id="p5-threads-only"),
+        pytest.param("azure", "Standard_ND96isr_H100_v5", (None, None, 1), id="nd-h100-no-smt"),
+        pytest.param("azure", "Standard_ND96isr_H200_v5", (None, None, None), id="nd-h200-unpublished"),
+        pytest.param("gcp", "a4-highgpu-8g", (None, None, None), id="a4-unpublished"),
+    ],
+)
+def test_cpu_topology_is_the_sourced_guest_layout(
+    catalog: Catalog, provider: str, name: str, layout: tuple[int | None, int | None, int | None]
+) -> None:
+    it = catalog.instance_type(provider, name)
+    assert it is not None
+    t = it.cpu_topology
+    assert (t.sockets, t.cores_per_socket, t.threads_per_core) == layout
+    assert t.complete == (None not in layout)
+    assert catalog.cite(it, "cpu_topology").url.startswith("https://")
+
+
+def test_every_complete_cpu_topology_multiplies_to_the_vcpus(catalog: Catalog) -> None:
+    complete = [it for it in catalog.instance_types.values() if it.cpu_topology.complete]
+    assert len(complete) >= 10
+    for it in catalog.instance_types.values():
+        t = it.cpu_topology
+        layout = (t.sockets, t.cores_per_socket, t.threads_per_core)
+        if t.complete:
+            assert math.prod(n for n in layout if n is not None) == it.vcpus, it.name
+        if t.threads_per_core is not None:
+            assert it.vcpus % t.threads_per_core == 0, it.name
+
+
+P4D = "  cpu_topology: {sockets: 2, cores_per_socket: 24, threads_per_core: 2}"
+
+
+@pytest.mark.parametrize(
+    ("new", "problem"),
+    [
+        pytest.param(
+            "  cpu_topology: {sockets: 2, cores_per_socket: 24, threads_per_core: 1}",
+            "p4d.24xlarge: cpu_topology gives 2 x 24 x 1 = 48 CPUs, but vcpus is 96",
+            id="product-is-not-vcpus",
+        ),
+        pytest.param(
+            "  cpu_topology: {sockets: 2, cores_per_socket: null, threads_per_core: 2}",
+            "give sockets and cores_per_socket together",
+            id="sockets-without-cores",
+        ),
+        pytest.param(
+            "  cpu_topology: {sockets: 2, cores_per_socket: 48, threads_per_core: null}",
+            "a socket layout needs threads_per_core too",
+            id="layout-without-threads",
+        ),
+        pytest.param(
+            "  cpu_topology: {sockets: null, cores_per_socket: null, threads_per_core: 5}",
+            "96 vCPUs are not a whole number of 5-thread cores",
+            id="threads-do-not-divide",
+        ),
+        pytest.param("  cpu_topology: {sockets: 2, cores_per_socket: 24}", "threads_per_core", id="figure-left-out"),
+        pytest.param("", "cpu_topology", id="block-left-out"),
+    ],
+)
+def test_the_catalog_refuses_an_inconsistent_cpu_topology(tmp_path: Path, new: str, problem: str) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "instance_types" / "aws.yaml"
+    lines = path.read_text().splitlines(keepends=True)
+    (i,) = [n for n, line in enumerate(lines) if line.startswith(P4D)]
+    lines[i] = f"{new}\n" if new else ""
+    path.write_text("".join(lines))
+    with pytest.raises(CatalogError, match=re.escape(problem)):
+        load_catalog(data)

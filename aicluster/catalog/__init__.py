@@ -21,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from .models import (
     Accelerator,
     Constants,
+    CpuTopology,
     Image,
     InstanceType,
     NcclData,
@@ -43,6 +44,7 @@ __all__ = [
     "Catalog",
     "CatalogError",
     "Constants",
+    "CpuTopology",
     "Image",
     "InstanceType",
     "NcclData",

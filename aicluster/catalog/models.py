@@ -98,6 +98,33 @@ class Offering(Sourced):
     ] = None
 
 
+class CpuTopology(_Record):
+    """The CPU layout the guest OS sees (lscpu / `slurmd -C`): Slurm's Sockets, CoresPerSocket, ThreadsPerCore.
+
+    Every figure is given or explicitly null: null means no source publishes it, and the Slurm node line then
+    gives only `CPUs=` for the type rather than an invented layout."""
+
+    sockets: Annotated[int | None, Field(ge=1, description="Sockets (packages) the guest sees; null: unpublished.")]
+    cores_per_socket: Annotated[
+        int | None, Field(ge=1, description="Physical cores per socket the guest sees; null: unpublished.")
+    ]
+    threads_per_core: Annotated[
+        int | None, Field(ge=1, description="Hardware threads per core (2: SMT on, 1: off); null: unpublished.")
+    ]
+
+    @property
+    def complete(self) -> bool:
+        return None not in (self.sockets, self.cores_per_socket, self.threads_per_core)
+
+    @model_validator(mode="after")
+    def _layout(self) -> CpuTopology:
+        if (self.sockets is None) != (self.cores_per_socket is None):
+            raise ValueError("give sockets and cores_per_socket together (both null when unpublished)")
+        if self.sockets is not None and self.threads_per_core is None:
+            raise ValueError("a socket layout needs threads_per_core too")
+        return self
+
+
 class InstanceType(Sourced):
     provider: Provider
     name: Annotated[str, Field(description="Provider's name (e.g. `p5.48xlarge`).")]
@@ -105,6 +132,12 @@ class InstanceType(Sourced):
     accelerator: Annotated[str | None, Field(description="Accelerator id; null for CPU-only types.")] = None
     accelerator_count: Annotated[int, Field(ge=0)] = 0
     vcpus: Annotated[int, Field(ge=1)]
+    cpu_topology: Annotated[
+        CpuTopology,
+        Field(
+            description="Sockets x cores per socket x threads per core; their product is `vcpus` when all are given."
+        ),
+    ]
     memory_gib: Annotated[float, Field(gt=0)]
     local_nvme_gb: Annotated[float, Field(ge=0)] = 0
     network: Network
@@ -121,6 +154,22 @@ class InstanceType(Sourced):
         Field(description="Boot disk service (in services/) when the type needs another than its provider's default."),
     ] = None
     offerings: tuple[Offering, ...] = ()
+
+    @model_validator(mode="after")
+    def _cpus_add_up(self) -> InstanceType:
+        t = self.cpu_topology
+        if t.threads_per_core is not None and self.vcpus % t.threads_per_core:
+            raise ValueError(
+                f"{self.name}: {self.vcpus} vCPUs are not a whole number of {t.threads_per_core}-thread cores"
+            )
+        if t.sockets is not None and t.cores_per_socket is not None and t.threads_per_core is not None:
+            product = t.sockets * t.cores_per_socket * t.threads_per_core
+            if product != self.vcpus:
+                raise ValueError(
+                    f"{self.name}: cpu_topology gives {t.sockets} x {t.cores_per_socket} x {t.threads_per_core} = "
+                    f"{product} CPUs, but vcpus is {self.vcpus}"
+                )
+        return self
 
     def offering(self, region: str) -> Offering | None:
         return next((o for o in self.offerings if o.region == region), None)

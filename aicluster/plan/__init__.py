@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
+from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region, StorageTier
 from aicluster.catalog.pricing import Price, compute_price, storage_price
 from aicluster.spec import (
     AwsPool,
@@ -495,6 +495,7 @@ def _plan_tpu_pool(ctx: _Ctx, i: int, pool: GcpPool) -> PlannedPool | None:
         bf16_tflops=acc.bf16_tflops,
         per_node=details.chips_per_host,
         vcpus=tpu.host_vcpus or 0,
+        cpu_topology=CpuTopology(sockets=None, cores_per_socket=None, threads_per_core=None),  # not in the catalog
         memory_gib=tpu.host_memory_gib or 0.0,
         fabric="ici",
         bandwidth_gbps=(acc.interconnect_gb_s or 0.0) * 8 * details.chips_per_host,
@@ -531,6 +532,7 @@ class _Facts:
     bf16_tflops: float
     per_node: int
     vcpus: int
+    cpu_topology: CpuTopology
     memory_gib: float
     fabric: str
     bandwidth_gbps: float
@@ -549,6 +551,7 @@ def _facts(ctx: _Ctx, it: InstanceType) -> _Facts:
         bf16_tflops=acc.bf16_tflops if acc else 0.0,
         per_node=it.accelerator_count,
         vcpus=it.vcpus,
+        cpu_topology=it.cpu_topology,
         memory_gib=it.memory_gib,
         fabric=it.network.fabric,
         bandwidth_gbps=it.network.bandwidth_gbps,
@@ -618,6 +621,7 @@ def _pool_record(
         nodes=nodes,
         gpus=per_node * nodes,
         vcpus_per_node=it.vcpus,
+        cpu_topology=it.cpu_topology,
         memory_gib_per_node=it.memory_gib,
         fabric=it.fabric,
         network_bandwidth_gbps=it.bandwidth_gbps,

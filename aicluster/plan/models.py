@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from aicluster.catalog import CpuTopology
 from aicluster.catalog.pricing import Price
 from aicluster.spec import Access, Budgets, Compliance, Market, Pricing
 
@@ -198,6 +199,7 @@ class PlannedPool(_Plan):
     nodes: int
     gpus: int  # accelerators in the pool (GPUs or Trainium/TPU chips)
     vcpus_per_node: int
+    cpu_topology: CpuTopology  # the catalog's guest CPU layout; a figure no source publishes is null
     memory_gib_per_node: float
     fabric: str
     network_bandwidth_gbps: float

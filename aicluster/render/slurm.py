@@ -11,6 +11,13 @@ What the files say, and why:
   file-system clients and the GPU driver: a node that reports less memory than `RealMemory` is drained, and
   the nominal instance memory is always a little more than the kernel reports (AWS ParallelCluster uses the
   same 95%).
+- CPUs: `CPUs=` is the instance's vCPUs (hardware threads), so Slurm counts CPUs as threads everywhere
+  (`--cpus-per-task`, `DefCpuPerGPU`). Where the catalog has the whole layout the guest sees (lscpu), the line
+  adds `Sockets= CoresPerSocket= ThreadsPerCore=` (their product is `CPUs`): with `SelectTypeParameters=
+  CR_Core_Memory` Slurm then allocates whole cores and task/affinity and task/cgroup bind to real cores and
+  sockets, and slurmd's `-C` report matches the configuration. Where any figure is unpublished (null in the
+  catalog) the line keeps `CPUs=` alone rather than an invented layout. `DefCpuPerGPU` is the node's CPUs
+  divided by its GPUs, rounded down to whole cores when the threads per core are known.
 - GPUs: `Gres=gpu:<type>:<n>`, the type is the catalog accelerator id up to its first dash (`h100-sxm-80gb`
   -> `h100`, `a100-sxm-40gb` -> `a100`), so `--gres=gpu:h100:8` works on every cloud. gres.conf is static
   (`AutoDetect=off`, `File=/dev/nvidia[0-N]`): NVML autodetection depends on how Slurm was built.
@@ -155,6 +162,24 @@ def real_memory_mib(pool: PlannedPool) -> int:
     return total - max(MEMORY_HEADROOM_MIN_MIB, math.ceil(total * MEMORY_HEADROOM))
 
 
+def cpu_layout(pool: PlannedPool) -> tuple[int, int, int] | None:
+    """(Sockets, CoresPerSocket, ThreadsPerCore) for the node line, or None where a figure is unpublished."""
+    t = pool.cpu_topology
+    if t.sockets is None or t.cores_per_socket is None or t.threads_per_core is None:
+        return None
+    return t.sockets, t.cores_per_socket, t.threads_per_core
+
+
+def def_cpu_per_gpu(pool: PlannedPool) -> int | None:
+    """DefCpuPerGPU: the node's CPUs over its GPUs, in whole cores where the threads per core are known (Slurm
+    allocates whole cores under CR_Core_Memory); None for pools without GPUs."""
+    gpus = pool.accelerators_per_node if is_gpu_pool(pool) else 0
+    if not gpus:
+        return None
+    threads = pool.cpu_topology.threads_per_core or 1
+    return pool.vcpus_per_node // gpus // threads * threads
+
+
 def features(pool: PlannedPool) -> list[str]:
     """Node features: provider, region, zone, instance type, fabric, accelerator, market."""
     found = [pool.provider, pool.region]
@@ -272,6 +297,7 @@ def _node_lines(plan: ClusterPlan) -> list[dict[str, object]]:
             "pool": pool.name,
             "nodes": hostlist(pool.node_names()),
             "cpus": pool.vcpus_per_node,
+            "layout": cpu_layout(pool),
             "real_memory": real_memory_mib(pool),
             "gres": f"gpu:{gres_type(pool)}:{pool.accelerators_per_node}" if is_gpu_pool(pool) else None,
             "features": ",".join(features(pool)),
@@ -289,7 +315,7 @@ def _partitions(plan: ClusterPlan) -> list[dict[str, object]]:
                 "name": pool.name,
                 "nodes": hostlist(pool.node_names()),
                 "default": i == 0,
-                "def_cpu_per_gpu": pool.vcpus_per_node // gpus if gpus else None,
+                "def_cpu_per_gpu": def_cpu_per_gpu(pool),
                 "def_mem_per_gpu": real_memory_mib(pool) // gpus if gpus else None,
                 "exclusive": not gpus,
             }

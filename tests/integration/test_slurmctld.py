@@ -24,7 +24,7 @@ import pytest
 
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
-from aicluster.render.slurm import SlurmSettings, files, gres_type, hostlist
+from aicluster.render.slurm import SlurmSettings, cpu_layout, files, gres_type, hostlist
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import IN_CI, ROOT, STACKS
 
@@ -159,6 +159,14 @@ def test_slurmctld_runs_the_plan(controller: Controller) -> None:
         gres = gres_type(pool)
         assert nodes[name]["Gres"] == (f"gpu:{gres}:{pool.accelerators_per_node}" if gres else "(null)"), name
         assert int(nodes[name]["CPUTot"]) == pool.vcpus_per_node, name
+        layout = cpu_layout(pool)
+        if layout is not None:  # Slurm took the catalog's layout, not one it inferred from CPUs alone
+            reported = (
+                int(nodes[name]["Sockets"]),
+                int(nodes[name]["CoresPerSocket"]),
+                int(nodes[name]["ThreadsPerCore"]),
+            )
+            assert reported == layout, name
         assert "CLOUD" in nodes[name]["State"], name
 
     # partitions: one per pool with its nodes; none spans two networks

@@ -130,6 +130,16 @@ def test_storage_price_override(catalog: Catalog) -> None:
 # --- power, carbon, racks -------------------------------------------------------------------------
 
 
+def test_pools_carry_the_catalogs_cpu_topology(catalog: Catalog) -> None:
+    cp = planned(catalog, pools=[pool(), pool(name="sweep", instance_type="p4d.24xlarge", zone="us-east-1b")])
+    p5, p4d = cp.pools
+    assert p5.cpu_topology == catalog.instance_types[("aws", "p5.48xlarge")].cpu_topology
+    assert (p5.cpu_topology.sockets, p5.cpu_topology.threads_per_core) == (None, 2)  # sockets unpublished
+    t = p4d.cpu_topology
+    assert (t.sockets, t.cores_per_socket, t.threads_per_core) == (2, 24, 2)
+    assert p4d.vcpus_per_node == 96
+
+
 def test_power_it_facility_and_carbon(catalog: Catalog) -> None:
     p = planned(catalog).pools[0]
     assert p.power_kw_it == 40.8  # 4 x 10.2

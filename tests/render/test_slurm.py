@@ -20,6 +20,8 @@ from aicluster.render.slurm import (
     SlurmSettings,
     blocks,
     cgroup_conf,
+    cpu_layout,
+    def_cpu_per_gpu,
     epilog_sh,
     files,
     gres_conf,
@@ -108,6 +110,54 @@ def test_node_lines_use_the_plans_names_cpus_and_memory() -> None:
         f"NodeName=h100-[000-003] CPUs=192 RealMemory={real_memory_mib(p)} Gres=gpu:h100:8 "
         "Feature=aws,us-east-1,us-east-1a,p5.48xlarge,efa,h100,on-demand State=CLOUD"
     )
+
+
+@pytest.mark.parametrize(
+    ("changes", "cpus"),
+    [
+        pytest.param(
+            {"instance_type": "p4d.24xlarge"}, "CPUs=96 Sockets=2 CoresPerSocket=24 ThreadsPerCore=2", id="p4d-lscpu"
+        ),
+        pytest.param(
+            {"instance_type": "m7i.8xlarge", "image": "ami-0123456789abcdef0"},
+            "CPUs=32 Sockets=1 CoresPerSocket=16 ThreadsPerCore=2",
+            id="cpu-only-type",
+        ),
+        pytest.param({}, "CPUs=192", id="p5-sockets-unpublished-cpus-only"),
+    ],
+)
+def test_node_lines_state_the_cpu_layout_only_where_it_is_sourced(
+    catalog: Catalog, changes: dict[str, Any], cpus: str
+) -> None:
+    cp = plan_of(catalog, cluster(pools=[pool(**changes)]))
+    line = next(x for x in slurm_conf(cp).splitlines() if x.startswith("NodeName="))
+    assert f" {cpus} RealMemory=" in line
+
+
+def test_gcp_and_tpu_node_lines() -> None:
+    (a3,) = stack_plan("gcp-a3mega-slurm").pools
+    assert cpu_layout(a3) == (2, 52, 2)
+    assert " CPUs=208 Sockets=2 CoresPerSocket=52 ThreadsPerCore=2 " in slurm_conf(stack_plan("gcp-a3mega-slurm"))
+    (tpu,) = stack_plan("gcp-tpu-v5p").pools
+    assert cpu_layout(tpu) is None  # TPU hosts have no catalog CPU layout
+    assert " CPUs=208 RealMemory=" in slurm_conf(stack_plan("gcp-tpu-v5p"))
+
+
+@pytest.mark.parametrize(
+    ("vcpus", "threads", "expected"),
+    [
+        pytest.param(192, 2, 24, id="p5-24-threads-12-cores"),
+        pytest.param(208, 2, 26, id="a3-26-threads-13-cores"),
+        pytest.param(200, 2, 24, id="odd-share-rounds-down-to-whole-cores"),
+        pytest.param(200, None, 25, id="unknown-threads-plain-division"),
+        pytest.param(96, 1, 12, id="no-smt"),
+    ],
+)
+def test_def_cpu_per_gpu_is_whole_cores(catalog: Catalog, vcpus: int, threads: int | None, expected: int) -> None:
+    p = plan_of(catalog, cluster()).pools[0]
+    topology = p.cpu_topology.model_copy(update={"threads_per_core": threads})
+    p = p.model_copy(update={"vcpus_per_node": vcpus, "cpu_topology": topology})
+    assert def_cpu_per_gpu(p) == expected
 
 
 @pytest.mark.parametrize(
