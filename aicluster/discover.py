@@ -14,7 +14,8 @@ Each VM then gets a plan node name (`PlannedPool.node_names()`, the Slurm names)
 - stable: a VM keeps the name it had at the previous discovery (the caller passes the last assignment), and a
   replacement VM takes the lowest free name; new VMs are ordered by creation time, then id;
 - nothing is guessed: VMs beyond a domain's planned size, of an unknown pool or another cluster are reported
-  as strays with the reason, planned nodes without a VM as missing.
+  as strays with the reason, planned nodes without a VM as missing. The cluster's VMs without a pool tag (the
+  Slurm controller, which the stack outputs address) are not pool nodes and are left out.
 
 TPU VMs are not Compute Engine instances and have no inventory plugin: their addresses still come from
 `--hosts`. This module runs no cloud API itself and the assignment is a pure function, tested with the same
@@ -318,6 +319,8 @@ def assign(
     result = Assignment()
     members: dict[int, list[Instance]] = {}
     for inst in found:
+        if inst.pool is None and inst.provider != "azure":
+            continue  # the cluster's other VMs (the Slurm controller): not a pool's, and addressed by the outputs
         if inst.cluster is not None and inst.cluster not in (plan.name, gcp_label(plan.name)):
             result.strays.append((inst, f"belongs to cluster {inst.cluster!r}"))
             continue
