@@ -119,7 +119,7 @@ def test_no_two_platforms_share_one_list(catalog: Catalog) -> None:
 @pytest.mark.parametrize(
     ("versions", "profile_id"),
     [
-        pytest.param(None, "aws-efa-ofi-1.7", id="catalog-default-1.16.3"),
+        pytest.param(None, "aws-efa-ofi-1.7", id="catalog-default"),
         pytest.param({"aws-ofi-nccl": "1.7.0"}, "aws-efa-ofi-1.7", id="1.7.0-is-current"),
         pytest.param({"aws-ofi-nccl": "v1.7.4-aws"}, "aws-efa-ofi-1.7", id="tag-spelling"),
         pytest.param({"aws-ofi-nccl": "1.10.0"}, "aws-efa-ofi-1.7", id="1.10-above-1.9"),
