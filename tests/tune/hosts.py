@@ -3,7 +3,8 @@ overlay over one Debian root filesystem (debootstrap, cached under .work/cache),
 
 Nothing of the host machine is changed but a bridge, veth pairs and namespaces, all removed on exit; the nodes'
 writes land in their overlay's upper directory (what a test inspects). The nodes have no route out, so a role
-that downloads fails there (as a node without egress would); tests run the roles that need no network.
+that downloads fails there (as a node without egress would); tests run the roles that need no network, or whose
+packages the root filesystem already has (slurm_rootfs_tar: Debian's Slurm and munge).
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.targets import debian_rootfs
+from tests.targets import CACHE, debian_rootfs, locked, unavailable
 
-BRIDGE = "br-aictune"
 SUBNET = "10.77.9"
+PREFIX = "aictune"  # namespaces aictune-<i>, bridge br-aictune, host-side veths aict<i>h
+# Debian's Slurm 22.05 and munge, for SSH hosts that run the Slurm roles (the nodes cannot download).
+SLURM_PACKAGES = ("munge", "slurm-client", "slurmd", "slurmctld")
 
 
 def missing_tools() -> list[str]:
@@ -34,6 +37,44 @@ def missing_tools() -> list[str]:
 def rootfs_tar() -> Path:
     """The shared Debian root filesystem (tests/targets.py): python3, openssh-server, procps."""
     return debian_rootfs()
+
+
+def slurm_rootfs_tar() -> Path:
+    """The shared root filesystem plus SLURM_PACKAGES (built once from it, then cached), without the munge key
+    the package install made: each test node makes its own, as each machine's own install does."""
+    base = rootfs_tar()
+    tarball = CACHE / f"{base.stem}-{'-'.join(SLURM_PACKAGES)}.tar"
+    with locked(tarball):
+        if tarball.exists():
+            return tarball
+        work = CACHE / f"{tarball.stem}.build"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        try:
+            subprocess.run(["tar", "-C", str(work), "-xf", str(base)], check=True)
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for cmd in (
+                ["apt-get", "update", "-qq"],
+                ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *SLURM_PACKAGES],
+            ):
+                proc = subprocess.run(["chroot", str(work), *cmd], capture_output=True, text=True, check=False, env=env)
+                if proc.returncode != 0:
+                    unavailable(
+                        f"installing {', '.join(SLURM_PACKAGES)} into the root filesystem failed "
+                        f"({(proc.stdout + proc.stderr).strip()[-300:]})",
+                        "it needs network access to the Debian mirror once (the result is cached in .work/cache)",
+                    )
+            (work / "etc/munge/munge.key").unlink()
+            for deb in (work / "var/cache/apt").rglob("*.deb"):
+                deb.unlink()
+            for cache in (work / "var/cache/apt").glob("*.bin"):
+                cache.unlink()
+            partial = tarball.parent / f"{tarball.name}.partial"
+            subprocess.run(["tar", "-C", str(work), "-cf", str(partial), "."], check=True)
+            partial.rename(tarball)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return tarball
 
 
 @dataclass(frozen=True)
@@ -49,11 +90,25 @@ def _sh(*cmd: str) -> None:
 
 
 @contextlib.contextmanager
-def ssh_hosts(names: list[str], work: Path) -> Iterator[tuple[list[Node], Path]]:
-    """Start one SSH host per name; yields the nodes and the private key that logs in as root."""
+def ssh_hosts(
+    names: list[str],
+    work: Path,
+    *,
+    rootfs: Path | None = None,
+    prefix: str = PREFIX,
+    subnet: str = SUBNET,
+    hostnames: Mapping[str, str] | None = None,
+) -> Iterator[tuple[list[Node], Path]]:
+    """Start one SSH host per name; yields the nodes and the private key that logs in as root.
+
+    rootfs: the root filesystem tarball (default rootfs_tar()); prefix and subnet: this set's namespaces
+    (<prefix>-<i>), bridge (br-<prefix>) and /24 (<subnet>.11, .12, ...), so that two sets (two pytest-xdist
+    workers) never meet; hostnames: a node's host name where it is not its inventory name (a cloud's
+    ip-10-0-1-5)."""
+    bridge, veth = f"br-{prefix}", prefix[:4]
     base = work / "rootfs"
     base.mkdir(parents=True)
-    with tarfile.open(rootfs_tar()) as tar:
+    with tarfile.open(rootfs or rootfs_tar()) as tar:
         tar.extractall(base, filter="fully_trusted")
     key = work / "id_ed25519"
     _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
@@ -66,18 +121,18 @@ def ssh_hosts(names: list[str], work: Path) -> Iterator[tuple[list[Node], Path]]
     (base / "usr" / "sbin" / "policy-rc.d").chmod(0o755)
     nodes: list[Node] = []
     procs: list[subprocess.Popen[bytes]] = []
-    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
-    _sh("ip", "link", "add", BRIDGE, "type", "bridge")
-    _sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
-    _sh("ip", "link", "set", BRIDGE, "up")
+    subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
+    _sh("ip", "link", "add", bridge, "type", "bridge")
+    _sh("ip", "addr", "add", f"{subnet}.1/24", "dev", bridge)
+    _sh("ip", "link", "set", bridge, "up")
     try:
         for i, name in enumerate(names):
-            ns, host_end = f"aictune-{i}", f"aict{i}h"
-            address = f"{SUBNET}.{11 + i}"
+            ns, host_end = f"{prefix}-{i}", f"{veth}{i}h"
+            address = f"{subnet}.{11 + i}"
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
             _sh("ip", "netns", "add", ns)
             _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            _sh("ip", "link", "set", host_end, "master", BRIDGE, "up")
+            _sh("ip", "link", "set", host_end, "master", bridge, "up")
             _sh("ip", "-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
             _sh("ip", "-n", ns, "link", "set", "eth0", "up")
             _sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -86,7 +141,7 @@ def ssh_hosts(names: list[str], work: Path) -> Iterator[tuple[list[Node], Path]]
             for d in (upper, scratch, merged):
                 d.mkdir(parents=True)
             script = (
-                f"hostname {name} && "
+                f"hostname {(hostnames or {}).get(name, name)} && "
                 f"mount -t overlay overlay -o lowerdir={base},upperdir={upper},workdir={scratch} {merged} && "
                 f"mount -t proc proc {merged}/proc && mount --rbind /dev {merged}/dev && "
                 f"exec chroot {merged} /usr/sbin/sshd -D -e -o UseDNS=no"
@@ -127,9 +182,9 @@ def ssh_hosts(names: list[str], work: Path) -> Iterator[tuple[list[Node], Path]]
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         for i in range(len(names)):
-            subprocess.run(["ip", "netns", "del", f"aictune-{i}"], capture_output=True, check=False)
-            subprocess.run(["ip", "link", "del", f"aict{i}h"], capture_output=True, check=False)
-        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
+            subprocess.run(["ip", "netns", "del", f"{prefix}-{i}"], capture_output=True, check=False)
+            subprocess.run(["ip", "link", "del", f"{veth}{i}h"], capture_output=True, check=False)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
 
 
 def ssh_options(key: Path) -> list[str]:
@@ -145,6 +200,19 @@ def ssh_options(key: Path) -> list[str]:
         "-o",
         "ConnectTimeout=2",
     ]
+
+
+def ssh(node: Node, key: Path, command: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """Run a shell command on a node as root (its namespaces, its root filesystem); never raises on a non-zero
+    exit. A daemon started here must detach from the session (setsid -f ... </dev/null >/dev/null 2>&1)."""
+    return subprocess.run(
+        ["ssh", *ssh_options(key), f"root@{node.address}", command],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
 
 
 def _wait_for_ssh(nodes: list[Node], key: Path, timeout: float = 20.0) -> None:
