@@ -212,11 +212,16 @@ def test_tune_slurm_hosts_then_slurmd_registers_by_its_slurm_name(tools: None, p
         assert set(table) == {CONTROLLER, *COMPUTES}, again.stdout
         assert all(cells[1] == "0" for cells in table.values()), again.stdout  # changed=0 on every host
 
-        # The daemons. Stand-in for the cluster's DNS: every Slurm host must resolve slurm.conf's SlurmctldHost
-        # (slurmd, scontrol, slurmctld itself); the roles do not arrange that. slurmctld runs only on a host whose
-        # name is SlurmctldHost (it has no -N): the controller's namespace has that name.
+        # Every Slurm host must resolve slurm.conf's SlurmctldHost (slurmd, scontrol, slurmctld itself): slurm_common
+        # maps it to the controller's address. slurmctld runs only on a host whose name is SlurmctldHost (it has no
+        # -N): the controller VMs get it from cloud-init, and the controller's namespace has it here.
         for node in nodes:
-            run(node, key, f"printf '127.0.0.1 localhost\\n{ctl.address} {CONTROLLER}\\n' > /etc/hosts")
+            etc_hosts = (node.upper / "etc/hosts").read_text()
+            assert f"{ctl.address} {CONTROLLER}" in etc_hosts.splitlines(), etc_hosts
+
+        # The daemons.
+        for node in nodes:
+            run(node, key, "grep -qw localhost /etc/hosts || echo '127.0.0.1 localhost' >> /etc/hosts")
             run(node, key, MAKE_SANDBOX)
             run(node, key, START_MUNGE)
         run(ctl, key, start_unit("slurmctld"))
