@@ -210,3 +210,74 @@ def test_every_config_uses_only_options_its_plugin_documents(three_clouds: Clust
             choices = options[key].get("choices")
             if choices:
                 assert value in choices, f"{config['plugin']} {key}={value!r} not in {choices}"
+
+
+# Host variables as each plugin hands them to Ansible's Constructable before `compose` (the plugin code of the
+# `ansible` 12.3.0 collections): gcp_compute the Compute API instance resource, azure_rm AzureHost.hostvars,
+# aws_ec2 the snake-cased DescribeInstances record with tags as a dict.
+PLUGIN_HOSTVARS = {
+    "gcp": {
+        "name": "a3-p0-x7k2",
+        "id": "4410253977134211234",
+        "creationTimestamp": "2026-11-20T09:14:03.512-08:00",
+        "networkInterfaces": [{"name": "nic0", "networkIP": "10.128.0.7"}, {"name": "nic1", "networkIP": "10.0.4.7"}],
+        "labels": {"aicluster_cluster": "nd-train", "aicluster_pool": "a3", "owner": "ml-platform"},
+        "status": "RUNNING",
+    },
+    "azure": {
+        "name": "nd-train-h100-ib0_3",
+        "computer_name": "h100-ib0-000003",
+        "vmid": "5f0c2a51-7e0a-4f7e-9d6a-0c4a4d1f4a11",
+        "private_ipv4_addresses": ["10.2.0.8"],
+        "public_ipv4_address": [],
+        "tags": {"aicluster:cluster": "nd-train", "aicluster:pool": "h100"},
+        "vmss": {"id": "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/s",
+                 "name": "nd-train-h100-ib0-vmss"},  # fmt: skip
+        "creation_time": "2026-11-20T17:14:03.5+00:00",
+        "powerstate": "running",
+    },
+    "aws": {
+        "instance_id": "i-0a1b2c3d4e5f60718",
+        "private_ip_address": "10.1.0.12",
+        "launch_time": "2026-11-20T17:14:03+00:00",
+        "tags": {"aicluster:cluster": "nd-train", "aicluster:pool": "h100"},
+        "state": {"name": "running"},
+    },
+}
+
+
+def compose(config: dict[str, object], hostvars: dict[str, object]) -> dict[str, object]:
+    """What the plugin's Constructable step makes of `hostvars` under `config` (strict: every expression must
+    evaluate)."""
+    from ansible.inventory.data import InventoryData
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
+    from ansible.template import Templar, trust_as_template
+
+    class Plugin(BaseInventoryPlugin, Constructable):  # type: ignore[misc]
+        NAME = "compose-check"
+
+    plugin = Plugin()
+    plugin.inventory = InventoryData()
+    plugin.templar = Templar(loader=DataLoader())
+    plugin.inventory.add_host("h")
+    expressions = config.get("compose") or config.get("hostvar_expressions")
+    assert isinstance(expressions, dict)
+    plugin._set_composite_vars({k: trust_as_template(v) for k, v in expressions.items()}, hostvars, "h", strict=True)
+    return dict(plugin.inventory.get_host("h").vars)
+
+
+@pytest.mark.parametrize("provider", ["gcp", "azure", "aws"])
+def test_composed_variables_evaluate_on_the_plugins_host_records(three_clouds: ClusterPlan, provider: str) -> None:
+    filename = {"gcp": "gcp_compute.yml", "azure": "azure_rm.yml", "aws": "aws_ec2.yml"}[provider]
+    config = plugin_configs(three_clouds, {"gcp:project": "ml-prod"})[filename]
+    (found,) = instances({"_meta": {"hostvars": {"h": compose(config, PLUGIN_HOSTVARS[provider])}}})
+    expected = {
+        "gcp": Instance("gcp", "4410253977134211234", "a3-p0-x7k2", "10.128.0.7", "a3", "nd-train", None,
+                        "2026-11-20T09:14:03.512-08:00"),
+        "azure": Instance("azure", "5f0c2a51-7e0a-4f7e-9d6a-0c4a4d1f4a11", "h100-ib0-000003", "10.2.0.8", "h100",
+                          "nd-train", "nd-train-h100-ib0-vmss", "2026-11-20T17:14:03.5+00:00"),
+        "aws": Instance("aws", "i-0a1b2c3d4e5f60718", "i-0a1b2c3d4e5f60718", "10.1.0.12", "h100", "nd-train", None,
+                        "2026-11-20T17:14:03+00:00"),
+    }[provider]  # fmt: skip
+    assert found == expected
