@@ -231,8 +231,10 @@ PLUGIN_HOSTVARS = {
         "private_ipv4_addresses": ["10.2.0.8"],
         "public_ipv4_address": [],
         "tags": {"aicluster:cluster": "nd-train", "aicluster:pool": "h100"},
-        "vmss": {"id": "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/s",
-                 "name": "nd-train-h100-ib0-vmss"},  # fmt: skip
+        "vmss": {
+            "id": "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/s",
+            "name": "nd-train-h100-ib0-vmss",
+        },
         "creation_time": "2026-11-20T17:14:03.5+00:00",
         "powerstate": "running",
     },
