@@ -295,11 +295,11 @@ def _domain_of(inst: Instance, domains: Sequence[_Domain]) -> _Domain | str:
         exact = [d for d in mine if d.group == inst.group]
         if exact:
             return exact[0]
-    pooled = [d for d in mine if _pool_matches(d.pool, inst)]
-    if not pooled and inst.pool is None and inst.provider == "azure":
-        pooled = mine  # scale-set VMs may not carry the scale set's tags: the hostname prefix decides
+    # Azure scale-set VMs may not carry the scale set's tags: then the hostname prefix decides (`assign` passes
+    # only Azure VMs without a pool tag)
+    pooled = mine if inst.pool is None else [d for d in mine if _pool_matches(d.pool, inst)]
     if not pooled:
-        return f"pool tag {inst.pool!r} names no {inst.provider} pool of this stack" if inst.pool else "no pool tag"
+        return f"pool tag {inst.pool!r} names no {inst.provider} pool of this stack"
     for d in pooled:
         if d.prefix is None or inst.name.startswith(d.prefix):
             return d
