@@ -48,6 +48,8 @@ def test_groups_by_pool_provider_fabric_and_role(catalog: Catalog) -> None:
     h100 = load(files, "group_vars/pool_h100.yml")
     assert h100["efa_devices"] == 32
     assert h100["nccl_profile"] == "aws-efa-ofi-1.7"
+    # the versions the roles install are the ones the profile was chosen for (catalog default_versions)
+    assert h100["nccl_library_versions"] == {"efa-installer": "1.51.0", "aws-ofi-nccl": "1.22.0", "nccl": "2.27.7"}
     assert "NCCL_SOCKET_IFNAME=en" in h100["nccl_conf"]  # type: ignore[operator]
     assert "NCCL_FASTRAK_IFNAME" in a3["nccl_env"]  # type: ignore[operator]
 

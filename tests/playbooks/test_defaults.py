@@ -1,0 +1,85 @@
+"""Role defaults that are expressions, evaluated by Ansible itself: the package names and versions a host gets
+depend on its facts (driver branch, accelerator, the inventory's library versions), and a wrong name only shows
+on a real host with the vendor's repository. Each case loads the role's defaults/main.yml into a local play with
+the given variables and prints the templated value."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.playbooks.conftest import PLAYBOOKS, ansible_env, tool
+
+
+def templated(tmp_path: Path, role: str, expression: str, variables: dict[str, Any]) -> Any:
+    play = [
+        {
+            "name": "Evaluate a role default",
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": False,
+            "tasks": [
+                {"ansible.builtin.include_vars": str(PLAYBOOKS / "roles" / role / "defaults" / "main.yml")},
+                {
+                    "ansible.builtin.copy": {
+                        "content": f"{{{{ {expression} | to_json }}}}",
+                        "dest": str(tmp_path / "out"),
+                    }
+                },
+            ],
+        }
+    ]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    # as extra vars: include_vars would override play vars, and an operator overrides a default with -e
+    (tmp_path / "vars.json").write_text(json.dumps({**variables, "ansible_python_interpreter": sys.executable}))
+    proc = subprocess.run(
+        [
+            tool("ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-e",
+            f"@{tmp_path / 'vars.json'}",
+            str(tmp_path / "play.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=ansible_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads((tmp_path / "out").read_text())
+
+
+@pytest.mark.parametrize(
+    ("branch", "accelerator", "expected"),
+    [
+        # NVIDIA's repository drops the branch from these names from 580 on (gpu-driver-container install.sh)
+        ("580", "h100-sxm-80gb", ["nvidia-fabricmanager=580.173.02-*", "libnvidia-nscq=580.173.02-*"]),
+        ("580", "b200-sxm-180gb", ["nvidia-fabricmanager=580.173.02-*", "libnvidia-nscq=580.173.02-*", "nvlsm"]),
+        ("570", "h100-sxm-80gb", ["nvidia-fabricmanager-570=580.173.02-*", "libnvidia-nscq-570=580.173.02-*"]),
+    ],
+)
+def test_fabric_manager_packages_follow_the_driver_branch(
+    tmp_path: Path, branch: str, accelerator: str, expected: list[str]
+) -> None:
+    variables = {"nvidia_driver_branch": branch, "accelerator": accelerator}
+    assert templated(tmp_path, "nvidia", "nvidia_fabricmanager_packages", variables) == expected
+
+
+def test_efa_installs_the_installer_the_nccl_profile_was_chosen_for(tmp_path: Path) -> None:
+    variables = {"nccl_library_versions": {"efa-installer": "1.51.0", "aws-ofi-nccl": "1.22.0"}}
+    url = templated(tmp_path, "efa", "efa_installer_url", variables)
+    assert url == "https://efa-installer.amazonaws.com/aws-efa-installer-1.51.0.tar.gz"
+
+
+def test_gib_image_is_the_catalogs_nccl_gib_release(tmp_path: Path) -> None:
+    variables = {"nccl_library_versions": {"nccl-gib": "1.1.2"}}
+    image = templated(tmp_path, "gcp_gpudirect", "gcp_gpudirect_components['gpudirect-rdma'].plugin_image", variables)
+    assert image == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2"
