@@ -455,8 +455,14 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
     state = work / "nodes.yml"
     previous: dict[str, str] = {}
     if state.is_file():
-        doc = yaml.safe_load(state.read_text(encoding="utf-8")) or {}
-        previous = {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+        try:
+            doc = yaml.safe_load(state.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError:
+            doc = None
+        if not isinstance(doc, dict):
+            err.print(f"[yellow]warning:[/] {escape(str(state))} is not a node -> VM id mapping; naming the VMs afresh")
+            doc = {}
+        previous = {str(k): str(v) for k, v in doc.items()}
     try:
         found = discover.instances(discover.list_hosts(directory))
     except discover.DiscoveryError as exc:

@@ -15,6 +15,7 @@ import pytest
 from aicluster.catalog import Catalog
 from aicluster.discover import DiscoveryError, Instance, assign, instances, plugin_configs
 from aicluster.plan import ClusterPlan
+from tests.conftest import ROOT, run_cli, write_stack
 from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
 from tests.targets import ansible_collections
 
@@ -283,3 +284,14 @@ def test_composed_variables_evaluate_on_the_plugins_host_records(three_clouds: C
                         "2026-11-20T17:14:03+00:00"),
     }[provider]  # fmt: skip
     assert found == expected
+
+
+def test_cli_discovery_of_gcp_without_the_project_is_bad_input(project: Path) -> None:
+    stack = (ROOT / "stacks" / "Pulumi.gcp-a3mega-slurm.yaml").read_text()
+    assert "gcp:project" not in stack
+    write_stack(project, "gcp", stack)
+    proc = run_cli("inventory", "gcp", "--discover", cwd=project)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "discovering GCP nodes needs the project: set gcp:project" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (project / ".work" / "gcp").exists()  # nothing written

@@ -106,10 +106,12 @@ def test_discover_names_the_stack_vms_and_keeps_names_across_replacements(
 
     # one VM fewer than planned: its node is named as missing, the rest still get addresses
     client.terminate_instances(InstanceIds=[new["InstanceId"]])
+    state.write_text("- not: [a mapping\n")  # hand-edited and broken: a warning, then names afresh
     third = discover(project, env)
     assert third.returncode == 0, third.stdout + third.stderr
-    assert "no VM yet for: h100-001" in third.stdout
-    assert "h100-001" not in addresses(project)
+    assert "is not a node -> VM id mapping; naming the VMs afresh" in third.stderr
+    assert "no VM yet for: h100-003" in third.stdout  # named afresh: the three VMs take the first three names
+    assert sorted(addresses(project)) == ["h100-000", "h100-001", "h100-002"]
 
 
 def test_discover_without_the_collection_is_one_clear_error(
