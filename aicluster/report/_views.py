@@ -90,6 +90,11 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else many or word + 's'}"
 
 
+def whole(n: int) -> str:
+    """A count with thousands separators (`1,600`), as every table prints them."""
+    return f"{n:,}"
+
+
 def usd(x: float) -> str:
     return f"${x:,.2f}"
 

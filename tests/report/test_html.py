@@ -291,7 +291,8 @@ for (const el of document.querySelectorAll('h1, .verdict, .card .label, .card .v
   const text = range.getBoundingClientRect();
   if (text.right > box.right + 0.5 || text.left < box.left - 0.5 || el.scrollWidth > el.clientWidth
       || box.right > document.documentElement.clientWidth + 0.5)
-    clipped.push(`${el.textContent}: text ${text.left.toFixed(1)}-${text.right.toFixed(1)}, box ${box.left.toFixed(1)}-${box.right.toFixed(1)}`);
+    clipped.push(`${el.textContent}: text ${text.left.toFixed(1)}-${text.right.toFixed(1)}, `
+                 + `box ${box.left.toFixed(1)}-${box.right.toFixed(1)}`);
 }
 const result = document.createElement('pre');
 result.id = 'clip-check';

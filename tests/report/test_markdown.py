@@ -152,3 +152,10 @@ def test_a_hostile_message_survives_a_markdown_parser(hostile_doc: dict[str, Any
     assert ["aws-ec2-launchtemplate-disallow-public-ip", "mandatory", "lt|<script>", message] in rows
     reason = hostile_doc["policy"]["waived"][0]["reason"].replace("\r\n", "\n")
     assert reason in [row[3] for row in rows if len(row) == 5]
+
+
+def test_pool_counts_carry_thousands_separators(passing_doc: dict[str, Any]) -> None:
+    """A 200-node pool printed "1600" GPUs where the summary printed "1,600" (issue 13, #17)."""
+    passing_doc["pools"][0].update(nodes=1200, gpus=9600)
+    row = next(r for r in section(lines(passing_doc), "## Pools") if r.startswith("| h100 "))
+    assert "| 1,200 | 9,600 |" in row
