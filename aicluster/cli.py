@@ -326,22 +326,33 @@ def _verdict(result: Any) -> tuple[int, str]:
     return (EXIT_FAILED if mandatory else EXIT_OK), summary
 
 
+_LISTED = 5  # resources named per group in the terminal; the JSON and the reports list every one
+
+
 def _findings_table(result: Any) -> Table | None:
+    """Findings grouped by policy and cause (one pool outside the allowed regions is one row naming
+    its resources, not 26 rows); waived findings one per row, with their waiver."""
+    from .report import group_findings
+
     pol = result.policy
     if not pol.violations and not pol.waived:
         return None
     t = Table(title="Policy findings", title_justify="left")
-    for col in ("level", "severity", "policy", "resource", "message"):
+    for col in ("level", "severity", "policy", "resources", "message"):
         t.add_column(col, overflow="fold")
     style = {"mandatory": "red", "advisory": "yellow"}
-    for v in pol.violations:
-        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, v.resource, escape(v.message))
+    for g in group_findings(pol.violations):
+        names = g.resources()
+        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+        where = shown if g.count == 1 else f"{g.count}: {shown}"
+        v = g.first
+        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(where), escape(g.summary))
     for w in pol.waived:
         t.add_row(
             "[dim]waived[/]",
             w.severity,
             w.policy,
-            w.resource,
+            escape(w.resource),
             escape(f"{w.message} [waived until {w.expires}: {w.reason}]"),
         )
     return t

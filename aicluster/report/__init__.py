@@ -21,8 +21,9 @@ from ._doc import PolicyResults, PreviewDoc, parse
 from ._jsonreport import render_json
 from ._junit import render_junit
 from ._sarif import render_sarif
+from ._views import FindingGroup, group_findings
 
-__all__ = ["FORMATS", "diff_markdown", "render"]
+__all__ = ["FORMATS", "FindingGroup", "diff_markdown", "group_findings", "render"]
 
 FORMATS = ("md", "html", "sarif", "junit", "json")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ._doc import PreviewDoc
 from ._templates import render_markdown
-from ._views import BudgetUse, budget_uses, by_severity, kw, number, pct, usd, verdict, whole
+from ._views import BudgetUse, budget_uses, grouped, kw, number, pct, usd, verdict, whole
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def render_report(doc: PreviewDoc) -> str:
         verdict=verdict(doc.policy),
         summary=summary_rows(doc),
         rack_kw=kw(rack_kw) if rack_kw else "",
-        findings=by_severity(doc.policy.violations) if doc.policy else [],
+        findings=grouped(doc.policy.violations) if doc.policy else [],
         disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
         usd=usd,
         number=number,

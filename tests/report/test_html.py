@@ -18,7 +18,7 @@ import pytest
 
 from aicluster.report import render
 from tests.report.png import read_png
-from tests.report.previews import pool
+from tests.report.previews import REGIONS, outside_regions, pool
 
 BAR_AREA = 400  # the longest bar's length, in SVG units (aicluster.report._html.BAR_AREA)
 GAUGE = 320
@@ -340,3 +340,14 @@ def test_no_headline_figure_is_clipped(failing_doc: dict[str, Any], tmp_path: Pa
     found = re.search(r'<pre id="clip-check">(.*?)</pre>', dom, re.S)
     assert found, "the check did not run"
     assert json.loads(unescape(found.group(1))) == []
+
+
+def test_findings_of_one_cause_are_one_row_naming_every_resource() -> None:
+    """26 rows for one pool outside the allowed regions became one, with the resources listed (issue 13, #13)."""
+    p = page(outside_regions())
+    rows = [r for r in p.rows if r and r[0].endswith(REGIONS)]
+    assert len(rows) == 2
+    subnets = "".join(f"llm-dev-subnet-{i} (subnet)" for i in range(25))
+    assert rows[0][1] == "26 resources" + "llm-dev-vpc (vpc)" + subnets
+    assert rows[0][3].startswith("26 resources, each is in us-east-1, outside compliance.allowed_regions [us-west-2]")
+    assert ("h4", "high (27)") in p.headings
