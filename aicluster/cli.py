@@ -657,14 +657,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .report import diff_markdown
+    from .report import DiffInputError, diff_markdown
 
     base = _read_json(args.base, "base")
     head = _read_json(args.head, "head")
     try:
         text = diff_markdown(base, head)
-    except ValueError as exc:
-        raise UsageError(f"not a preview JSON (aicluster preview --json): {exc}") from None
+    except DiffInputError as exc:
+        path = args.base if exc.side == "base" else args.head
+        raise UsageError(
+            f"{exc.side} {path}: not a preview JSON ({exc.problem}); write one with "
+            "`aicluster preview STACK --json FILE`"
+        ) from None
     return _emit(text, args.output)
 
 

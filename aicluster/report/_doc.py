@@ -7,6 +7,7 @@ here, once, with a ValueError that names the key path (`pools[1].cost_usd_per_mo
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -180,13 +181,13 @@ class _Reader:
     def whole(self, key: str) -> int:
         value = self._get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be a whole number, got {value!r}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a whole number, got {_show(value)}")
         return int(value)
 
     def number(self, key: str) -> float:
         value = self._get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {value!r}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {_show(value)}")
         return float(value)
 
     def optional_positive(self, key: str) -> float | None:
@@ -214,7 +215,7 @@ class _Reader:
         choices = get_args(allowed)
         value = self.text(key)
         if value not in choices:
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be one of {', '.join(choices)}, got {value!r}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be one of {', '.join(choices)}, got {_show(value)}")
         return value
 
     def raw(self, key: str) -> Mapping[str, Any]:
@@ -225,6 +226,12 @@ class _Reader:
         if not isinstance(value, list | tuple):
             raise ValueError(f"preview JSON: '{self._at(key)}' must be a list, got {_kind(value)}")
         return value
+
+
+def _show(value: object) -> str:
+    """A value as the JSON it came from (never a Python repr), cut short."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _kind(value: object) -> str:
@@ -369,4 +376,4 @@ def _check_policy_names(results: PolicyResults) -> None:
     ]
     for path, name in named:
         if name not in known:
-            raise ValueError(f"preview JSON: '{path}' names {name!r}, which is not in policy.policies")
+            raise ValueError(f"preview JSON: '{path}' names {_show(name)}, which is not in policy.policies")
