@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.tree import Tree
 
 from . import __version__
 from .files import write_atomic
@@ -358,6 +359,25 @@ def _findings_table(result: Any) -> Table | None:
     return t
 
 
+def _resource_tree(stack: str, resources: Sequence[Any]) -> Tree:
+    """The resources by name and type, children under their parent component, as `pulumi preview`
+    shows them; siblings in registration order. A resource whose parent is not in the preview (the
+    stack itself) hangs from the root."""
+    root = Tree(f"[bold]pulumi:pulumi:Stack[/] {escape(stack)}", guide_style="dim")
+    urns = {r.urn for r in resources}
+    children: dict[str | None, list[Any]] = {}
+    for r in resources:
+        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
+    pending: list[tuple[Tree, str | None]] = [(root, None)]
+    while pending:  # iterative: a deep component nesting cannot exhaust the stack
+        node, urn = pending.pop()
+        for r in children.get(urn, []):
+            kind = "" if r.custom else " [dim](component)[/]"
+            branch = node.add(f"[cyan]{escape(r.type)}[/] {escape(r.name)}{kind}")
+            pending.append((branch, r.urn))
+    return root
+
+
 def cmd_preview(args: argparse.Namespace) -> int:
     from .preview import preview_stack
 
@@ -372,12 +392,17 @@ def cmd_preview(args: argparse.Namespace) -> int:
         err.print(verdict)
         return code
     _print_warnings(result.plan)
-    t = Table(title=f"Resources ({len(result.capture.resources)}) in preview of {stack.stack}", title_justify="left")
-    t.add_column("type")
-    t.add_column("count", justify="right")
-    for typ, n in result.resource_counts():
-        t.add_row(typ, str(n))
-    out.print(t)
+    title = f"Resources ({len(result.capture.resources)}) in preview of {escape(stack.stack)}"
+    if args.tree:
+        out.print(f"{title}:")
+        out.print(_resource_tree(stack.stack, result.capture.resources))
+    else:
+        t = Table(title=title, title_justify="left")
+        t.add_column("type")
+        t.add_column("count", justify="right")
+        for typ, n in result.resource_counts():
+            t.add_row(typ, str(n))
+        out.print(t)
     out.print(_pools_table(result.plan))
     _plan_details(result.plan)
     out.print(f"[dim]offline preview: {result.capture.seconds:.2f} s, no cloud account used[/]")
@@ -768,6 +793,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="also write the preview as JSON ('-' for stdout only)")
     p.add_argument("--policy-config", metavar="FILE", help="CrossGuard policy config JSON (as --policy-pack-config)")
+    p.add_argument(
+        "--tree", action="store_true", help="show the resources by name and type under their parent, as pulumi preview"
+    )
     p = add("report", cmd_report, "preview the stack and write a policy report: md, html, sarif, junit or json")
     p.add_argument("--format", required=True, choices=("md", "html", "sarif", "junit", "json"))
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
