@@ -102,6 +102,8 @@ class Violation:
     type: str
     urn: str
     message: str
+    stack_field: str | None = None  # the stack field the finding comes from (`pools[0].region`)
+    stack_line: int | None = None  # that field's line in the stack file
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,8 @@ class Waived:
     message: str
     reason: str
     expires: str
+    stack_field: str | None = None
+    stack_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,10 +149,11 @@ class PreviewDoc:
     resources: tuple[Resource, ...]
     warnings: tuple[str, ...]
     policy: PolicyResults | None
+    given_stack_file: str | None = None  # relative to the project; previews before it existed lack it
 
     @property
     def stack_file(self) -> str:
-        return f"stacks/Pulumi.{self.stack}.yaml"
+        return self.given_stack_file or f"stacks/Pulumi.{self.stack}.yaml"
 
 
 class _Reader:
@@ -189,6 +194,14 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {_show(value)}")
         return float(value)
+
+    def optional_line(self, key: str) -> int | None:
+        if self._data.get(key) is None:
+            return None
+        value = self.whole(key)
+        if value < 1:
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a line number (1 or more), got {value}")
+        return value
 
     def optional_positive(self, key: str) -> float | None:
         if self._data.get(key) is None:
@@ -256,6 +269,7 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         resources=tuple(_resource(x) for x in r.objs("resources")),
         warnings=r.texts("warnings"),
         policy=_policy_results(r.obj("policy")) if r.has("policy") else None,
+        given_stack_file=r.optional_text("stack_file"),
     )
 
 
@@ -349,6 +363,8 @@ def _violation(r: _Reader) -> Violation:
         type=r.text("type"),
         urn=r.text("urn"),
         message=r.text("message"),
+        stack_field=r.optional_text("stack_field"),
+        stack_line=r.optional_line("stack_line"),
     )
 
 
@@ -362,6 +378,8 @@ def _waived(r: _Reader) -> Waived:
         message=r.text("message"),
         reason=r.text("reason"),
         expires=r.text("expires"),
+        stack_field=r.optional_text("stack_field"),
+        stack_line=r.optional_line("stack_line"),
     )
 
 

@@ -75,6 +75,8 @@ def violation(policy_name: str, resource_name: str, message: str, *, type_: str 
         "type": type_ if resource_name else "",
         "urn": urn(type_, resource_name) if resource_name else "",
         "message": message,
+        "stack_field": None,
+        "stack_line": None,
     }
     data.update(changes)
     return data
@@ -206,6 +208,8 @@ def failing() -> dict[str, Any]:
                 "message": "kmsKeyId is not set",
                 "reason": "scratch data only, deleted after each run",
                 "expires": "2027-01-31",
+                "stack_field": None,
+                "stack_line": None,
             }
         ],
         "passed": [IMDS, ENCRYPT],
