@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ._doc import PreviewDoc, Resource, Violation
 from ._templates import render_markdown
-from ._views import Verdict, change_pct, number, plural, signed, usd, verdict
+from ._views import Verdict, change_pct, group_findings, number, plural, signed, usd, verdict
 
 COLLAPSE_OVER = 10
 MAX_VALUE_CHARS = 60  # a longer value (user data, a policy document) is cut, as Infracost and Pulumi do
@@ -246,7 +246,10 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
         deltas=deltas,
         costs_unchanged=costs_unchanged,
         findings=findings,
-        finding_sections=[("New", findings.new), ("Fixed", findings.fixed)],
+        finding_sections=[
+            (title, len(found), group_findings(found))
+            for title, found in (("New", findings.new), ("Fixed", findings.fixed))
+        ],
         collapse_over=COLLAPSE_OVER,
     )
 

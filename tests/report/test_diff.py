@@ -7,7 +7,7 @@ from typing import Any
 
 from aicluster.report import diff_markdown
 from aicluster.report._diff import property_changes
-from tests.report.previews import FSX, LT, STACK, failing, pool, resource, urn
+from tests.report.previews import FSX, LT, REGIONS, STACK, failing, outside_regions, pool, resource, urn
 
 
 def lines(base: dict[str, Any], head: dict[str, Any]) -> list[str]:
@@ -99,11 +99,11 @@ def test_new_and_fixed_findings(passing_doc: dict[str, Any]) -> None:
     findings = section(lines(base, head), "## Findings")
     assert findings == [
         "**New (1)**",
-        "| Policy | Severity | Enforcement | Resource | Message |",
+        "| Policy | Severity | Enforcement | Resources | Message |",
         "| --- | --- | --- | --- | --- |",
         "| aws-ec2-launchtemplate-enforce-imdsv2 | critical | mandatory | llm-dev-h100-lt | httpTokens is optional |",
         "**Fixed (1)**",
-        "| Policy | Severity | Enforcement | Resource | Message |",
+        "| Policy | Severity | Enforcement | Resources | Message |",
         "| --- | --- | --- | --- | --- |",
         "| aws-ec2-launchtemplate-disallow-public-ip | critical | mandatory | llm-dev-h100-lt "
         "| associatePublicIpAddress is true; set pools\\[1\\].public\\_ip: false |",
@@ -203,3 +203,16 @@ def test_property_paths_follow_maps_and_same_length_lists() -> None:
         ("ports", "[22]", "[22, 443]"),
         ("tags[0].value", '"b"', '"c"'),
     ]
+
+
+def test_new_findings_of_one_cause_are_one_row(passing_doc: dict[str, Any]) -> None:
+    """A pool moved out of the allowed regions: one row naming its resources, not 26 (issue 13, #13)."""
+    findings = section(lines(passing_doc, outside_regions()), "## Findings")
+    assert findings[0] == "**New (27)**"
+    rows = [r for r in findings if r.startswith(f"| {REGIONS} ")]
+    assert len(rows) == 2
+    assert rows[0].startswith(f"| {REGIONS} | high | mandatory | 26: llm-dev-vpc (vpc), llm-dev-subnet-0 (subnet), ")
+    assert rows[0].endswith(
+        "| 26 resources, each is in us-east-1, outside compliance.allowed\\_regions \\[us-west-2\\]; "
+        "move it or add us-east-1 to allowed\\_regions |"
+    )
