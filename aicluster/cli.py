@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.tree import Tree
 
 from . import __version__
 from .files import write_atomic
@@ -326,25 +327,55 @@ def _verdict(result: Any) -> tuple[int, str]:
     return (EXIT_FAILED if mandatory else EXIT_OK), summary
 
 
+_LISTED = 5  # resources named per group in the terminal; the JSON and the reports list every one
+
+
 def _findings_table(result: Any) -> Table | None:
+    """Findings grouped by policy and cause (one pool outside the allowed regions is one row naming
+    its resources, not 26 rows); waived findings one per row, with their waiver."""
+    from .report import group_findings
+
     pol = result.policy
     if not pol.violations and not pol.waived:
         return None
     t = Table(title="Policy findings", title_justify="left")
-    for col in ("level", "severity", "policy", "resource", "message"):
+    for col in ("level", "severity", "policy", "resources", "message"):
         t.add_column(col, overflow="fold")
     style = {"mandatory": "red", "advisory": "yellow"}
-    for v in pol.violations:
-        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, v.resource, escape(v.message))
+    for g in group_findings(pol.violations):
+        names = g.resources()
+        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+        where = shown if g.count == 1 else f"{g.count}: {shown}"
+        v = g.first
+        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(where), escape(g.summary))
     for w in pol.waived:
         t.add_row(
             "[dim]waived[/]",
             w.severity,
             w.policy,
-            w.resource,
+            escape(w.resource),
             escape(f"{w.message} [waived until {w.expires}: {w.reason}]"),
         )
     return t
+
+
+def _resource_tree(stack: str, resources: Sequence[Any]) -> Tree:
+    """The resources by name and type, children under their parent component, as `pulumi preview`
+    shows them; siblings in registration order. A resource whose parent is not in the preview (the
+    stack itself) hangs from the root."""
+    root = Tree(f"[bold]pulumi:pulumi:Stack[/] {escape(stack)}", guide_style="dim")
+    urns = {r.urn for r in resources}
+    children: dict[str | None, list[Any]] = {}
+    for r in resources:
+        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
+    pending: list[tuple[Tree, str | None]] = [(root, None)]
+    while pending:  # iterative: a deep component nesting cannot exhaust the stack
+        node, urn = pending.pop()
+        for r in children.get(urn, []):
+            kind = "" if r.custom else " [dim](component)[/]"
+            branch = node.add(f"[cyan]{escape(r.type)}[/] {escape(r.name)}{kind}")
+            pending.append((branch, r.urn))
+    return root
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
@@ -361,12 +392,17 @@ def cmd_preview(args: argparse.Namespace) -> int:
         err.print(verdict)
         return code
     _print_warnings(result.plan)
-    t = Table(title=f"Resources ({len(result.capture.resources)}) in preview of {stack.stack}", title_justify="left")
-    t.add_column("type")
-    t.add_column("count", justify="right")
-    for typ, n in result.resource_counts():
-        t.add_row(typ, str(n))
-    out.print(t)
+    title = f"Resources ({len(result.capture.resources)}) in preview of {escape(stack.stack)}"
+    if args.tree:
+        out.print(f"{title}:")
+        out.print(_resource_tree(stack.stack, result.capture.resources))
+    else:
+        t = Table(title=title, title_justify="left")
+        t.add_column("type")
+        t.add_column("count", justify="right")
+        for typ, n in result.resource_counts():
+            t.add_row(typ, str(n))
+        out.print(t)
     out.print(_pools_table(result.plan))
     _plan_details(result.plan)
     out.print(f"[dim]offline preview: {result.capture.seconds:.2f} s, no cloud account used[/]")
@@ -646,14 +682,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .report import diff_markdown
+    from .report import DiffInputError, diff_markdown
 
     base = _read_json(args.base, "base")
     head = _read_json(args.head, "head")
     try:
         text = diff_markdown(base, head)
-    except ValueError as exc:
-        raise UsageError(f"not a preview JSON (aicluster preview --json): {exc}") from None
+    except DiffInputError as exc:
+        path = args.base if exc.side == "base" else args.head
+        raise UsageError(
+            f"{exc.side} {path}: not a preview JSON ({exc.problem}); write one with "
+            "`aicluster preview STACK --json FILE`"
+        ) from None
     return _emit(text, args.output)
 
 
@@ -753,6 +793,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="also write the preview as JSON ('-' for stdout only)")
     p.add_argument("--policy-config", metavar="FILE", help="CrossGuard policy config JSON (as --policy-pack-config)")
+    p.add_argument(
+        "--tree", action="store_true", help="show the resources by name and type under their parent, as pulumi preview"
+    )
     p = add("report", cmd_report, "preview the stack and write a policy report: md, html, sarif, junit or json")
     p.add_argument("--format", required=True, choices=("md", "html", "sarif", "junit", "json"))
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
