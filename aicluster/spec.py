@@ -1187,7 +1187,8 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         return Problem(path, _PATTERN_HINTS.get(pattern, f"must match {pattern}"), value, echo)
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
-        return Problem(path, simple.format(**ctx), value, True)
+        shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
+        return Problem(path, simple.format(**shown), value, True)
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
     msg = msg[0].lower() + msg[1:] if msg else msg
