@@ -966,6 +966,20 @@ def _gcp_label_problems(tags: Mapping[str, str]) -> list[Problem]:
     return out
 
 
+def _tag_problems(tags: Mapping[str, str], providers: set[Any]) -> list[Problem]:
+    problems = _gcp_label_problems(tags) if "gcp" in providers else []
+    for key in tags:
+        if "azure" in providers and any(c in key for c in _AZURE_TAG_FORBIDDEN):
+            problems.append(
+                Problem(("tags", key), "Azure tag names cannot contain < > % & \\ ? or /; rename the tag", key, True)
+            )
+        if key.startswith("aicluster:"):
+            problems.append(
+                Problem(("tags", key), "the aicluster: prefix is reserved for tags the toolkit sets", key, True)
+            )
+    return problems
+
+
 class ClusterSpec(Strict):
     """One AI cluster: pools of accelerator nodes, storage, a scheduler, and its guardrails."""
 
@@ -1019,27 +1033,7 @@ class ClusterSpec(Strict):
                         True,
                     )
                 )
-        if "gcp" in providers:
-            problems.extend(_gcp_label_problems(self.tags))
-        for key in self.tags:
-            if "azure" in providers and any(c in key for c in _AZURE_TAG_FORBIDDEN):
-                problems.append(
-                    Problem(
-                        ("tags", key),
-                        "Azure tag names cannot contain < > % & \\ ? or /; rename the tag",
-                        key,
-                        True,
-                    )
-                )
-            if key.startswith("aicluster:"):
-                problems.append(
-                    Problem(
-                        ("tags", key),
-                        "the aicluster: prefix is reserved for tags the toolkit sets",
-                        key,
-                        True,
-                    )
-                )
+        problems.extend(_tag_problems(self.tags, set(providers)))
         if problems:
             raise _Problems(problems)
         return self
@@ -1199,29 +1193,107 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
     return Problem(path, msg, value, not isinstance(value, Mapping | list))
 
 
+def _problems_of(exc: ValidationError, data: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, _Problems):
+            base = _clean_loc(err["loc"], data, err["type"])
+            problems.extend(Problem((*base, *p.path), p.message, p.value, p.has_value, p.hint) for p in inner.problems)
+            continue
+        problems.append(_problem_from_error(err, data))
+    return problems
+
+
+# Lists whose bad items are left out so that the rest can still be checked.
+_ITEM_LISTS = ("pools", "storage")
+
+
+@dataclass
+class Checked:
+    """What validating a cluster found: every problem, and a spec of the parts that are right (or None).
+
+    pydantic runs a model's cross-field rules only once its fields are valid, and the planner needs a valid
+    spec: so a mistake in one pool would hide a tag collision and every catalog problem. Validation is
+    repeated with the wrong parts left out (a bad pool or file system, a bad section back to its default)
+    until the rest validates; `spec` is that rest, for the planner, and `original` maps a path in it back to
+    the user's (list indexes shift when items are left out)."""
+
+    spec: ClusterSpec | None
+    problems: list[Problem]
+    kept: dict[str, list[int]] = field(default_factory=dict)
+    items_left_out: bool = False  # a pool or file system was left out of `spec`
+
+    def original(self, path: Path) -> Path:
+        if len(path) >= 2 and isinstance(path[0], str) and isinstance(path[1], int) and path[0] in self.kept:
+            kept = self.kept[path[0]]
+            if 0 <= path[1] < len(kept):
+                return (path[0], kept[path[1]], *path[2:])
+        return path
+
+
+def check_cluster(data: Any) -> Checked:
+    """Validate the `aicluster:cluster` mapping, collecting every problem (see Checked)."""
+    if not isinstance(data, Mapping):
+        problem = Problem((), "aicluster:cluster must be a mapping with at least `name` and `pools`", data, True)
+        return Checked(None, [problem])
+    work: dict[Any, Any] = dict(data)
+    kept = {k: list(range(len(work[k]))) for k in _ITEM_LISTS if isinstance(work.get(k), list)}
+    checked = Checked(None, [], kept)
+    for _ in range(8):  # each round leaves out at least one part; a few rounds reach every layer
+        try:
+            checked.spec = ClusterSpec.model_validate(work)
+            break
+        except ValidationError as exc:
+            found = _problems_of(exc, work)
+        checked.problems.extend(
+            Problem(checked.original(p.path), p.message, p.value, p.has_value, p.hint) for p in found
+        )
+        if not _leave_out(work, kept, [p.path for p in found]):
+            break
+    checked.items_left_out = any(len(kept[k]) != len(data[k]) for k in kept)
+    if checked.spec is None and _is_text_map(data.get("tags")):
+        # the cluster's tag rules need only the tags and the providers of the pools
+        pools = data.get("pools") if isinstance(data.get("pools"), list) else []
+        providers = {p.get("provider") for p in pools if isinstance(p, Mapping)}
+        checked.problems.extend(_tag_problems(data["tags"], providers))
+    checked.problems = _dedupe(checked.problems)
+    return checked
+
+
+def _is_text_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _leave_out(work: dict[Any, Any], kept: dict[str, list[int]], paths: list[Path]) -> bool:
+    """Leave out the parts the problems are in; False when nothing more can be left out."""
+    drop: dict[str, set[int]] = {}
+    changed = False
+    for path in paths:
+        top = path[0] if path else None
+        if top in kept and len(path) >= 2 and isinstance(path[1], int):
+            drop.setdefault(str(top), set()).add(path[1])
+        elif top == "name":
+            changed = changed or work.get("name") != "cluster"
+            work["name"] = "cluster"
+        elif top is None or top == "pools":  # no pools, or not a list of them: nothing to check further
+            return False
+        elif top in work:
+            del work[top]
+            changed = True
+    for key, indexes in drop.items():
+        work[key] = [item for i, item in enumerate(work[key]) if i not in indexes]
+        kept[key] = [k for i, k in enumerate(kept[key]) if i not in indexes]
+        changed = True
+    return changed and bool(work.get("pools"))
+
+
 def parse_cluster(data: Any, source: str, lines: Mapping[Path, int] | None = None) -> ClusterSpec:
     """Validate the `aicluster:cluster` mapping. Raises SpecError listing every problem."""
-    lines = lines or {}
-    if not isinstance(data, Mapping):
-        raise SpecError(
-            source,
-            [Problem((), "aicluster:cluster must be a mapping with at least `name` and `pools`", data, True)],
-            lines,
-        )
-    try:
-        return ClusterSpec.model_validate(data)
-    except ValidationError as exc:
-        problems: list[Problem] = []
-        for err in exc.errors(include_url=False):
-            inner = (err.get("ctx") or {}).get("error")
-            if isinstance(inner, _Problems):
-                base = _clean_loc(err["loc"], data, err["type"])
-                problems.extend(
-                    Problem((*base, *p.path), p.message, p.value, p.has_value, p.hint) for p in inner.problems
-                )
-                continue
-            problems.append(_problem_from_error(err, data))
-        raise SpecError(source, _dedupe(problems), lines) from None
+    checked = check_cluster(data)
+    if checked.problems or checked.spec is None:
+        raise SpecError(source, checked.problems, lines or {})
+    return checked.spec
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

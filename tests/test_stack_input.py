@@ -216,3 +216,63 @@ def test_hostile_json_inputs_of_diff(
     assert expected in err
     assert str(bad) in err
     assert "Traceback" not in err
+
+
+GCP = (ROOT / "stacks" / "Pulumi.gcp-a3mega-slurm.yaml").read_text()
+
+
+def test_validate_shows_every_problem_of_every_layer_at_once(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (
+        GCP.replace("instance_type: a3-megagpu-8g", "instance_type: a3-megagpu-9g")  # catalog (planner)
+        .replace("      owner: ml-platform", "      Owner: ml-platform\n      owner: x")  # cluster rule (tags)
+        .replace("kind: slurm", "kind: slurm\n      controller:\n        instance_type: n2-standard-999")
+        .replace("allowed_regions: [us-central1]", "allowed_regions: [us-east1]")  # policy, from the stack
+    )
+    write_stack(project, "g4", text)
+    code, _, err = cli(project, capsys, "validate", "g4")
+    assert code == 2
+    lines = err.splitlines()
+    assert lines[-1] == "4 problems found; nothing was written."
+    found = "\n".join(lines)
+    assert 'stacks/Pulumi.g4.yaml:12: tags.owner: got "owner"; on GCP this tag and "Owner" both become' in found
+    assert 'stacks/Pulumi.g4.yaml:17: pools[0].region: got "us-central1"; outside compliance.allowed_regions' in found
+    assert 'stacks/Pulumi.g4.yaml:19: pools[0].instance_type: got "a3-megagpu-9g"; not a gcp instance type' in found
+    assert 'stacks/Pulumi.g4.yaml:34: scheduler.controller.instance_type: got "n2-standard-999"' in found
+
+
+def test_field_mistakes_do_not_hide_the_cluster_rules(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (
+        GCP.replace("nodes: 32", "nodes: 0")
+        .replace("capacity_tib: 140", "capacity_tib: -1")
+        .replace("      owner: ml-platform", "      Owner: ml-platform\n      owner: x")
+    )
+    write_stack(project, "g3", text)
+    code, _, err = cli(project, capsys, "validate", "g3")
+    assert code == 2
+    assert "stacks/Pulumi.g3.yaml:20: pools[0].nodes: got 0; must be at least 1" in err
+    assert "stacks/Pulumi.g3.yaml:24: storage[0].capacity_tib: got -1; must be greater than 0" in err
+    assert 'stacks/Pulumi.g3.yaml:12: tags.owner: got "owner"; on GCP this tag and "Owner"' in err
+    assert "3 problems found" in err
+
+
+def test_validate_finds_missing_required_tags_from_the_stack(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_stack(project, "notags", GOOD.replace('      cost-center: "4711"\n', ""))
+    code, _, err = cli(project, capsys, "validate", "notags")
+    assert code == 2
+    assert (
+        "stacks/Pulumi.notags.yaml:7: tags: missing the required tag(s) cost-center "
+        "(policy aws-resource-missing-required-tags fails every aws resource in preview)"
+    ) in err
+
+
+def test_a_waiver_for_the_policy_turns_the_stack_check_off(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = GOOD.replace("allowed_regions: [us-east-1]", "allowed_regions: [eu-west-1]") + (
+        "      waivers:\n"
+        "        - policy: aicluster-resource-enforce-allowed-regions\n"
+        "          resource: llm-dev\n"
+        "          reason: data stays in the US under contract 12\n"
+        "          expires: 2099-01-01\n"
+    )
+    write_stack(project, "waived", text)
+    code, _, err = cli(project, capsys, "validate", "waived")
+    assert code == 0, err
