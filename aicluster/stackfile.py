@@ -97,8 +97,9 @@ MAX_STACK_BYTES = 1 << 20
 MAX_DEPTH = 32
 MAX_VALUES = 100_000
 MAX_DIGITS = 30
-# Control characters other than tab and line breaks (YAML refuses them, but without a line number).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Characters a stack file may not hold: control characters other than tab and line breaks, and what YAML
+# refuses anyway (U+FFFE, U+FFFF) - refused here with a line number, which the YAML reader does not give.
+_CONTROL = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _CORE = "tag:yaml.org,2002:"
 # Explicit tags that only restate what plain YAML means; anything else (!!binary, !!python/..., !custom)
 # builds values no stack field takes, or that the Pulumi CLI reads differently.
@@ -376,21 +377,26 @@ def _user_path(path: tuple[str | int, ...]) -> tuple[str | int, ...]:
 
 
 def _control_problems(text: str) -> list[tuple[int, Problem]]:
+    """The first control character of each line that has one (lines as YAML counts them: LF, CR LF, CR)."""
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _CONTROL.search(line)
-        if match:
-            char = match.group()
-            found.append(
-                (
-                    number,
-                    Problem(
-                        (),
-                        f"control character U+{ord(char):04X} at column {match.start() + 1}; remove it "
-                        "(a stack file is plain text; write special characters as escapes in a quoted string)",
-                    ),
-                )
+    last_line = 0
+    for match in _CONTROL.finditer(text):
+        start = match.start()
+        number = text.count("\n", 0, start) + 1
+        if number == last_line:
+            continue
+        last_line = number
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        found.append(
+            (
+                number,
+                Problem(
+                    (),
+                    f"control character U+{ord(match.group()):04X} at column {column}; remove it "
+                    "(a stack file is plain text; write special characters as escapes in a quoted string)",
+                ),
             )
+        )
     return found
 
 

@@ -106,6 +106,16 @@ def nested(depth: int) -> str:
             id="escape",
         ),
         pytest.param(
+            GOOD.replace("owner: ml-platform", "owner: ml\x1eplatform"),
+            "stacks/Pulumi.bad.yaml:8: (top level): control character U+001E at column 16",
+            id="record-separator-that-splitlines-takes-for-a-line-break",
+        ),
+        pytest.param(
+            GOOD.replace("# The default", "# The \ufffe default"),
+            "stacks/Pulumi.bad.yaml:2: (top level): control character U+FFFE at column 7",
+            id="noncharacter-in-a-comment",
+        ),
+        pytest.param(
             GOOD.replace("owner: ml-platform", 'owner: "ml\\n"'),
             'stacks/Pulumi.bad.yaml:8: tags.owner: got "ml\\u000a"; may only use letters',
             id="tag-with-trailing-newline",
