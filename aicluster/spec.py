@@ -1254,8 +1254,12 @@ def check_cluster(data: Any) -> Checked:
     checked.items_left_out = any(len(kept[k]) != len(data[k]) for k in kept)
     if checked.spec is None and _is_text_map(data.get("tags")):
         # the cluster's tag rules need only the tags and the providers of the pools
-        pools = data.get("pools") if isinstance(data.get("pools"), list) else []
-        providers = {p.get("provider") for p in pools if isinstance(p, Mapping) and isinstance(p.get("provider"), str)}
+        pools = data.get("pools")
+        providers = {
+            p.get("provider")
+            for p in (pools if isinstance(pools, list) else [])
+            if isinstance(p, Mapping) and isinstance(p.get("provider"), str)
+        }
         checked.problems.extend(_tag_problems(data["tags"], providers))
     checked.problems = _dedupe(checked.problems)
     return checked

@@ -109,7 +109,7 @@ _PLAIN_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null
 class _Refused(Exception):
     """A stack file the loader will not build, located at a YAML mark and a path from the document root."""
 
-    def __init__(self, mark: yaml.Mark | None, path: tuple[str | int, ...], message: str):
+    def __init__(self, mark: Any, path: tuple[str | int, ...], message: str):
         super().__init__(message)
         self.line = mark.line + 1 if mark is not None else None
         self.path = path
@@ -145,7 +145,7 @@ class _StackLoader(yaml.SafeLoader):
         self._sizes: dict[int, int] = {}
         self._nest_start: list[tuple[int, yaml.Mark]] = []  # (path length, mark) of each collection
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if isinstance(parent, yaml.MappingNode) and isinstance(index, yaml.ScalarNode):
             self._path.append(index.value)
         elif isinstance(parent, yaml.SequenceNode) and isinstance(index, int):
@@ -158,11 +158,11 @@ class _StackLoader(yaml.SafeLoader):
             if parent is not None:
                 self._path.pop()
 
-    def _refuse(self, mark: yaml.Mark | None, message: str, path: tuple[str | int, ...] | None = None) -> _Refused:
+    def _refuse(self, mark: Any, message: str, path: tuple[str | int, ...] | None = None) -> _Refused:
         return _Refused(mark, tuple(self._path) if path is None else path, message)
 
-    def _compose_checked(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
+    def _compose_checked(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:
                 raise self._refuse(
@@ -226,8 +226,10 @@ class _StackLoader(yaml.SafeLoader):
                     "cannot carry .inf or .nan); write the number itself",
                 )
 
-    def _budget(self, node: yaml.Node, mark: yaml.Mark) -> None:
+    def _budget(self, node: yaml.Node | None, mark: Any) -> None:
         """Count the values the node stands for with every alias expanded; refuse an alias bomb at once."""
+        if node is None:
+            return
         size = self._sizes.get(id(node))
         if size is None:
             size = 1
@@ -259,7 +261,7 @@ class _StackLoader(yaml.SafeLoader):
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
 
-    def construct_yaml_timestamp(self, node: yaml.Node) -> Any:  # type: ignore[override]
+    def construct_yaml_timestamp(self, node: yaml.Node) -> Any:
         return self.construct_scalar(node)  # type: ignore[arg-type]
 
 
@@ -444,9 +446,9 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
         raise SpecError(source, [Problem((), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8")]) from None
     control = _control_problems(text)
     if control:
-        number, problem = control[0]
+        number, first = control[0]
         more = f"; {len(control) - 1} more line(s) have them too" if len(control) > 1 else ""
-        raise SpecError(f"{source}:{number}", [Problem((), problem.message + more)])
+        raise SpecError(f"{source}:{number}", [Problem((), first.message + more)])
     loader = _StackLoader(text)
     try:
         root = loader.get_single_node()
