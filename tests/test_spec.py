@@ -429,3 +429,10 @@ def test_budgets_are_finite_and_bounded(budgets: dict[str, float], message: str)
 def test_price_overrides_are_finite_and_bounded() -> None:
     found = errors(cluster(pricing={"overrides": [{"sku": "p5.48xlarge", "usd_per_hour": float("inf")}]}))
     assert f"{SRC}: pricing.overrides[0].usd_per_hour: got .inf; must be a finite number" in found
+
+
+def test_a_list_as_a_pool_provider_does_not_hide_the_tag_rules() -> None:
+    assert errors(cluster(pools=[pool(provider=[])], tags={"owner": "x", "aicluster:x": "y"})) == [
+        f"{SRC}: pools[0].provider: got a list; allowed: aws, azure, gcp",
+        f'{SRC}: tags.aicluster:x: got "aicluster:x"; the aicluster: prefix is reserved for tags the toolkit sets',
+    ]
