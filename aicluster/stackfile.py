@@ -100,6 +100,7 @@ MAX_DIGITS = 30
 # Characters a stack file may not hold: control characters other than tab and line breaks, and what YAML
 # refuses anyway (U+FFFE, U+FFFF) - refused here with a line number, which the YAML reader does not give.
 _CONTROL = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_PY_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 _CORE = "tag:yaml.org,2002:"
 # Explicit tags that only restate what plain YAML means; anything else (!!binary, !!python/..., !custom)
 # builds values no stack field takes, or that the Pulumi CLI reads differently.
@@ -459,7 +460,7 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = _PY_QUOTED.sub(r'"\1"', str(getattr(exc, "problem", None) or exc))  # PyYAML words values with %r
         raise SpecError(where, [Problem((), f"not valid YAML: {problem}")]) from None
     finally:
         loader.dispose()

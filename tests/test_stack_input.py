@@ -121,6 +121,11 @@ def nested(depth: int) -> str:
             id="tag-with-trailing-newline",
         ),
         pytest.param(
+            GOOD.replace("owner: ml-platform", "owner: *nosuch"),
+            'stacks/Pulumi.bad.yaml:8: (top level): not valid YAML: found undefined alias "nosuch"',
+            id="undefined-alias-no-repr",
+        ),
+        pytest.param(
             GOOD.replace("owner: ml-platform", "owner: ml\n      owner: x"),
             'stacks/Pulumi.bad.yaml:9: (top level): not valid YAML: duplicate key "owner" (first at line 8); '
             "remove one",
