@@ -291,3 +291,12 @@ def test_a_waiver_for_the_policy_turns_the_stack_check_off(project: Path, capsys
     write_stack(project, "waived", text)
     code, _, err = cli(project, capsys, "validate", "waived")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("command", ["inventory", "plan", "preview", "policy-config"])
+def test_a_bad_stack_name_writes_nothing(project: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    before = sorted(str(p) for p in project.rglob("*"))
+    code, _, err = cli(project, capsys, command, "..")
+    assert code == 2
+    assert '".." is not a stack name' in err
+    assert sorted(str(p) for p in project.rglob("*")) == before
