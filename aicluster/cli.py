@@ -250,8 +250,26 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
 
 
 def _stack(args: argparse.Namespace) -> tuple[Project, Any]:
+    """The project and the stack the argument names: a stack name, or the path of a Pulumi.<stack>.yaml."""
+    from .stackfile import stack_file_name, stack_name_problem
+
+    given: str = args.stack
+    path: Path | None = None
+    if "/" in given or os.sep in given or given.endswith((".yaml", ".yml")):
+        path = Path(given)
+        name = stack_file_name(path)
+        if name is None or stack_name_problem(name) is not None:
+            raise UsageError(
+                f"{given}: not a stack file; a stack file is named Pulumi.<stack>.yaml "
+                "(e.g. stacks/Pulumi.p5-small.yaml)"
+            )
+        if not path.is_file():
+            raise UsageError(f"{given}: no such stack file")
+        given = name
+    elif stack_name_problem(given) is not None:
+        raise UsageError(str(stack_name_problem(given)))
     project = find_project(Path(args.project_dir) if args.project_dir else None)
-    return project, read_stack(project, args.stack)
+    return project, read_stack(project, given, path)
 
 
 def _json_target(path: str | None) -> Path | None:
@@ -264,10 +282,36 @@ def _json_target(path: str | None) -> Path | None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .preview import plan_stack
+    """Every problem of the stack at once: the spec's (all layers), the waivers', the catalog's (the planner)
+    and what the mandatory data-residency and tag policies would fail in preview."""
+    import dataclasses
+
+    from .catalog import load_catalog
+    from .plan import plan as make_plan
+    from .preview.policy import waiver_problems
+    from .spec import check_cluster
+    from .stackfile import cluster_data, policy_problems
 
     _, stack = _stack(args)
-    plan = plan_stack(stack)
+    checked = check_cluster(cluster_data(stack))
+    problems = list(checked.problems)
+    spec = checked.spec
+    plan = None
+    if spec is not None:
+        later = [*waiver_problems(spec.compliance.waivers), *policy_problems(spec)]
+        # the planner reads pools and file systems together (defaults come from the first pool): plan the
+        # rest only when no pool or file system was left out, else its problems could be the leaving out's
+        if not checked.items_left_out:
+            try:
+                plan = make_plan(spec, load_catalog())
+            except SpecError as exc:
+                later.extend(exc.problems)
+        # a section left out (back to its default) is not judged again: its own problems are already listed
+        wrong = {p.path[0] for p in checked.problems if p.path}
+        later = [dataclasses.replace(p, path=checked.original(p.path)) for p in later]
+        problems.extend(p for p in later if not (p.path and p.path[0] in wrong and p.path[0] not in checked.kept))
+    if problems or plan is None:
+        raise SpecError(stack.source, problems, stack.lines)
     _print_warnings(plan)
     out.print(
         f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "
@@ -296,14 +340,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A JSON input the user gives: bounded in size, nesting and numbers, so that a hostile file is a clear
+    error (exit 2) and not a RecursionError or a 4,300-digit ValueError further on."""
+    from .stackfile import JsonInputError, read_json_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{what} {path}: not UTF-8 text") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} {path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        return read_json_input(Path(path))
+    except JsonInputError as exc:
+        raise UsageError(f"{what} {path}: {exc}") from None
 
 
 def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -40,6 +40,7 @@ from .models import (
 
 __all__ = [
     "DATA_DIR",
+    "REQUIRED_TAGS",
     "Accelerator",
     "Catalog",
     "CatalogError",
@@ -61,6 +62,10 @@ __all__ = [
 ]
 
 DATA_DIR = Path(__file__).parent / "data"
+
+# Tag keys every resource must carry (cost allocation: who owns it, who pays). The policy pack enforces them
+# (its `required_tags` setting can change the list) and `aicluster validate` checks the stack's tags for them.
+REQUIRED_TAGS: tuple[str, ...] = ("owner", "cost-center")
 
 T = TypeVar("T", bound=BaseModel)
 
