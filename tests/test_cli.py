@@ -259,8 +259,8 @@ def test_catalog_problems_are_located_too(project: Path) -> None:
     proc = run_cli("-C", str(project), "validate", "bad")
     assert proc.returncode == 2
     assert (
-        'stacks/Pulumi.bad.yaml:9: pools[0].instance_type: got "p5.48xlarg"; not a aws instance type in the catalog'
-        in proc.stderr
+        'stacks/Pulumi.bad.yaml:9: pools[0].instance_type: got "p5.48xlarg"; the catalog has no aws instance type '
+        "of that name" in proc.stderr
     )
     assert 'did you mean "p5.48xlarge"?' in proc.stderr
 
