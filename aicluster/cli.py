@@ -76,16 +76,16 @@ def _group_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
         texts = by_subject.setdefault(subject, [])
         if text not in texts:
             texts.append(text)
-    groups: list[tuple[list[str], list[str]]] = []
-    same: dict[tuple[str, ...], list[str]] = {}
+    groups: list[tuple[list[str], list[str]]] = []  # (items, their warnings)
+    items_with: dict[tuple[str, ...], list[str]] = {}  # warnings -> the items that have exactly these
     for subject, texts in by_subject.items():
-        if subject and tuple(texts) in same:
-            same[tuple(texts)].append(subject)
-            continue
-        subjects = [subject] if subject else []
-        if subject:
-            same[tuple(texts)] = subjects
-        groups.append((subjects, texts))
+        if not subject:
+            groups.append(([], texts))
+        elif tuple(texts) in items_with:
+            items_with[tuple(texts)].append(subject)
+        else:
+            items_with[tuple(texts)] = [subject]
+            groups.append((items_with[tuple(texts)], texts))
     return [(", ".join(subjects), texts) for subjects, texts in groups]
 
 
