@@ -11,7 +11,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check --no-input
 .PHONY: preview test lint typecheck format schema bench clean
 
 $(STAMP): pyproject.toml
-	@echo "setting up $(VENV) (first run, or pyproject.toml changed: ~2 min)..."
+	@echo "setting up $(VENV) (first run, or pyproject.toml changed: a few minutes)..."
 	@mkdir -p $(dir $(SETUP_LOG))
 	@{ $(PYTHON) -m venv $(VENV) && $(PIP) install --upgrade pip && $(PIP) install -e '.[dev]'; } \
 		>$(SETUP_LOG) 2>&1 || { \
