@@ -9,28 +9,41 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
 from . import __version__
-from .files import write_atomic
+from .files import WriteError, check_target, write_atomic
 from .plan import ClusterPlan, PlannedPool
 from .spec import SpecError, json_schema
 from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
+from .term import SafeConsole, strip_control
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 # Logs (CI) are not terminals: give tables room instead of rich's 80-column fallback.
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+# SafeConsole: control characters in user-derived text (stack values, waiver reasons) never reach the terminal.
+out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+
+
+@dataclass
+class _Settings:
+    """Global flags that change how output looks; set by main() for each run."""
+
+    quiet: bool = False  # --quiet: warnings are not printed (errors still are)
+
+
+settings = _Settings()
 
 
 class UsageError(Exception):
@@ -50,9 +63,53 @@ def _money(x: float) -> str:
     return f"${x:,.2f}"
 
 
+# A warning about one item of the stack starts with its path: "pools[0] (h100): ..." or "pools[0] (h100) has ...".
+_SUBJECT = re.compile(r"([a-z_.]+\[\d+\](?: \([^()]*\))?)(?::\s+|\s+(?=\S))(.+)", re.DOTALL)
+
+
+def _group_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Warnings grouped for reading, in their order: (subjects, messages), each stack item named once and the
+    items with the same warnings (e.g. several pools without a zone) together. Subject "" : about no one item."""
+    by_subject: dict[str, list[str]] = {}
+    for w in warnings:
+        m = _SUBJECT.fullmatch(w)
+        subject, text = (m.group(1), m.group(2)) if m else ("", w)
+        texts = by_subject.setdefault(subject, [])
+        if text not in texts:
+            texts.append(text)
+    groups: list[tuple[list[str], list[str]]] = []  # (items, their warnings)
+    items_with: dict[tuple[str, ...], list[str]] = {}  # warnings -> the items that have exactly these
+    for subject, texts in by_subject.items():
+        if not subject:
+            groups.append(([], texts))
+        elif tuple(texts) in items_with:
+            items_with[tuple(texts)].append(subject)
+        else:
+            items_with[tuple(texts)] = [subject]
+            groups.append((items_with[tuple(texts)], texts))
+    return [(", ".join(subjects), texts) for subjects, texts in groups]
+
+
 def _print_warnings(plan: ClusterPlan) -> None:
-    for w in plan.warnings:
-        err.print(f"[yellow]warning:[/] {escape(w)}")
+    """The plan's warnings on stderr: one line for a single warning; else one header and the warnings grouped
+    by the stack item they are about. `--quiet` hides them."""
+    warnings = list(plan.warnings)
+    if settings.quiet or not warnings:
+        return
+    if len(warnings) == 1:
+        err.print(f"[yellow]warning:[/] {escape(warnings[0])}")
+        return
+    err.print(f"[yellow]warning:[/] {len(warnings)} warnings [dim](--quiet hides them)[/]")
+    for subject, texts in _group_warnings(warnings):
+        if not subject:
+            for text in texts:
+                err.print(f"  - {escape(text)}")
+        elif len(texts) == 1:
+            err.print(f"  - {escape(subject)}: {escape(texts[0])}")
+        else:
+            err.print(f"  - {escape(subject)}:")
+            for text in texts:
+                err.print(f"      {escape(text)}")
 
 
 def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
@@ -273,12 +330,10 @@ def _stack(args: argparse.Namespace) -> tuple[Project, Any]:
 
 
 def _json_target(path: str | None) -> Path | None:
+    """--json FILE, checked before any work: '-' (stdout) is None."""
     if path is None or path == "-":
         return None
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"--json {path}: is a directory; give a file name (e.g. {path.rstrip('/')}/preview.json)")
-    return target
+    return check_target(path, "--json")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -334,8 +389,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     out.print(_pools_table(plan, title=f"Plan for {stack.stack} ({plan.name})"))
     _plan_details(plan)
     if target is not None:
-        write_atomic(target, data)
-        out.print(f"wrote {target}")
+        write_atomic(target, data, flag="--json")
+        out.print(f"wrote {escape(str(target))}")
     return EXIT_OK
 
 
@@ -455,8 +510,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
         out.print(findings)
     out.print(f"[{'red' if code else 'green'}]{escape(verdict)}[/]")
     if target is not None:
-        write_atomic(target, data)
-        out.print(f"wrote {target}")
+        write_atomic(target, data, flag="--json")
+        out.print(f"wrote {escape(str(target))}")
     return code
 
 
@@ -715,13 +770,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .preview import preview_stack
     from .report import render
 
+    output = check_target(args.output, "-o")
     config = _policy_config(args)
     _, stack = _stack(args)
     result = preview_stack(stack, config)
     text = render(result.to_json(), args.format)
-    write_atomic(Path(args.output), text)
+    write_atomic(output, text, flag="-o")
     _, verdict = _verdict(result)
-    out.print(f"wrote {args.output} ({args.format}); {escape(verdict)}")
+    out.print(f"wrote {escape(args.output)} ({args.format}); {escape(verdict)}")
     return EXIT_OK
 
 
@@ -742,12 +798,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _emit(text: str, output: str | None) -> int:
-    """Write a command's text to `output` (atomically) or to stdout."""
+    """Write a command's text to `output` (atomically) or to stdout (without control characters: the text
+    carries user-derived values, and the stdout may be a terminal)."""
     if output:
-        write_atomic(Path(output), text)
-        out.print(f"wrote {output}")
+        write_atomic(Path(output), text, flag="-o")
+        out.print(f"wrote {escape(output)}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(strip_control(text))
     return EXIT_OK
 
 
@@ -803,7 +860,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own exit code for usage errors is 2, as ours
         self.print_usage(sys.stderr)
-        err.print(f"aicluster: error: {message}")
+        err.print(f"aicluster: error: {escape(message)}")
         raise SystemExit(EXIT_BAD_INPUT)
 
 
@@ -815,12 +872,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aicluster {__version__}")
     parser.add_argument("-C", "--project-dir", help="the project directory (default: the nearest with Pulumi.yaml)")
+    quiet_help = "do not print warnings (errors are still printed)"
+    parser.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def add(
         name: str, fn: Callable[[argparse.Namespace], int], help_: str, stack: bool = True
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
+        # global, and accepted after the command too (`aicluster preview x -q`); SUPPRESS keeps the global value
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=quiet_help)
         if stack:
             p.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
         p.set_defaults(func=fn)
@@ -904,6 +965,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    settings.quiet = bool(args.quiet)
     try:
         return int(args.func(args))
     except SpecError as exc:
@@ -912,7 +974,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = len(exc.problems)
         err.print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")
         return EXIT_BAD_INPUT
-    except (StackNotFound, ProjectNotFound, UsageError, _policy_config_error()) as exc:
+    except (StackNotFound, ProjectNotFound, UsageError, WriteError, _policy_config_error()) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path the user gave cannot be read or written

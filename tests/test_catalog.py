@@ -267,3 +267,16 @@ def test_every_priced_region_is_a_catalog_region(catalog: Catalog) -> None:
     for tier in catalog.storage_tiers:
         for region in tier.prices_usd_per_gib_month:
             assert catalog.region(tier.provider, region) is not None, (tier.provider, tier.sku, region)
+
+
+def test_an_nccl_profile_for_a_type_without_its_fabric_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "nccl.yaml"
+    text = path.read_text()
+    old = "instance_types: [Standard_ND96isr_H100_v5, Standard_ND96isr_H200_v5]"
+    assert old in text
+    path.write_text(text.replace(old, "instance_types: [Standard_ND96isr_H100_v5, Standard_NC24ads_A100_v4]"))
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(data)
+    assert "azure/Standard_NC24ads_A100_v4 is not an instance type with the infiniband fabric" in str(caught.value)

@@ -255,7 +255,9 @@ def _check_nccl(cat: Catalog, problems: list[str]) -> None:
         for name in prof.instance_types:
             it = cat.instance_type(prof.provider, name)
             if it is None or it.network.fabric != prof.fabric:
-                problems.append(f"nccl {what}: {prof.provider}/{name} is not a {prof.fabric} instance type")
+                problems.append(
+                    f"nccl {what}: {prof.provider}/{name} is not an instance type with the {prof.fabric} fabric"
+                )
         if not _nccl_covered(cat, prof):
             problems.append(f"nccl {what}: covers no GPU instance type")
     for rec in data.default_versions:
