@@ -339,34 +339,10 @@ def _json_target(path: str | None) -> Path | None:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Every problem of the stack at once: the spec's (all layers), the waivers', the catalog's (the planner)
     and what the mandatory data-residency and tag policies would fail in preview."""
-    import dataclasses
-
-    from .catalog import load_catalog
-    from .plan import plan as make_plan
-    from .preview.policy import waiver_problems
-    from .spec import check_cluster
-    from .stackfile import cluster_data, policy_problems
+    from .preview.check import check_stack
 
     _, stack = _stack(args)
-    checked = check_cluster(cluster_data(stack))
-    problems = list(checked.problems)
-    spec = checked.spec
-    plan = None
-    if spec is not None:
-        later = [*waiver_problems(spec.compliance.waivers), *policy_problems(spec)]
-        # the planner reads pools and file systems together (defaults come from the first pool): plan the
-        # rest only when no pool or file system was left out, else its problems could be the leaving out's
-        if not checked.items_left_out:
-            try:
-                plan = make_plan(spec, load_catalog())
-            except SpecError as exc:
-                later.extend(exc.problems)
-        # a section left out (back to its default) is not judged again: its own problems are already listed
-        wrong = {p.path[0] for p in checked.problems if p.path}
-        later = [dataclasses.replace(p, path=checked.original(p.path)) for p in later]
-        problems.extend(p for p in later if not (p.path and p.path[0] in wrong and p.path[0] not in checked.kept))
-    if problems or plan is None:
-        raise SpecError(stack.source, problems, stack.lines)
+    plan = check_stack(stack, policy_checks=True)
     _print_warnings(plan)
     out.print(
         f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "

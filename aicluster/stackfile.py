@@ -18,8 +18,7 @@ from typing import Any
 
 import yaml
 
-from .spec import ClusterSpec, Problem, SpecError, gcp_label, parse_cluster
-from .spec import Path as SpecPath
+from .spec import ClusterSpec, Problem, SpecError, parse_cluster
 
 CLUSTER_KEY = "aicluster:cluster"
 # Pulumi's stack names: letters, digits, `-`, `_` and `.` (`pulumi stack init` refuses anything else).
@@ -508,52 +507,3 @@ def cluster_data(stack: StackConfig) -> Any:
 def load_cluster(stack: StackConfig) -> ClusterSpec:
     """The stack's ClusterSpec, or SpecError naming the file, field, value and fix."""
     return parse_cluster(cluster_data(stack), stack.source, stack.lines)
-
-
-def policy_problems(spec: ClusterSpec) -> list[Problem]:
-    """What the policy pack's mandatory data-residency and required-tag policies would fail in preview, found
-    from the stack alone (their default settings; a waiver naming the policy turns the check off here)."""
-    from aicluster.catalog import REQUIRED_TAGS
-    from policies.compliance import allowed_regions, azure_required_tags, gcp_required_labels, required_tags
-
-    waived = {w.policy for w in spec.compliance.waivers}
-    problems: list[Problem] = []
-    allowed = list(spec.compliance.allowed_regions)
-    residency = allowed_regions.meta.name
-    if allowed and residency not in waived:
-        placed: list[tuple[SpecPath, str | None]] = [
-            (("pools", i, "region"), p.region) for i, p in enumerate(spec.pools)
-        ]
-        placed += [(("storage", i, "region"), s.region) for i, s in enumerate(spec.storage)]
-        if spec.scheduler.kind == "slurm":
-            placed.append((("scheduler", "controller", "region"), spec.scheduler.controller.region))
-        for path, region in placed:
-            if region is not None and region not in allowed:
-                problems.append(
-                    Problem(
-                        path,
-                        f"outside compliance.allowed_regions [{', '.join(allowed)}] (policy {residency} fails "
-                        "in preview); use an allowed region or add this one to compliance.allowed_regions",
-                        region,
-                        True,
-                    )
-                )
-    rules = {"aws": required_tags, "azure": azure_required_tags, "gcp": gcp_required_labels}
-    for provider in sorted({p.provider for p in spec.pools}):
-        rule = rules.get(provider)
-        if rule is None or rule.meta.name in waived:
-            continue
-        if provider == "gcp":
-            have = {gcp_label(k, key=True) for k in spec.tags}
-            missing = [t for t in REQUIRED_TAGS if gcp_label(t, key=True) not in have]
-        else:
-            missing = [t for t in REQUIRED_TAGS if t not in spec.tags]
-        if missing:
-            problems.append(
-                Problem(
-                    ("tags",),
-                    f"missing the required tag(s) {', '.join(missing)} (policy {rule.meta.name} fails every "
-                    f"{provider} resource in preview); add them, e.g. `{missing[0]}: ml-platform`",
-                )
-            )
-    return problems

@@ -41,6 +41,7 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
     [
         pytest.param("aicluster/spec.py", ("aicluster.spec",), id="spec-is-a-leaf"),
         pytest.param("aicluster/catalog", ("aicluster.catalog",), id="catalog-is-a-leaf"),
+        pytest.param("aicluster/stackfile.py", ("aicluster.spec",), id="stackfile-reads-files-into-the-spec"),
         pytest.param("aicluster/plan", ("aicluster.plan", "aicluster.spec", "aicluster.catalog"), id="plan"),
         pytest.param(
             "components",

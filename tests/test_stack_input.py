@@ -251,8 +251,27 @@ def test_validate_shows_every_problem_of_every_layer_at_once(project: Path, caps
     found = "\n".join(lines)
     assert 'stacks/Pulumi.g4.yaml:12: tags.owner: got "owner"; on GCP this tag and "Owner" both become' in found
     assert 'stacks/Pulumi.g4.yaml:17: pools[0].region: got "us-central1"; outside compliance.allowed_regions' in found
-    assert 'stacks/Pulumi.g4.yaml:19: pools[0].instance_type: got "a3-megagpu-9g"; not a gcp instance type' in found
+    assert 'stacks/Pulumi.g4.yaml:19: pools[0].instance_type: got "a3-megagpu-9g"; the catalog has no gcp instance type' in found
     assert 'stacks/Pulumi.g4.yaml:34: scheduler.controller.instance_type: got "n2-standard-999"' in found
+
+
+@pytest.mark.parametrize("command", ["plan", "preview"])
+def test_plan_and_preview_show_every_problem_at_once_too(
+    project: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """The same check as validate, less the policy checks from the stack: preview leaves those to the pack."""
+    text = (
+        GCP.replace("instance_type: a3-megagpu-8g", "instance_type: a3-megagpu-9g")
+        .replace("      owner: ml-platform", "      Owner: ml-platform\n      owner: x")
+        .replace("kind: slurm", "kind: slurm\n      controller:\n        instance_type: n2-standard-999")
+    )
+    write_stack(project, "g3", text)
+    code, _, err = cli(project, capsys, command, "g3")
+    assert code == 2
+    assert "3 problems found; nothing was written." in err
+    assert "stacks/Pulumi.g3.yaml:12: tags.owner" in err
+    assert "stacks/Pulumi.g3.yaml:19: pools[0].instance_type" in err
+    assert "stacks/Pulumi.g3.yaml:34: scheduler.controller.instance_type" in err
 
 
 def test_field_mistakes_do_not_hide_the_cluster_rules(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aicluster.catalog import load_catalog
-from aicluster.plan import ClusterPlan, plan
-from aicluster.spec import SpecError
-from aicluster.stackfile import CLUSTER_KEY, StackConfig, load_cluster
+from aicluster.plan import ClusterPlan
+from aicluster.stackfile import CLUSTER_KEY, StackConfig
 
+from .check import check_stack
 from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource, jsonable, run_program
 from .locate import dotted, stack_field, stack_line
 from .policy import (
@@ -21,7 +20,6 @@ from .policy import (
     evaluate,
     resolve_config,
     stack_pack_config,
-    waiver_problems,
     with_stack_config,
 )
 
@@ -43,16 +41,8 @@ __all__ = [
 
 
 def plan_stack(stack: StackConfig) -> ClusterPlan:
-    """Spec + plan for a stack file; SpecError (with file and line numbers) on bad input."""
-    spec = load_cluster(stack)
-    problems = waiver_problems(spec.compliance.waivers)
-    try:
-        cluster_plan = plan(spec, load_catalog())
-    except SpecError as err:
-        raise SpecError(stack.source, [*problems, *err.problems], stack.lines) from None
-    if problems:
-        raise SpecError(stack.source, problems, stack.lines)
-    return cluster_plan
+    """Spec + plan for a stack file; SpecError listing every problem (file, line, field) on bad input."""
+    return check_stack(stack)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,93 @@
+"""Every problem of a stack at once, for `validate`, `plan` and `preview` alike.
+
+The spec is checked with its wrong parts left out (spec.check_cluster), so a mistake in one field never
+hides the rules of another; the waivers and the catalog (the planner) are checked on what is left. `validate`
+adds what the pack's mandatory data-residency and required-tag policies would fail in preview, found from the
+stack alone, with the stack file's line; `preview` leaves those to the pack, which reports them as findings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from aicluster.catalog import REQUIRED_TAGS, load_catalog
+from aicluster.plan import ClusterPlan, plan
+from aicluster.spec import ClusterSpec, Problem, SpecError, check_cluster, gcp_label
+from aicluster.spec import Path as SpecPath
+from aicluster.stackfile import StackConfig, cluster_data
+from policies.compliance import allowed_regions, azure_required_tags, gcp_required_labels, required_tags
+
+from .policy import waiver_problems
+
+
+def check_stack(stack: StackConfig, *, policy_checks: bool = False) -> ClusterPlan:
+    """The stack's plan, or SpecError listing every problem of every layer (file, line, field, fix)."""
+    checked = check_cluster(cluster_data(stack))
+    problems = list(checked.problems)
+    spec = checked.spec
+    cluster_plan = None
+    if spec is not None:
+        later = list(waiver_problems(spec.compliance.waivers))
+        if policy_checks:
+            later += policy_problems(spec)
+        # the planner reads pools and file systems together (defaults come from the first pool): plan the
+        # rest only when no pool or file system was left out, else its problems could be the leaving out's
+        if not checked.items_left_out:
+            try:
+                cluster_plan = plan(spec, load_catalog())
+            except SpecError as exc:
+                later.extend(exc.problems)
+        # a section left out (back to its default) is not judged again: its own problems are already listed
+        wrong = {p.path[0] for p in checked.problems if p.path}
+        later = [dataclasses.replace(p, path=checked.original(p.path)) for p in later]
+        problems.extend(p for p in later if not (p.path and p.path[0] in wrong and p.path[0] not in checked.kept))
+    if problems or cluster_plan is None:
+        raise SpecError(stack.source, problems, stack.lines)
+    return cluster_plan
+
+
+def policy_problems(spec: ClusterSpec) -> list[Problem]:
+    """What the policy pack's mandatory data-residency and required-tag policies would fail in preview, found
+    from the stack alone (their default settings; a waiver naming the policy turns the check off here)."""
+
+    waived = {w.policy for w in spec.compliance.waivers}
+    problems: list[Problem] = []
+    allowed = list(spec.compliance.allowed_regions)
+    residency = allowed_regions.meta.name
+    if allowed and residency not in waived:
+        placed: list[tuple[SpecPath, str | None]] = [
+            (("pools", i, "region"), p.region) for i, p in enumerate(spec.pools)
+        ]
+        placed += [(("storage", i, "region"), s.region) for i, s in enumerate(spec.storage)]
+        if spec.scheduler.kind == "slurm":
+            placed.append((("scheduler", "controller", "region"), spec.scheduler.controller.region))
+        for path, region in placed:
+            if region is not None and region not in allowed:
+                problems.append(
+                    Problem(
+                        path,
+                        f"outside compliance.allowed_regions [{', '.join(allowed)}] (policy {residency} fails "
+                        "in preview); use an allowed region or add this one to compliance.allowed_regions",
+                        region,
+                        True,
+                    )
+                )
+    rules = {"aws": required_tags, "azure": azure_required_tags, "gcp": gcp_required_labels}
+    for provider in sorted({p.provider for p in spec.pools}):
+        rule = rules.get(provider)
+        if rule is None or rule.meta.name in waived:
+            continue
+        if provider == "gcp":
+            have = {gcp_label(k, key=True) for k in spec.tags}
+            missing = [t for t in REQUIRED_TAGS if gcp_label(t, key=True) not in have]
+        else:
+            missing = [t for t in REQUIRED_TAGS if t not in spec.tags]
+        if missing:
+            problems.append(
+                Problem(
+                    ("tags",),
+                    f"missing the required tag(s) {', '.join(missing)} (policy {rule.meta.name} fails every "
+                    f"{provider} resource in preview); add them, e.g. `{missing[0]}: ml-platform`",
+                )
+            )
+    return problems
