@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from .catalog.pricing import cents, money
 from .files import write_atomic
 from .plan import ClusterPlan, PlannedPool
 from .spec import SpecError, json_schema
@@ -45,8 +46,21 @@ class OperationFailed(Exception):
 # ------------------------------------------------------------------------------------------------
 
 
-def _money(x: float) -> str:
-    return f"${x:,.2f}"
+def _money(x: float | None, unpriced: Sequence[str] = ()) -> str:
+    """A cost cell: never $0.00 for what has no price ("unpriced"; "$X + unpriced items" for a partial sum)."""
+    return escape(money(x, bool(unpriced)))
+
+
+def _hourly(x: float | None, hours: float) -> float | None:
+    return cents(x / hours) if x is not None else None
+
+
+def _accelerators(pools: Sequence[PlannedPool]) -> str:
+    """What a count of accelerators is called: GPUs, TPU chips, Trainium chips, or accelerators when mixed."""
+    kinds = {p.accelerator_kind for p in pools if p.accelerator_kind}
+    return {"gpu": "GPUs", "tpu": "TPU chips", "trainium": "Trainium chips"}.get(
+        next(iter(kinds)) if len(kinds) == 1 else "", "accelerators"
+    )
 
 
 def _print_warnings(plan: ClusterPlan) -> None:
@@ -62,7 +76,7 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         ("where", "left"),
         ("instance type", "left"),
         ("nodes", "right"),
-        ("GPUs", "right"),
+        (_accelerators(plan.pools), "right"),
         ("market", "left"),
         ("$/h", "right"),
         ("$/month", "right"),
@@ -79,8 +93,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             f"{p.nodes:,}",
             f"{p.gpus:,}",
             p.market,
-            _money(p.cost_usd_per_hour),
-            _money(p.cost_usd_per_month),
+            _money(p.cost_usd_per_hour, p.unpriced),
+            _money(p.cost_usd_per_month, p.unpriced),
             # TPU hosts: Google publishes no power figure, so say so rather than print 0
             f"{p.power_kw_it:,.1f}" if p.power_basis != "unpublished" else "n/a",
             f"{p.power_kw_facility:,.1f}" if p.power_basis != "unpublished" else "n/a",
@@ -94,8 +108,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
             f"{f.capacity_tib:,.1f} TiB",
-            _money(f.cost_usd_per_hour) if f.price else "unpriced",
-            _money(f.cost_usd_per_month) if f.price else "unpriced",
+            _money(f.cost_usd_per_hour),
+            _money(f.cost_usd_per_month),
             "",
             "",
         )
@@ -108,8 +122,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
             "",
-            _money(n.cost_usd_per_month / plan.hours_per_month),
-            _money(n.cost_usd_per_month),
+            _money(_hourly(n.cost_usd_per_month, plan.hours_per_month), n.unpriced),
+            _money(n.cost_usd_per_month, n.unpriced),
             "",
             "",
         )
@@ -123,8 +137,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "1",
             "",
             "on-demand",
-            _money(c.cost_usd_per_hour),
-            _money(c.cost_usd_per_month),
+            _money(c.cost_usd_per_hour, c.unpriced),
+            _money(c.cost_usd_per_month, c.unpriced),
             f"{c.node_power_kw:,.2f}",
             f"{c.power_kw_facility:,.2f}",
         )
@@ -138,8 +152,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         f"{tot.nodes:,}",
         f"{tot.gpus:,}",
         "",
-        _money(tot.cost_usd_per_hour),
-        _money(tot.cost_usd_per_month),
+        _money(tot.cost_usd_per_hour, tot.unpriced),
+        _money(tot.cost_usd_per_month, tot.unpriced),
         f"{tot.power_kw_it:,.1f}",
         f"{tot.power_kw_facility:,.1f}",
         style="bold",
@@ -270,7 +284,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_warnings(plan)
     out.print(
         f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "
-        f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} GPUs, {_money(plan.totals.cost_usd_per_month)}/month"
+        f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} {_accelerators(plan.pools)}, "
+        f"{_money(plan.totals.cost_usd_per_month, plan.totals.unpriced)}/month"
     )
     return EXIT_OK
 

@@ -388,13 +388,13 @@ def pack_and_plan(root: Path, name: str) -> tuple[float, float]:
         stack_file.engine_config(),
         stack_file.secret_keys,
     )
-    return monthly_total(stack_of(capture)), planned.totals.cost_usd_per_month
+    return monthly_total(stack_of(capture)).usd_per_month, planned.totals.cost_usd_per_month
 
 
 @pytest.mark.parametrize("name", GCP_STACKS)
 def test_example_stacks_cost_what_the_plan_says(name: str) -> None:
     pack, planned = pack_and_plan(ROOT, name)
-    assert pack == pytest.approx(planned, abs=0.01)
+    assert pack == planned  # one cost model: the same figure to the cent
 
 
 @pytest.mark.parametrize(
@@ -420,7 +420,7 @@ def test_other_markets_cost_what_the_plan_says(project: Path, base: str, old: st
     assert old in text
     write_stack(project, "variant", text.replace(old, new))
     pack, planned = pack_and_plan(project, "variant")
-    assert pack == pytest.approx(planned, abs=0.01)
+    assert pack == planned  # one cost model: the same figure to the cent
 
 
 # --------------------------------------------------------------------------------------------------
