@@ -46,6 +46,7 @@ class Summary:
     power_kw_facility: float
     carbon_t_per_month: float
     resources: int
+    unpriced: tuple[str, ...] = ()  # items with no price: the costs above leave them out (a lower bound)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Pool:
     cost_usd_per_month: float
     power_kw_it: float
     power_kw_facility: float
+    unpriced: tuple[str, ...] = ()  # parts with no price (root volumes): left out of the costs above
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,10 @@ class _Reader:
     def texts(self, key: str) -> tuple[str, ...]:
         return tuple(_string(item, f"{self._at(key)}[{i}]") for i, item in enumerate(self._list(key)))
 
+    def optional_texts(self, key: str) -> tuple[str, ...]:
+        """A list of strings; empty when absent (previews written before the key existed)."""
+        return () if self._data.get(key) is None else self.texts(key)
+
     def text_map(self, key: str) -> dict[str, str]:
         value = self.obj(key)._data
         return {str(k): _string(v, f"{self._at(key)}.{k}") for k, v in sorted(value.items())}
@@ -278,6 +284,7 @@ def _summary(r: _Reader) -> Summary:
         power_kw_facility=r.number("power_kw_facility"),
         carbon_t_per_month=r.number("carbon_t_per_month"),
         resources=r.whole("resources"),
+        unpriced=r.optional_texts("unpriced"),
     )
 
 
@@ -295,6 +302,7 @@ def _pool(r: _Reader) -> Pool:
         cost_usd_per_month=r.number("cost_usd_per_month"),
         power_kw_it=r.number("power_kw_it"),
         power_kw_facility=r.number("power_kw_facility"),
+        unpriced=r.optional_texts("unpriced"),
     )
 
 

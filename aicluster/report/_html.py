@@ -78,7 +78,7 @@ def gauges(doc: PreviewDoc) -> list[Gauge]:
     for b in budget_uses(doc):
         state: Literal["ok", "near", "over"] = "over" if b.used_pct > 100 else "near" if b.used_pct >= 80 else "ok"
         fill = min(b.used_pct, 100.0) / 100 * GAUGE_WIDTH
-        found.append(Gauge(b.label, b.fmt(b.actual), b.fmt(b.budget), pct(b.used_pct), fill, state))
+        found.append(Gauge(b.label, b.actual_text, b.fmt(b.budget), pct(b.used_pct), fill, state))
     return found
 
 
@@ -93,8 +93,13 @@ def cards(doc: PreviewDoc) -> list[Card]:
     s = doc.summary
     return [
         Card("Nodes", f"{s.nodes:,}", plural(len(doc.pools), "pool")),
-        Card("GPUs", f"{s.gpus:,}"),
-        Card("Cost per month", usd(s.cost_usd_per_month), f"{usd(s.cost_usd_per_hour)} per hour"),
+        Card("Accelerators", f"{s.gpus:,}"),
+        Card(
+            "Cost per month",
+            usd(s.cost_usd_per_month),
+            f"{usd(s.cost_usd_per_hour)} per hour"
+            + (f"; not counted, no price: {'; '.join(s.unpriced)}" if s.unpriced else ""),
+        ),
         Card("Power (IT)", kw(s.power_kw_it)),
         Card("Power (facility)", kw(s.power_kw_facility)),
         Card("Carbon", f"{number(s.carbon_t_per_month)} t", "CO2e per month"),

@@ -3,9 +3,11 @@ severity and by framework, and the number formats. Renderers only lay these out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from aicluster.catalog.pricing import money
 
 from ._doc import SEVERITIES, PolicyResults, PreviewDoc, Severity, Violation
 
@@ -50,6 +52,11 @@ class BudgetUse:
     budget: float
     actual: float
     fmt: Callable[[float], str]
+    unpriced: tuple[str, ...] = ()  # what `actual` leaves out for want of a price
+
+    @property
+    def actual_text(self) -> str:
+        return usd(self.actual, self.unpriced) if self.unpriced else self.fmt(self.actual)
 
     @property
     def used_pct(self) -> float:
@@ -62,10 +69,12 @@ def budget_uses(doc: PreviewDoc) -> list[BudgetUse]:
         return []
     b = doc.cluster.budgets
     candidates = [
-        ("monthly_usd", "Cost, $/month", b.monthly_usd, doc.summary.cost_usd_per_month, usd),
-        ("power_kw", "Power (facility), kW", b.power_kw, doc.summary.power_kw_facility, kw),
+        ("monthly_usd", "Cost, $/month", b.monthly_usd, doc.summary.cost_usd_per_month, usd, doc.summary.unpriced),
+        ("power_kw", "Power (facility), kW", b.power_kw, doc.summary.power_kw_facility, kw, ()),
     ]
-    return [BudgetUse(key, label, budget, actual, fmt) for key, label, budget, actual, fmt in candidates if budget]
+    return [
+        BudgetUse(key, label, budget, actual, fmt, u) for key, label, budget, actual, fmt, u in candidates if budget
+    ]
 
 
 def by_severity(violations: Iterable[Violation]) -> list[tuple[Severity, list[Violation]]]:
@@ -90,8 +99,9 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else many or word + 's'}"
 
 
-def usd(x: float) -> str:
-    return f"${x:,.2f}"
+def usd(x: float | None, unpriced: Sequence[str] = ()) -> str:
+    """`$1,234.50`; never `$0.00` for what has no price: `unpriced`, or `$X + unpriced items` for a partial sum."""
+    return money(x, bool(unpriced))
 
 
 def kw(x: float) -> str:

@@ -18,7 +18,7 @@ from policies.cost import monthly_budget, monthly_total
 from policies.facts import Res, Stack
 from policies.rule import StackRule
 from tests.conftest import ROOT
-from tests.policies.conftest import capture_of, judge, messages
+from tests.policies.conftest import capture_of, judge, messages, mutated
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 BUDGET = "aicluster-cluster-enforce-monthly-budget"
@@ -72,3 +72,16 @@ def test_efs_is_in_the_budget_at_the_size_it_was_planned_for(mixed_spot: tuple[f
     efs = next(f for f in plan_stack(read_stack(find_project(ROOT), "mixed-spot")).filesystems if f.service == "efs")
     assert efs.cost_usd_per_month  # 2 TiB of EFS Standard
     assert pack_total(capture).usd_per_month == planned
+
+
+def test_efs_of_undeclared_size_is_named_unpriced_not_left_out(mixed_spot: tuple[float, Capture]) -> None:
+    """A program that does not declare what its EFS was planned for: the pack cannot size it, so it says so."""
+    planned, capture = mixed_spot
+    cluster = next(r for r in capture.resources if r.type == "aicluster:index:AiCluster")
+    stripped = mutated(capture, {cluster.name: lambda inputs: inputs.pop("filesystems")})
+    cost = pack_total(stripped)
+    assert any("efs" in what and "size not declared" in what for what in cost.unpriced)
+    assert cost.usd_per_month < planned
+    (finding,) = messages(judge(stripped, ["aicluster-cluster-missing-prices"]))
+    assert "(size not declared) efs" in finding
+    assert " + unpriced items (and the budget check) leaves them out" in finding
