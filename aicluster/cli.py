@@ -51,6 +51,10 @@ def _money(x: float | None, unpriced: Sequence[str] = ()) -> str:
     return escape(money(x, bool(unpriced)))
 
 
+def _basis(p: PlannedPool) -> str:
+    return p.price.basis if p.price is not None else "none (not in the cost)"
+
+
 def _hourly(x: float | None, hours: float) -> float | None:
     return cents(x / hours) if x is not None else None
 
@@ -187,7 +191,7 @@ def _plan_details(plan: ClusterPlan) -> None:
             efa = p.aws.efa_devices
             text = (
                 f"{p.name}: {efa} EFA + 1 ENA interfaces per node; placement group: "
-                f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {p.price.basis}"
+                f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {_basis(p)}"
             )
             out.print(f"[dim]{escape(text)}[/]")
             if not p.aws.image_pinned:
@@ -203,7 +207,7 @@ def _plan_details(plan: ClusterPlan) -> None:
                 for s in p.azure.scale_sets
             )
             text = f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}"
-            out.print(f"[dim]{escape(text)}; price {escape(p.price.basis)}[/]")
+            out.print(f"[dim]{escape(text)}; price {escape(_basis(p))}[/]")
             if not p.azure.image_pinned:
                 note = (
                     f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "
@@ -240,7 +244,7 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
             + f", {p.fabric}); placement: {d.placement} ({d.placement_reason}); groups: {groups}; "
             f"{d.provisioning_model.lower()} capacity, reservation affinity {d.reservation_affinity}"
             + (f" {d.reservation}" if d.reservation else "")
-            + f"; price {p.price.basis}"
+            + f"; price {_basis(p)}"
         )
         if not d.image_pinned:
             notes.append(
@@ -252,7 +256,7 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
         notes.append(
             f"{p.name}: {len(t.slices)} x {t.accelerator_type} = {t.chips_per_slice} chips on {t.hosts_per_slice} "
             f"TPU VM(s) per slice ({t.chips_per_host} chips each); {t.api_reason}; runtime {t.runtime_version}; "
-            f"price {p.price.basis} per chip-hour"
+            f"price {_basis(p)} per chip-hour"
         )
     return notes
 

@@ -409,13 +409,11 @@ def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool | GcpPool) -> Planne
     if resolved.warning:
         ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
     if resolved.price is None:
-        ctx.problem(
-            (*base, "instance_type"),
-            f"the catalog has no {pool.market} price for {it.name} in {pool.region}; add your rate under "
-            f"pricing.overrides (sku: {it.name}, usd_per_hour: ...)",
-            it.name,
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, so "
+            f"the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
+            f"(sku: {it.name}, region: {pool.region}, usd_per_hour: ...)"
         )
-        return None
     network = ctx.need((*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node)
     if isinstance(pool, AzurePool) and pool.resource_group:
         ctx.resource_group(i, network, pool.resource_group)
@@ -480,13 +478,11 @@ def _plan_tpu_pool(ctx: _Ctx, i: int, pool: GcpPool) -> PlannedPool | None:
     if resolved.warning:
         ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
     if resolved.price is None:
-        ctx.problem(
-            (*base, "tpu"),
-            f"the catalog has no {pool.market} price for TPU {tpu.name} in {pool.region}; add your rate per chip-hour "
-            f"under pricing.overrides (sku: {tpu.accelerator}, usd_per_hour: ...)",
-            pool.tpu,
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for TPU {tpu.name} in {pool.region}, "
+            f"so the pool's chips are left out of the cost ({UNPRICED_NOTE}); add your rate per chip-hour under "
+            f"pricing.overrides (sku: {tpu.accelerator}, region: {pool.region}, usd_per_hour: ...)"
         )
-        return None
     details = gcp_plan.tpu_details(pool, tpu, chips)
     hosts = details.hosts_per_slice * len(details.slices)
     key = ctx.need((*base, "region"), "gcp", pool.region, zone, hosts)
@@ -571,6 +567,11 @@ def _facts(ctx: _Ctx, it: InstanceType) -> _Facts:
     )
 
 
+# What every warning about an unpriced item says: one rule for every item (pool, root volumes, file system,
+# controller, NAT gateway, public address); the advisory policy aicluster-cluster-missing-prices names them too.
+UNPRICED_NOTE = "shown as unpriced; the totals are a lower bound"
+
+
 def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity: float, what: str) -> float | None:
     """Monthly cost of `quantity` units (GiB or items) of a catalog service; None (never 0), with a warning,
     if the catalog has no price for it."""
@@ -578,7 +579,7 @@ def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity
     if month is None:
         ctx.warnings.append(
             f"the catalog has no {provider} {service} price in {region}, so the cost leaves out {what} "
-            "(shown as unpriced; the totals are a lower bound)"
+            f"({UNPRICED_NOTE})"
         )
     return month
 
@@ -594,7 +595,7 @@ def _pool_record(
     it: _Facts,
     nodes: int,
     market: str,
-    price: Price,
+    price: Price | None,
     billed: int,
     volumes_usd_per_month: float | None,
     **details: object,
@@ -604,7 +605,8 @@ def _pool_record(
     it_kw = it.node_power_kw * nodes
     facility_kw = it_kw * reg.pue
     hours = ctx.catalog.hours_per_month
-    instances = hourly_month(price.usd, billed, hours)
+    instances = hourly_month(price.usd, billed, hours) if price is not None else None
+    priced = [x for x in (instances, volumes_usd_per_month) if x is not None]
     nodes_per_rack: int | None = None
     racks: int | None = None
     rack_kw = ctx.spec.budgets.rack_kw
@@ -643,9 +645,12 @@ def _pool_record(
         price=price,
         instances_usd_per_month=instances,
         volumes_usd_per_month=volumes_usd_per_month,
-        cost_usd_per_hour=cents(price.usd * billed + (volumes_usd_per_month or 0.0) / hours),
-        cost_usd_per_month=cents(instances + (volumes_usd_per_month or 0.0)),
-        unpriced=("root volumes",) if volumes_usd_per_month is None else (),
+        # None when nothing of the pool is priced (a TPU pool's boot disks come with its chips)
+        cost_usd_per_hour=cents(math.fsum(priced) / hours) if instances is not None or any(priced) else None,
+        cost_usd_per_month=cents(math.fsum(priced)) if instances is not None or any(priced) else None,
+        unpriced=tuple(
+            what for what, m in (("instances", instances), ("root volumes", volumes_usd_per_month)) if m is None
+        ),
         node_power_kw=it.node_power_kw,
         power_basis=it.power_basis,
         power_kw_it=_round2(it_kw),
@@ -787,8 +792,8 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         # without it, say so, and let the policy pack's budget rule report the unpriced item too.
         ctx.warnings.append(
             f"storage[{i}] ({st.name}): the catalog has no {tier.service} {tier.deployment} price in {reg.name}, so "
-            f"the file system is not in the cost; add your rate under pricing.overrides (sku: {tier.sku}, "
-            "usd_per_gib_month: ...)"
+            f"the file system is left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
+            f"(sku: {tier.sku}, usd_per_gib_month: ...)"
         )
     role = _STORAGE_SUBNETS.get((provider, tier.service), "compute")
     first = ctx.dedicated.setdefault((f"{provider}-{reg.name}", role), i) if role == "lustre" else i
@@ -969,7 +974,7 @@ def _unpriced_controller(ctx: _Ctx, it: InstanceType, region: str, defaulted: bo
     )
     ctx.warnings.append(
         f"{where} has no on-demand price in {region} in the catalog, so the controller is left out of the cost "
-        f"(shown as unpriced; the totals are a lower bound): {instead}add your rate under pricing.overrides "
+        f"({UNPRICED_NOTE}): {instead}add your rate under pricing.overrides "
         f"(sku: {it.name}, region: {region}, usd_per_hour: ...)"
     )
 
@@ -1257,7 +1262,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
     _unused_overrides(
         ctx,
-        [p.price for p in pools]
+        [p.price for p in pools if p.price is not None]
         + [f.price for f in filesystems if f.price is not None]
         + ([controller.price] if controller and controller.price else []),
     )

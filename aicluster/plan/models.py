@@ -208,11 +208,11 @@ class PlannedPool(_Plan):
     fabric: str
     network_bandwidth_gbps: float
     market: Market
-    price: Price  # per node-hour, instance only
-    instances_usd_per_month: float
+    price: Price | None  # per node-hour (chip-hour of a TPU pool), instance only; None: no price
+    instances_usd_per_month: float | None  # None: not priced (named in `unpriced`), never 0
     volumes_usd_per_month: float | None  # root volumes; None: not priced (named in `unpriced`)
-    cost_usd_per_hour: float  # instances + priced volumes
-    cost_usd_per_month: float
+    cost_usd_per_hour: float | None  # the priced parts; None: nothing of the pool is priced
+    cost_usd_per_month: float | None
     unpriced: tuple[str, ...] = ()  # what is left out of cost_usd_per_month for want of a price
     node_power_kw: float
     power_basis: str

@@ -70,11 +70,18 @@ def _change(
     b, h = base or 0.0, head or 0.0
     partial = " (priced parts only)" if any(unpriced) else ""
     return Change(
-        base="—" if base is None else fmt(base) + (" + unpriced items" if unpriced[0] else ""),
-        head="—" if head is None else fmt(head) + (" + unpriced items" if unpriced[1] else ""),
+        base=_shown(base, unpriced[0], fmt),
+        head=_shown(head, unpriced[1], fmt),
         delta=signed(h - b, fmt) + partial,
         pct="new" if added else change_pct(b, h),
     )
+
+
+def _shown(value: float | None, unpriced: tuple[str, ...], fmt: Callable[[float], str]) -> str:
+    """`—` for a side without the item, `unpriced` for an item with no price, never `$0.00` for it."""
+    if value is None:
+        return "unpriced" if unpriced else "—"
+    return fmt(value) + (" + unpriced items" if unpriced else "")
 
 
 @dataclass(frozen=True)

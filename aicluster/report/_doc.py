@@ -59,8 +59,8 @@ class Pool:
     market: str
     nodes: int
     gpus: int
-    cost_usd_per_hour: float
-    cost_usd_per_month: float
+    cost_usd_per_hour: float | None  # None: nothing of the pool is priced (see `unpriced`)
+    cost_usd_per_month: float | None
     power_kw_it: float
     power_kw_facility: float
     unpriced: tuple[str, ...] = ()  # parts with no price (root volumes): left out of the costs above
@@ -191,6 +191,10 @@ class _Reader:
             raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {value!r}")
         return float(value)
 
+    def optional_number(self, key: str) -> float | None:
+        """A finite number, or None where the document has null (an unpriced cost); the key must be there."""
+        return None if self._get(key) is None else self.number(key)
+
     def optional_positive(self, key: str) -> float | None:
         if self._data.get(key) is None:
             return None
@@ -298,8 +302,8 @@ def _pool(r: _Reader) -> Pool:
         market=r.text("market"),
         nodes=r.whole("nodes"),
         gpus=r.whole("gpus"),
-        cost_usd_per_hour=r.number("cost_usd_per_hour"),
-        cost_usd_per_month=r.number("cost_usd_per_month"),
+        cost_usd_per_hour=r.optional_number("cost_usd_per_hour"),
+        cost_usd_per_month=r.optional_number("cost_usd_per_month"),
         power_kw_it=r.number("power_kw_it"),
         power_kw_facility=r.number("power_kw_facility"),
         unpriced=r.optional_texts("unpriced"),

@@ -87,3 +87,40 @@ def test_an_unpriced_controller_the_stack_names_is_a_warning_too(catalog: Catalo
     assert any(
         w.startswith("scheduler.controller.instance_type m7i.4xlarge has no on-demand price") for w in cp.warnings
     )
+
+
+def unpriced_offerings(catalog: Catalog, instance_type: str) -> Catalog:
+    """The type still offered where it was, with no rate for any market."""
+    types = dict(catalog.instance_types)
+    it = types[("aws", instance_type)]
+    rates = dict.fromkeys(
+        (
+            "on_demand_usd_per_hour",
+            "spot_usd_per_hour",
+            "capacity_block_usd_per_hour",
+            "reserved_usd_per_hour",
+            "flex_start_usd_per_hour",
+        )
+    )
+    types[("aws", instance_type)] = it.model_copy(
+        update={"offerings": tuple(o.model_copy(update=rates) for o in it.offerings)}
+    )
+    return dataclasses.replace(catalog, instance_types=types)
+
+
+def test_an_unpriced_pool_follows_the_same_rule(catalog: Catalog) -> None:
+    """It used to be a hard error while unpriced storage was a warning."""
+    cp = planned(unpriced_offerings(catalog, "p5.48xlarge"))
+    p = cp.pools[0]
+    assert p.price is None
+    assert p.instances_usd_per_month is None
+    assert p.cost_usd_per_month == p.volumes_usd_per_month  # the root volumes are still priced
+    assert p.unpriced == ("instances",)
+    assert "pool h100: 4 x p5.48xlarge on-demand" in cp.totals.unpriced
+    assert any(
+        w.startswith(
+            "pools[0] (h100): the catalog has no on-demand price for p5.48xlarge in us-east-1, so the pool's "
+            "instances are left out of the cost (shown as unpriced; the totals are a lower bound)"
+        )
+        for w in cp.warnings
+    )

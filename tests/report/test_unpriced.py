@@ -49,3 +49,20 @@ def test_diff_marks_partial_costs(passing_doc: dict[str, Any], partial: dict[str
         "| **Total** | $171,295.64 | $171,295.64 + unpriced items | $0.00 (priced parts only) (0.0%) |"
     )
     assert "no changes" not in text.splitlines()[0]  # an item that lost its price is a change
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_a_pool_with_no_price_at_all_is_unpriced_not_zero(passing_doc: dict[str, Any], fmt: str) -> None:
+    doc = copy.deepcopy(passing_doc)
+    doc["pools"][0].update(cost_usd_per_hour=None, cost_usd_per_month=None, unpriced=["instances", "root volumes"])
+    doc["summary"]["unpriced"] = ["pool h100: 4 x p5.48xlarge on-demand", "pool h100: root volumes"]
+    text = render(doc, fmt)
+    if fmt == "json":
+        assert json.loads(text)["pools"][0]["cost_usd_per_month"] is None
+    else:
+        assert "unpriced" in text
+        assert "$0.00" not in text
+        assert ">0.00<" not in text
+    base = diff_markdown(passing_doc, doc)
+    row = next(line for line in base.splitlines() if line.startswith("| h100 |"))
+    assert row.startswith("| h100 | $160,877.40 | unpriced |")
