@@ -96,12 +96,15 @@ def _budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     limit = float(budget)
     if cost.usd_per_month > limit:
         top = sorted((x for x in lines if x.usd_per_month), key=lambda x: -(x.usd_per_month or 0))[:3]
-        biggest = "; ".join(f"{x.what} {money(x.usd_per_month)}" for x in top)
         over = cents(cost.usd_per_month - limit)
+        # whole dollars, unless they would hide the difference (a total a few cents over the budget)
+        d = 0 if over >= 1 else 2
+        biggest = "; ".join(f"{x.what} {money(x.usd_per_month, decimals=d)}" for x in top)
         yield (
             None,
-            f"monthly cost {money(cost.usd_per_month, bool(cost.unpriced))} exceeds the budget {money(limit)} by "
-            f"{money(over)} ({over / limit:.1%}); largest: {biggest}. Shrink or remove a pool, move it to spot or "
+            f"monthly cost {money(cost.usd_per_month, bool(cost.unpriced), d)} exceeds the budget "
+            f"{money(limit, decimals=d)} by {money(over, decimals=d)} ({over / limit:.1%}); largest: {biggest}. "
+            "Shrink or remove a pool, move it to spot or "
             "reserved capacity, or raise budgets.monthly_usd"
             + (f" (not counted, no price: {', '.join(cost.unpriced)})" if cost.unpriced else ""),
         )
@@ -164,8 +167,8 @@ def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         yield (
             None,
             f"no catalog price for {', '.join(cost.unpriced)}: the monthly cost "
-            f"{money(cost.usd_per_month, True)} (and the budget check) leaves them out; add your rates under "
-            "pricing.overrides where the item is an instance type or a storage tier",
+            f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; add your rates under "
+            "pricing.overrides",
         )
 
 
