@@ -7,8 +7,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from aicluster.catalog.pricing import money
-
 from ._doc import SEVERITIES, PolicyResults, PreviewDoc, Severity, Violation
 
 GENERAL = "general"
@@ -100,8 +98,11 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def usd(x: float | None, unpriced: Sequence[str] = ()) -> str:
-    """`$1,234.50`; never `$0.00` for what has no price: `unpriced`, or `$X + unpriced items` for a partial sum."""
-    return money(x, bool(unpriced))
+    """`$1,234.50`; never `$0.00` for what has no price: `unpriced`, or `$X + unpriced items` for a partial sum
+    (the words of aicluster.catalog.pricing.money, which reports may not import: they read only the preview JSON)."""
+    if x is None:
+        return "unpriced"
+    return f"${x:,.2f}" + (" + unpriced items" if unpriced else "")
 
 
 def kw(x: float) -> str:
