@@ -1,18 +1,27 @@
 # One task runner. `make preview` and `make test` bootstrap .venv themselves on a fresh machine.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 STACK  ?= p5-small
+# pip's and setuptools' output while setting up: kept here, shown only when the set-up fails
+SETUP_LOG ?= .work/setup.log
+PIP    := $(BIN)/python -m pip --disable-pip-version-check --no-input
 
 .PHONY: preview test lint typecheck format schema bench clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	rm -f $(VENV)/.installed-*
-	touch $@
+	@echo "setting up $(VENV) (first run, or pyproject.toml changed: a few minutes)..."
+	@mkdir -p $(dir $(SETUP_LOG))
+	@{ $(PYTHON) -m venv $(VENV) && $(PIP) install --upgrade pip && $(PIP) install -e '.[dev]'; } \
+		>$(SETUP_LOG) 2>&1 || { \
+		echo "setting up $(VENV) failed; the end of $(SETUP_LOG):" >&2; tail -n 40 $(SETUP_LOG) >&2; \
+		test -x $(BIN)/python || echo "($(PYTHON) could not make a venv: it needs Python 3.11+ with venv and ensurepip;" \
+			"on Debian/Ubuntu: apt-get install python3-venv)" >&2; \
+		exit 1; }
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+	@echo "$(VENV) is ready (log: $(SETUP_LOG))"
 
 preview: $(STAMP)  ## offline preview of the default example stack (no cloud account needed)
 	$(BIN)/aicluster preview $(STACK)

@@ -9,28 +9,42 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.tree import Tree
 
 from . import __version__
 from .catalog.pricing import cents, money
-from .files import write_atomic
+from .files import WriteError, check_target, write_atomic
 from .plan import ClusterPlan, PlannedPool
 from .spec import SpecError, json_schema
 from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
+from .term import SafeConsole, strip_control
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 # Logs (CI) are not terminals: give tables room instead of rich's 80-column fallback.
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+# SafeConsole: control characters in user-derived text (stack values, waiver reasons) never reach the terminal.
+out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+
+
+@dataclass
+class _Settings:
+    """Global flags that change how output looks; set by main() for each run."""
+
+    quiet: bool = False  # --quiet: warnings are not printed (errors still are)
+
+
+settings = _Settings()
 
 
 class UsageError(Exception):
@@ -67,9 +81,53 @@ def _accelerators(pools: Sequence[PlannedPool]) -> str:
     )
 
 
+# A warning about one item of the stack starts with its path: "pools[0] (h100): ..." or "pools[0] (h100) has ...".
+_SUBJECT = re.compile(r"([a-z_.]+\[\d+\](?: \([^()]*\))?)(?::\s+|\s+(?=\S))(.+)", re.DOTALL)
+
+
+def _group_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Warnings grouped for reading, in their order: (subjects, messages), each stack item named once and the
+    items with the same warnings (e.g. several pools without a zone) together. Subject "" : about no one item."""
+    by_subject: dict[str, list[str]] = {}
+    for w in warnings:
+        m = _SUBJECT.fullmatch(w)
+        subject, text = (m.group(1), m.group(2)) if m else ("", w)
+        texts = by_subject.setdefault(subject, [])
+        if text not in texts:
+            texts.append(text)
+    groups: list[tuple[list[str], list[str]]] = []  # (items, their warnings)
+    items_with: dict[tuple[str, ...], list[str]] = {}  # warnings -> the items that have exactly these
+    for subject, texts in by_subject.items():
+        if not subject:
+            groups.append(([], texts))
+        elif tuple(texts) in items_with:
+            items_with[tuple(texts)].append(subject)
+        else:
+            items_with[tuple(texts)] = [subject]
+            groups.append((items_with[tuple(texts)], texts))
+    return [(", ".join(subjects), texts) for subjects, texts in groups]
+
+
 def _print_warnings(plan: ClusterPlan) -> None:
-    for w in plan.warnings:
-        err.print(f"[yellow]warning:[/] {escape(w)}")
+    """The plan's warnings on stderr: one line for a single warning; else one header and the warnings grouped
+    by the stack item they are about. `--quiet` hides them."""
+    warnings = list(plan.warnings)
+    if settings.quiet or not warnings:
+        return
+    if len(warnings) == 1:
+        err.print(f"[yellow]warning:[/] {escape(warnings[0])}")
+        return
+    err.print(f"[yellow]warning:[/] {len(warnings)} warnings [dim](--quiet hides them)[/]")
+    for subject, texts in _group_warnings(warnings):
+        if not subject:
+            for text in texts:
+                err.print(f"  - {escape(text)}")
+        elif len(texts) == 1:
+            err.print(f"  - {escape(subject)}: {escape(texts[0])}")
+        else:
+            err.print(f"  - {escape(subject)}:")
+            for text in texts:
+                err.print(f"      {escape(text)}")
 
 
 def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
@@ -267,24 +325,66 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
 
 
 def _stack(args: argparse.Namespace) -> tuple[Project, Any]:
+    """The project and the stack the argument names: a stack name, or the path of a Pulumi.<stack>.yaml."""
+    from .stackfile import stack_file_name, stack_name_problem
+
+    given: str = args.stack
+    path: Path | None = None
+    if "/" in given or os.sep in given or given.endswith((".yaml", ".yml")):
+        path = Path(given)
+        name = stack_file_name(path)
+        if name is None or stack_name_problem(name) is not None:
+            raise UsageError(
+                f"{given}: not a stack file; a stack file is named Pulumi.<stack>.yaml "
+                "(e.g. stacks/Pulumi.p5-small.yaml)"
+            )
+        if not path.is_file():
+            raise UsageError(f"{given}: no such stack file")
+        given = name
+    elif stack_name_problem(given) is not None:
+        raise UsageError(str(stack_name_problem(given)))
     project = find_project(Path(args.project_dir) if args.project_dir else None)
-    return project, read_stack(project, args.stack)
+    return project, read_stack(project, given, path)
 
 
 def _json_target(path: str | None) -> Path | None:
+    """--json FILE, checked before any work: '-' (stdout) is None."""
     if path is None or path == "-":
         return None
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"--json {path}: is a directory; give a file name (e.g. {path.rstrip('/')}/preview.json)")
-    return target
+    return check_target(path, "--json")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .preview import plan_stack
+    """Every problem of the stack at once: the spec's (all layers), the waivers', the catalog's (the planner)
+    and what the mandatory data-residency and tag policies would fail in preview."""
+    import dataclasses
+
+    from .catalog import load_catalog
+    from .plan import plan as make_plan
+    from .preview.policy import waiver_problems
+    from .spec import check_cluster
+    from .stackfile import cluster_data, policy_problems
 
     _, stack = _stack(args)
-    plan = plan_stack(stack)
+    checked = check_cluster(cluster_data(stack))
+    problems = list(checked.problems)
+    spec = checked.spec
+    plan = None
+    if spec is not None:
+        later = [*waiver_problems(spec.compliance.waivers), *policy_problems(spec)]
+        # the planner reads pools and file systems together (defaults come from the first pool): plan the
+        # rest only when no pool or file system was left out, else its problems could be the leaving out's
+        if not checked.items_left_out:
+            try:
+                plan = make_plan(spec, load_catalog())
+            except SpecError as exc:
+                later.extend(exc.problems)
+        # a section left out (back to its default) is not judged again: its own problems are already listed
+        wrong = {p.path[0] for p in checked.problems if p.path}
+        later = [dataclasses.replace(p, path=checked.original(p.path)) for p in later]
+        problems.extend(p for p in later if not (p.path and p.path[0] in wrong and p.path[0] not in checked.kept))
+    if problems or plan is None:
+        raise SpecError(stack.source, problems, stack.lines)
     _print_warnings(plan)
     out.print(
         f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "
@@ -308,20 +408,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     out.print(_pools_table(plan, title=f"Plan for {stack.stack} ({plan.name})"))
     _plan_details(plan)
     if target is not None:
-        write_atomic(target, data)
-        out.print(f"wrote {target}")
+        write_atomic(target, data, flag="--json")
+        out.print(f"wrote {escape(str(target))}")
     return EXIT_OK
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A JSON input the user gives: bounded in size, nesting and numbers, so that a hostile file is a clear
+    error (exit 2) and not a RecursionError or a 4,300-digit ValueError further on."""
+    from .stackfile import JsonInputError, read_json_input
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{what} {path}: not UTF-8 text") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} {path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        return read_json_input(Path(path))
+    except JsonInputError as exc:
+        raise UsageError(f"{what} {path}: {exc}") from None
 
 
 def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -345,25 +445,55 @@ def _verdict(result: Any) -> tuple[int, str]:
     return (EXIT_FAILED if mandatory else EXIT_OK), summary
 
 
+_LISTED = 5  # resources named per group in the terminal; the JSON and the reports list every one
+
+
 def _findings_table(result: Any) -> Table | None:
+    """Findings grouped by policy and cause (one pool outside the allowed regions is one row naming
+    its resources, not 26 rows); waived findings one per row, with their waiver."""
+    from .report import group_findings
+
     pol = result.policy
     if not pol.violations and not pol.waived:
         return None
     t = Table(title="Policy findings", title_justify="left")
-    for col in ("level", "severity", "policy", "resource", "message"):
+    for col in ("level", "severity", "policy", "resources", "message"):
         t.add_column(col, overflow="fold")
     style = {"mandatory": "red", "advisory": "yellow"}
-    for v in pol.violations:
-        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, v.resource, escape(v.message))
+    for g in group_findings(pol.violations):
+        names = g.resources()
+        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+        where = shown if g.count == 1 else f"{g.count}: {shown}"
+        v = g.first
+        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(where), escape(g.summary))
     for w in pol.waived:
         t.add_row(
             "[dim]waived[/]",
             w.severity,
             w.policy,
-            w.resource,
+            escape(w.resource),
             escape(f"{w.message} [waived until {w.expires}: {w.reason}]"),
         )
     return t
+
+
+def _resource_tree(stack: str, resources: Sequence[Any]) -> Tree:
+    """The resources by name and type, children under their parent component, as `pulumi preview`
+    shows them; siblings in registration order. A resource whose parent is not in the preview (the
+    stack itself) hangs from the root."""
+    root = Tree(f"[bold]pulumi:pulumi:Stack[/] {escape(stack)}", guide_style="dim")
+    urns = {r.urn for r in resources}
+    children: dict[str | None, list[Any]] = {}
+    for r in resources:
+        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
+    pending: list[tuple[Tree, str | None]] = [(root, None)]
+    while pending:  # iterative: a deep component nesting cannot exhaust the stack
+        node, urn = pending.pop()
+        for r in children.get(urn, []):
+            kind = "" if r.custom else " [dim](component)[/]"
+            branch = node.add(f"[cyan]{escape(r.type)}[/] {escape(r.name)}{kind}")
+            pending.append((branch, r.urn))
+    return root
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
@@ -380,12 +510,17 @@ def cmd_preview(args: argparse.Namespace) -> int:
         err.print(verdict)
         return code
     _print_warnings(result.plan)
-    t = Table(title=f"Resources ({len(result.capture.resources)}) in preview of {stack.stack}", title_justify="left")
-    t.add_column("type")
-    t.add_column("count", justify="right")
-    for typ, n in result.resource_counts():
-        t.add_row(typ, str(n))
-    out.print(t)
+    title = f"Resources ({len(result.capture.resources)}) in preview of {escape(stack.stack)}"
+    if args.tree:
+        out.print(f"{title}:")
+        out.print(_resource_tree(stack.stack, result.capture.resources))
+    else:
+        t = Table(title=title, title_justify="left")
+        t.add_column("type")
+        t.add_column("count", justify="right")
+        for typ, n in result.resource_counts():
+            t.add_row(typ, str(n))
+        out.print(t)
     out.print(_pools_table(result.plan))
     _plan_details(result.plan)
     out.print(f"[dim]offline preview: {result.capture.seconds:.2f} s, no cloud account used[/]")
@@ -394,8 +529,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
         out.print(findings)
     out.print(f"[{'red' if code else 'green'}]{escape(verdict)}[/]")
     if target is not None:
-        write_atomic(target, data)
-        out.print(f"wrote {target}")
+        write_atomic(target, data, flag="--json")
+        out.print(f"wrote {escape(str(target))}")
     return code
 
 
@@ -654,35 +789,41 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .preview import preview_stack
     from .report import render
 
+    output = check_target(args.output, "-o")
     config = _policy_config(args)
     _, stack = _stack(args)
     result = preview_stack(stack, config)
     text = render(result.to_json(), args.format)
-    write_atomic(Path(args.output), text)
+    write_atomic(output, text, flag="-o")
     _, verdict = _verdict(result)
-    out.print(f"wrote {args.output} ({args.format}); {escape(verdict)}")
+    out.print(f"wrote {escape(args.output)} ({args.format}); {escape(verdict)}")
     return EXIT_OK
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .report import diff_markdown
+    from .report import DiffInputError, diff_markdown
 
     base = _read_json(args.base, "base")
     head = _read_json(args.head, "head")
     try:
         text = diff_markdown(base, head)
-    except ValueError as exc:
-        raise UsageError(f"not a preview JSON (aicluster preview --json): {exc}") from None
+    except DiffInputError as exc:
+        path = args.base if exc.side == "base" else args.head
+        raise UsageError(
+            f"{exc.side} {path}: not a preview JSON ({exc.problem}); write one with "
+            "`aicluster preview STACK --json FILE`"
+        ) from None
     return _emit(text, args.output)
 
 
 def _emit(text: str, output: str | None) -> int:
-    """Write a command's text to `output` (atomically) or to stdout."""
+    """Write a command's text to `output` (atomically) or to stdout (without control characters: the text
+    carries user-derived values, and the stdout may be a terminal)."""
     if output:
-        write_atomic(Path(output), text)
-        out.print(f"wrote {output}")
+        write_atomic(Path(output), text, flag="-o")
+        out.print(f"wrote {escape(output)}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(strip_control(text))
     return EXIT_OK
 
 
@@ -738,7 +879,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own exit code for usage errors is 2, as ours
         self.print_usage(sys.stderr)
-        err.print(f"aicluster: error: {message}")
+        err.print(f"aicluster: error: {escape(message)}")
         raise SystemExit(EXIT_BAD_INPUT)
 
 
@@ -750,12 +891,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aicluster {__version__}")
     parser.add_argument("-C", "--project-dir", help="the project directory (default: the nearest with Pulumi.yaml)")
+    quiet_help = "do not print warnings (errors are still printed)"
+    parser.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def add(
         name: str, fn: Callable[[argparse.Namespace], int], help_: str, stack: bool = True
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
+        # global, and accepted after the command too (`aicluster preview x -q`); SUPPRESS keeps the global value
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=quiet_help)
         if stack:
             p.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
         p.set_defaults(func=fn)
@@ -772,6 +917,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="also write the preview as JSON ('-' for stdout only)")
     p.add_argument("--policy-config", metavar="FILE", help="CrossGuard policy config JSON (as --policy-pack-config)")
+    p.add_argument(
+        "--tree", action="store_true", help="show the resources by name and type under their parent, as pulumi preview"
+    )
     p = add("report", cmd_report, "preview the stack and write a policy report: md, html, sarif, junit or json")
     p.add_argument("--format", required=True, choices=("md", "html", "sarif", "junit", "json"))
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
@@ -836,6 +984,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    settings.quiet = bool(args.quiet)
     try:
         return int(args.func(args))
     except SpecError as exc:
@@ -844,7 +993,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = len(exc.problems)
         err.print(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")
         return EXIT_BAD_INPUT
-    except (StackNotFound, ProjectNotFound, UsageError, _policy_config_error()) as exc:
+    except (StackNotFound, ProjectNotFound, UsageError, WriteError, _policy_config_error()) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path the user gave cannot be read or written

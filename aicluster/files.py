@@ -1,23 +1,104 @@
-"""Writing files the CLI produces: atomically (temp file in the same directory + rename)."""
+"""Writing files the CLI produces: atomically (temp file in the same directory + rename).
+
+A failed write names the path the user gave and the cause in words, never the temporary file, and
+leaves nothing behind: no temporary file and no directory it created for the write.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+class WriteError(Exception):
+    """A file could not be written: the message names the user's path and the cause in words."""
+
+
+def _cause(exc: OSError, path: Path) -> str:
+    """The cause of a failed write in words, about `path` (never the temporary file)."""
+    parent = path.parent
+    code = exc.errno
+    if code == errno.EISDIR or path.is_dir():
+        return "is a directory; give a file name"
+    if code == errno.ENOTDIR:
+        blocker = next((p for p in [parent, *parent.parents] if p.exists() and not p.is_dir()), parent)
+        return f"{blocker} is a file, not a directory"
+    if code == errno.ENOENT:
+        if parent.is_dir():
+            return f"the directory {parent} does not take new files"
+        return f"the directory {parent} does not exist"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"permission denied (cannot write in {parent})"
+    if code == errno.EROFS:
+        return f"read-only file system ({parent})"
+    if code == errno.ENOSPC:
+        return "no space left on the device"
+    if code == errno.EDQUOT:
+        return "disk quota exceeded"
+    if code == errno.ENAMETOOLONG:
+        return "file name too long"
+    return (exc.strerror or type(exc).__name__).lower()
+
+
+def _label(path: Path, flag: str | None) -> str:
+    return f"{flag} {path}" if flag else str(path)
+
+
+def check_target(path: str | Path, flag: str | None = None) -> Path:
+    """Refuse an output path that cannot be a file before any work is done: an existing directory, or a
+    path under a file. Writing may still fail later (permissions): write_atomic says why then."""
+    target = Path(path)
+    label = _label(target, flag)
+    if target.is_dir() or str(path).endswith(os.sep):
+        directory = str(path).rstrip(os.sep) or os.sep
+        raise WriteError(f"{label}: is a directory; give a file name (e.g. {os.path.join(directory, '<name>')})")
+    for ancestor in target.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise WriteError(f"{label}: cannot write: {ancestor} is a file, not a directory")
+            break
+    return target
+
+
+def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None = None) -> None:
+    """Write `text` to `path` atomically, creating missing parent directories. Raises WriteError (naming
+    `path`, after `flag` where given, e.g. "--json out.json") and removes what it created on failure."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    label = _label(path, flag)
+    created: list[Path] = []
+    tmp: str | None = None
+    done = False
     try:
+        check_target(path, flag)
+        missing = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+        for directory in reversed(missing):
+            try:
+                directory.mkdir()
+            except OSError as exc:
+                reason = (exc.strerror or type(exc).__name__).lower()
+                raise WriteError(f"{label}: cannot create the directory {directory} ({reason})") from None
+            created.append(directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        done = True
+    except OSError as exc:
+        raise WriteError(f"{label}: cannot write: {_cause(exc, path)}") from None
+    finally:
+        if not done:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            for directory in reversed(created):
+                _rmdir_quietly(directory)
+
+
+def _rmdir_quietly(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty any more (another writer): leave it
+        directory.rmdir()

@@ -10,8 +10,10 @@ This module imports nothing else of the project.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import ipaddress
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,13 +95,27 @@ def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
 
 
 def _show(value: Any) -> str:
+    """A value as the user wrote it in YAML, never a Python repr."""
     if isinstance(value, str):
-        return _quote(value)
+        return _quote(value if len(value) <= 200 else value[:200] + "...")
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        digits = len(str(abs(value))) if value.bit_length() < 128 else None
+        return str(value) if digits is not None else f"a number of {value.bit_length()} bits"
+    if isinstance(value, float):
+        return {math.inf: ".inf", -math.inf: "-.inf"}.get(value, ".nan" if math.isnan(value) else repr(value))
+    if isinstance(value, datetime.date):  # a YAML date (2027-12-31) read by a YAML loader
+        return value.isoformat()
     if isinstance(value, Mapping):
         return "a mapping"
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return "a list"
-    return repr(value) if value is not None else "null"
+    if isinstance(value, bytes | bytearray):
+        return "binary data"
+    return f"a value of type {type(value).__name__}"
 
 
 @dataclass
@@ -115,6 +131,8 @@ class SpecError(Exception):
 
 
 def did_you_mean(value: str, choices: Sequence[str]) -> str | None:
+    if not isinstance(value, str) or len(value) > 200:  # a typo is short; difflib is quadratic
+        return None
     match = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
     return f'did you mean "{match[0]}"?' if match else None
 
@@ -146,44 +164,55 @@ def _cidr(value: str) -> str:
 
 
 _RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
-_SYSTEM_DIRS = (
-    "/",
-    "/etc",
-    "/usr",
-    "/var",
-    "/boot",
-    "/proc",
-    "/sys",
-    "/dev",
-    "/home",
+# Mount points that would break the node: the root, what the OS boots and runs from, and the kernel's
+# virtual file systems (everything under those too). /home, /shared, /fsx, /data and the like are normal
+# mount points for a shared file system (ParallelCluster mounts a shared /home).
+# /opt holds the EFA and NCCL plugin installs of the GPU images; /root holds root's SSH keys.
+_NODE_DIRS = frozenset({"/", "/tmp", "/var", "/var/lib", "/var/log", "/root", "/opt"})
+_NODE_TREES = (
     "/bin",
-    "/sbin",
+    "/boot",
+    "/dev",
+    "/etc",
     "/lib",
-    "/root",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
     "/run",
-    "/tmp",
-    "/opt",
+    "/sbin",
+    "/sys",
+    "/usr",
 )
+_MOUNT_RE = re.compile(r"(/[A-Za-z0-9_][A-Za-z0-9._-]{0,254}){1,16}")
 
 
 def _abs_path(value: str) -> str:
     parts = value.split("/")[1:]
-    if not value.startswith("/") or value == "/" or any(p in ("", ".", "..") for p in parts):
+    if (value != "/" and not _MOUNT_RE.fullmatch(value)) or any(p in (".", "..") for p in parts):
         raise PydanticCustomError(
-            "mount", "must be an absolute path without '.', '..', '//' or a trailing '/' (e.g. /fsx)", {}
+            "mount",
+            "must be an absolute path of letters, digits, '.', '_' and '-' without '.', '..', '//', spaces or a "
+            "trailing '/' (e.g. /fsx or /home)",
+            {},
         )
-    if value in _SYSTEM_DIRS:
-        raise PydanticCustomError("mount", "would hide a system directory; use e.g. /fsx or /shared", {})
+    tree = next((t for t in _NODE_TREES if value == t or value.startswith(t + "/")), None)
+    if tree is not None or value in _NODE_DIRS:
+        raise PydanticCustomError(
+            "mount",
+            "would hide {what} the node needs to run; mount it elsewhere (e.g. /fsx, /shared or /home)",
+            {"what": tree or value},
+        )
     return value
 
 
 # Characters every AWS service accepts in tags (EC2, IAM, FSx, Auto Scaling): letters, digits,
 # spaces and + - = . _ : / @ (IAM and FSx reject anything else).
-_TAG_CHARS = re.compile(r"^[\w .:/=+\-@]*$")
+_TAG_CHARS = re.compile(r"[\w .:/=+\-@]*")
 
 
 def _tag_text(value: str) -> str:
-    if not _TAG_CHARS.match(value):
+    if not _TAG_CHARS.fullmatch(value):  # not match + "$": "$" matches before a trailing newline
         raise PydanticCustomError(
             "tag", "may only use letters, digits, spaces and + - = . _ : / @ (what every AWS service accepts)", {}
         )
@@ -196,7 +225,53 @@ def _tag_key(value: str) -> str:
     return value
 
 
+# Free text (a waiver's reason, a resource name): one line of printable characters, never template or shell
+# syntax, since values from the stack reach terminals, Ansible variables and provider inputs.
+_NOT_DATA = ("{{", "{%", "{#", "$(", "${", "`")
+
+
+def _plain_text(value: str) -> str:
+    if not value.isprintable():
+        raise PydanticCustomError(
+            "text", "must be one line of printable text (no newlines, tabs or control characters)", {}
+        )
+    bad = next((t for t in _NOT_DATA if t in value), None)
+    if bad is not None:
+        raise PydanticCustomError(
+            "text",
+            "must not contain {bad}: template and shell syntax is refused in plain data; reword it",
+            {"bad": bad},
+        )
+    return value
+
+
+# Names the clouds give things: instance types (p5.48xlarge, Standard_ND96isr_H100_v5, a3-megagpu-8g),
+# regions and zones of any provider, price SKUs (fsx-lustre/PERSISTENT_2/250), placement groups.
+INSTANCE_TYPE_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+REGION_RE = r"^[a-z][a-z0-9-]{0,62}[a-z0-9]$"
+ZONE_RE = r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$"
+SKU_RE = r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$"
+PLACEMENT_GROUP_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
+POLICY_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,127}$"
+_PATTERN_HINTS[INSTANCE_TYPE_RE] = "must be an instance type name: letters, digits, '.', '_' and '-' (e.g. p5.48xlarge)"
+_PATTERN_HINTS[REGION_RE] = (
+    "must be a region name: lowercase letters, digits and '-' (e.g. us-east-1, eastus, us-central1)"
+)
+_PATTERN_HINTS[ZONE_RE] = "must be a zone name: lowercase letters, digits and '-' (e.g. us-east-1a, 1, us-central1-a)"
+_PATTERN_HINTS[SKU_RE] = (
+    "must be an instance type or storage tier: letters, digits, '.', '_', '/', ':' and '-' "
+    "(e.g. p5.48xlarge or fsx-lustre/PERSISTENT_2/250)"
+)
+_PATTERN_HINTS[PLACEMENT_GROUP_RE] = "must be a placement group name: letters, digits, '.', '_' and '-'"
+_PATTERN_HINTS[POLICY_NAME_RE] = (
+    "must be a policy name: lowercase letters, digits and '-' (e.g. aws-ec2-instance-disallow-public-ip; "
+    "aicluster policies lists them)"
+)
+
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
+InstanceType = Annotated[str, Field(pattern=INSTANCE_TYPE_RE)]
+RegionName = Annotated[str, Field(pattern=REGION_RE)]
+ZoneName = Annotated[str, Field(pattern=ZONE_RE)]
 Cidr = Annotated[str, AfterValidator(_cidr)]
 MountPath = Annotated[str, AfterValidator(_abs_path)]
 TagKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_tag_key), AfterValidator(_tag_text)]
@@ -243,7 +318,7 @@ class AwsPool(Strict):
             "EFA traffic does not cross zones.",
         ),
     ] = None
-    instance_type: Annotated[str, Field(min_length=1, description="EC2 instance type (e.g. `p5.48xlarge`).")]
+    instance_type: Annotated[InstanceType, Field(description="EC2 instance type (e.g. `p5.48xlarge`).")]
     nodes: Annotated[Count, Field(ge=1, le=100_000, description="Number of nodes (e.g. `64`).")]
     market: Annotated[
         AwsMarket,
@@ -264,8 +339,7 @@ class AwsPool(Strict):
     placement_group: Annotated[
         str | None,
         Field(
-            min_length=1,
-            max_length=255,
+            pattern=PLACEMENT_GROUP_RE,
             description="Existing cluster placement group to launch into (e.g. the one your capacity "
             "reservation was created in). Default: a new cluster placement group, except for "
             "capacity blocks and targeted reservations.",
@@ -349,7 +423,7 @@ class AzurePool(Strict):
             "every region; pin it to the zone your quota or Managed Lustre is in."
         ),
     ] = None
-    instance_type: Annotated[str, Field(min_length=1, description="VM size (e.g. `Standard_ND96isr_H100_v5`).")]
+    instance_type: Annotated[InstanceType, Field(description="VM size (e.g. `Standard_ND96isr_H100_v5`).")]
     nodes: Annotated[
         Count,
         Field(
@@ -458,8 +532,8 @@ class GcpPool(Strict):
         ),
     ] = None
     instance_type: Annotated[
-        str | None,
-        Field(min_length=1, description="GPU machine type (e.g. `a3-megagpu-8g`). Not with `tpu`."),
+        InstanceType | None,
+        Field(description="GPU machine type (e.g. `a3-megagpu-8g`). Not with `tpu`."),
     ] = None
     nodes: Annotated[
         Count | None,
@@ -604,10 +678,10 @@ class _Storage(Strict):
         Provider | None, Field(description="Where it lives. Default: the provider of the first pool.")
     ] = None
     region: Annotated[
-        str | None, Field(description="Region. Default: the region of the first pool of that provider.")
+        RegionName | None, Field(description="Region. Default: the region of the first pool of that provider.")
     ] = None
     zone: Annotated[
-        str | None,
+        ZoneName | None,
         BeforeValidator(_zone_number),
         Field(description="Zone. Default: the zone of the first pool of that provider and region."),
     ] = None
@@ -649,11 +723,11 @@ Storage = Annotated[LustreStorage | NfsStorage, Field(discriminator="kind")]
 
 class Controller(Strict):
     instance_type: Annotated[
-        str | None,
+        InstanceType | None,
         Field(description="Controller instance type (e.g. `m7i.4xlarge`). Default: from the catalog."),
     ] = None
     provider: Annotated[Provider | None, Field(description="Default: the provider of the first pool.")] = None
-    region: Annotated[str | None, Field(description="Default: the region of the first pool.")] = None
+    region: Annotated[RegionName | None, Field(description="Default: the region of the first pool.")] = None
 
 
 class SlurmScheduler(Strict):
@@ -672,24 +746,54 @@ Scheduler = Annotated[SlurmScheduler | KubernetesScheduler, Field(discriminator=
 
 
 class Budgets(Strict):
-    monthly_usd: Annotated[float | None, Field(gt=0, description="Monthly spend ceiling, USD (730 h months).")] = None
-    power_kw: Annotated[float | None, Field(gt=0, description="Facility power ceiling, kW (IT power x PUE).")] = None
+    # Bounds far above any real cluster (a trillion dollars a month, 10 GW, 1 MW racks) that keep sums and
+    # divisions finite and the figures printable.
+    monthly_usd: Annotated[
+        float | None,
+        Field(gt=0, le=10**12, allow_inf_nan=False, description="Monthly spend ceiling, USD (730 h months)."),
+    ] = None
+    power_kw: Annotated[
+        float | None,
+        Field(gt=0, le=10**7, allow_inf_nan=False, description="Facility power ceiling, kW (IT power x PUE)."),
+    ] = None
     rack_kw: Annotated[
-        float | None, Field(gt=0, description="Power per rack, kW; used to count racks (e.g. `40`).")
+        float | None,
+        Field(gt=0, le=1_000, allow_inf_nan=False, description="Power per rack, kW; used to count racks (e.g. `40`)."),
     ] = None
 
 
+def _iso_date(value: Any) -> Any:
+    """A YAML date (`expires: 2027-12-31`, read as a date by YAML loaders) is the date it names."""
+    if isinstance(value, datetime.date):
+        return value.isoformat()[:10]
+    return value
+
+
 class Waiver(Strict):
-    policy: Annotated[str, Field(min_length=1, description="Policy name (e.g. `aws-ec2-instance-disallow-public-ip`).")]
-    resource: Annotated[str, Field(min_length=1, description="Resource name or URN the waiver covers.")]
-    reason: Annotated[str, Field(min_length=10, description="Why the finding is accepted.")]
-    expires: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Expiry date, YYYY-MM-DD.")]
+    policy: Annotated[
+        str, Field(pattern=POLICY_NAME_RE, description="Policy name (e.g. `aws-ec2-instance-disallow-public-ip`).")
+    ]
+    resource: Annotated[
+        str,
+        Field(min_length=1, max_length=1024, description="Resource name or URN the waiver covers."),
+        AfterValidator(_plain_text),
+    ]
+    reason: Annotated[
+        str,
+        Field(min_length=10, max_length=1000, description="Why the finding is accepted."),
+        AfterValidator(_plain_text),
+    ]
+    expires: Annotated[
+        str,
+        BeforeValidator(_iso_date),
+        Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Expiry date, YYYY-MM-DD (e.g. `2027-12-31`)."),
+    ]
 
 
 class Compliance(Strict):
     frameworks: Annotated[list[Framework], Field(description="Control frameworks the cluster is held to.")] = []
     allowed_regions: Annotated[
-        list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*[a-z0-9]$")]],
+        list[RegionName],
         Field(description="Regions data may live in (e.g. `[us-east-1]`); empty = any."),
     ] = []
     waivers: Annotated[list[Waiver], Field(description="Accepted policy findings, each with a reason and expiry.")] = []
@@ -701,14 +805,20 @@ class PriceOverride(Strict):
     sku: Annotated[
         str,
         Field(
-            min_length=1,
+            pattern=SKU_RE,
             description="Instance type (e.g. `p5.48xlarge`) or storage tier (e.g. `fsx-lustre/PERSISTENT_2/250`).",
         ),
     ]
-    region: Annotated[str | None, Field(description="Only in this region. Default: every region.")] = None
+    region: Annotated[RegionName | None, Field(description="Only in this region. Default: every region.")] = None
     market: Annotated[Market | None, Field(description="Only for this market. Default: every market.")] = None
-    usd_per_hour: Annotated[float | None, Field(gt=0, description="Per node-hour, for instance types.")] = None
-    usd_per_gib_month: Annotated[float | None, Field(gt=0, description="Per GiB-month, for storage tiers.")] = None
+    usd_per_hour: Annotated[
+        float | None,
+        Field(gt=0, le=100_000, allow_inf_nan=False, description="Per node-hour, for instance types."),
+    ] = None
+    usd_per_gib_month: Annotated[
+        float | None,
+        Field(gt=0, le=1_000, allow_inf_nan=False, description="Per GiB-month, for storage tiers."),
+    ] = None
 
     @model_validator(mode="after")
     def _one_price(self) -> PriceOverride:
@@ -725,7 +835,7 @@ class Pricing(Strict):
     overrides: Annotated[list[PriceOverride], Field(description="Negotiated rates; the most specific match wins.")] = []
 
 
-_SSH_KEY = r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]{32,}={0,2}( [^\n]*)?$"
+_SSH_KEY = r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]{32,16384}={0,2}( [ -~]{0,256})?$"
 _PATTERN_HINTS[GCP_REGION_RE] = "must be a GCP region name (e.g. us-central1)"
 _PATTERN_HINTS[GCP_ZONE_RE] = "must be a GCP zone name (e.g. us-central1-a)"
 _PATTERN_HINTS[TPU_TYPE_RE] = (
@@ -834,7 +944,8 @@ def _gcp_label_problems(tags: Mapping[str, str]) -> list[Problem]:
             out.append(
                 Problem(
                     ("tags", key),
-                    f"on GCP this tag and {seen[label]!r} both become the label {label!r} (labels are lowercase, "
+                    f"on GCP this tag and {_quote(seen[label])} both become the label {_quote(label)} (labels are "
+                    "lowercase, "
                     "with `_` for other characters); rename one",
                     key,
                     True,
@@ -853,6 +964,20 @@ def _gcp_label_problems(tags: Mapping[str, str]) -> list[Problem]:
                     )
                 )
     return out
+
+
+def _tag_problems(tags: Mapping[str, str], providers: set[Any]) -> list[Problem]:
+    problems = _gcp_label_problems(tags) if "gcp" in providers else []
+    for key in tags:
+        if "azure" in providers and any(c in key for c in _AZURE_TAG_FORBIDDEN):
+            problems.append(
+                Problem(("tags", key), "Azure tag names cannot contain < > % & \\ ? or /; rename the tag", key, True)
+            )
+        if key.startswith("aicluster:"):
+            problems.append(
+                Problem(("tags", key), "the aicluster: prefix is reserved for tags the toolkit sets", key, True)
+            )
+    return problems
 
 
 class ClusterSpec(Strict):
@@ -908,27 +1033,7 @@ class ClusterSpec(Strict):
                         True,
                     )
                 )
-        if "gcp" in providers:
-            problems.extend(_gcp_label_problems(self.tags))
-        for key in self.tags:
-            if "azure" in providers and any(c in key for c in _AZURE_TAG_FORBIDDEN):
-                problems.append(
-                    Problem(
-                        ("tags", key),
-                        "Azure tag names cannot contain < > % & \\ ? or /; rename the tag",
-                        key,
-                        True,
-                    )
-                )
-            if key.startswith("aicluster:"):
-                problems.append(
-                    Problem(
-                        ("tags", key),
-                        "the aicluster: prefix is reserved for tags the toolkit sets",
-                        key,
-                        True,
-                    )
-                )
+        problems.extend(_tag_problems(self.tags, set(providers)))
         if problems:
             raise _Problems(problems)
         return self
@@ -997,6 +1102,7 @@ _SIMPLE_MESSAGES = {
     "int_from_float": "must be a whole number",
     "float_parsing": "must be a number",
     "float_type": "must be a number",
+    "finite_number": "must be a finite number",
     "bool_parsing": "must be true or false",
     "bool_type": "must be true or false",
     "string_type": 'must be a string (quote numbers, e.g. "4711")',
@@ -1066,7 +1172,7 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
                 tag_value,
                 True,
             )
-        hint = did_you_mean(str(tag_value), expected)
+        hint = did_you_mean(tag_value, expected) if isinstance(tag_value, str) else None
         return Problem((*path, tag), f"allowed: {', '.join(expected)}", tag_value, True, hint)
     if etype == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
@@ -1075,7 +1181,8 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         return Problem(path, _PATTERN_HINTS.get(pattern, f"must match {pattern}"), value, echo)
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
-        return Problem(path, simple.format(**ctx), value, True)
+        shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
+        return Problem(path, simple.format(**shown), value, True)
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
     msg = msg[0].lower() + msg[1:] if msg else msg
@@ -1086,29 +1193,111 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
     return Problem(path, msg, value, not isinstance(value, Mapping | list))
 
 
+def _problems_of(exc: ValidationError, data: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, _Problems):
+            base = _clean_loc(err["loc"], data, err["type"])
+            problems.extend(Problem((*base, *p.path), p.message, p.value, p.has_value, p.hint) for p in inner.problems)
+            continue
+        problems.append(_problem_from_error(err, data))
+    return problems
+
+
+# Lists whose bad items are left out so that the rest can still be checked.
+_ITEM_LISTS = ("pools", "storage")
+
+
+@dataclass
+class Checked:
+    """What validating a cluster found: every problem, and a spec of the parts that are right (or None).
+
+    pydantic runs a model's cross-field rules only once its fields are valid, and the planner needs a valid
+    spec: so a mistake in one pool would hide a tag collision and every catalog problem. Validation is
+    repeated with the wrong parts left out (a bad pool or file system, a bad section back to its default)
+    until the rest validates; `spec` is that rest, for the planner, and `original` maps a path in it back to
+    the user's (list indexes shift when items are left out)."""
+
+    spec: ClusterSpec | None
+    problems: list[Problem]
+    kept: dict[str, list[int]] = field(default_factory=dict)
+    items_left_out: bool = False  # a pool or file system was left out of `spec`
+
+    def original(self, path: Path) -> Path:
+        if len(path) >= 2 and isinstance(path[0], str) and isinstance(path[1], int) and path[0] in self.kept:
+            kept = self.kept[path[0]]
+            if 0 <= path[1] < len(kept):
+                return (path[0], kept[path[1]], *path[2:])
+        return path
+
+
+def check_cluster(data: Any) -> Checked:
+    """Validate the `aicluster:cluster` mapping, collecting every problem (see Checked)."""
+    if not isinstance(data, Mapping):
+        problem = Problem((), "aicluster:cluster must be a mapping with at least `name` and `pools`", data, True)
+        return Checked(None, [problem])
+    work: dict[Any, Any] = dict(data)
+    kept = {k: list(range(len(work[k]))) for k in _ITEM_LISTS if isinstance(work.get(k), list)}
+    checked = Checked(None, [], kept)
+    for _ in range(8):  # each round leaves out at least one part; a few rounds reach every layer
+        try:
+            checked.spec = ClusterSpec.model_validate(work)
+            break
+        except ValidationError as exc:
+            found = _problems_of(exc, work)
+        checked.problems.extend(
+            Problem(checked.original(p.path), p.message, p.value, p.has_value, p.hint) for p in found
+        )
+        if not _leave_out(work, kept, [p.path for p in found]):
+            break
+    checked.items_left_out = any(len(kept[k]) != len(data[k]) for k in kept)
+    if checked.spec is None and _is_text_map(data.get("tags")):
+        # the cluster's tag rules need only the tags and the providers of the pools
+        pools = data.get("pools")
+        providers = {
+            p.get("provider")
+            for p in (pools if isinstance(pools, list) else [])
+            if isinstance(p, Mapping) and isinstance(p.get("provider"), str)
+        }
+        checked.problems.extend(_tag_problems(data["tags"], providers))
+    checked.problems = _dedupe(checked.problems)
+    return checked
+
+
+def _is_text_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _leave_out(work: dict[Any, Any], kept: dict[str, list[int]], paths: list[Path]) -> bool:
+    """Leave out the parts the problems are in; False when nothing more can be left out."""
+    drop: dict[str, set[int]] = {}
+    changed = False
+    for path in paths:
+        top = path[0] if path else None
+        if top in kept and len(path) >= 2 and isinstance(path[1], int):
+            drop.setdefault(str(top), set()).add(path[1])
+        elif top == "name":
+            changed = changed or work.get("name") != "cluster"
+            work["name"] = "cluster"
+        elif top is None or top == "pools":  # no pools, or not a list of them: nothing to check further
+            return False
+        elif top in work:
+            del work[top]
+            changed = True
+    for key, indexes in drop.items():
+        work[key] = [item for i, item in enumerate(work[key]) if i not in indexes]
+        kept[key] = [k for i, k in enumerate(kept[key]) if i not in indexes]
+        changed = True
+    return changed and bool(work.get("pools"))
+
+
 def parse_cluster(data: Any, source: str, lines: Mapping[Path, int] | None = None) -> ClusterSpec:
     """Validate the `aicluster:cluster` mapping. Raises SpecError listing every problem."""
-    lines = lines or {}
-    if not isinstance(data, Mapping):
-        raise SpecError(
-            source,
-            [Problem((), "aicluster:cluster must be a mapping with at least `name` and `pools`", data, True)],
-            lines,
-        )
-    try:
-        return ClusterSpec.model_validate(data)
-    except ValidationError as exc:
-        problems: list[Problem] = []
-        for err in exc.errors(include_url=False):
-            inner = (err.get("ctx") or {}).get("error")
-            if isinstance(inner, _Problems):
-                base = _clean_loc(err["loc"], data, err["type"])
-                problems.extend(
-                    Problem((*base, *p.path), p.message, p.value, p.has_value, p.hint) for p in inner.problems
-                )
-                continue
-            problems.append(_problem_from_error(err, data))
-        raise SpecError(source, _dedupe(problems), lines) from None
+    checked = check_cluster(data)
+    if checked.problems or checked.spec is None:
+        raise SpecError(source, checked.problems, lines or {})
+    return checked.spec
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -9,6 +9,8 @@ replaced by a placeholder and marked secret, as the Pulumi CLI marks them.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +18,12 @@ from typing import Any
 
 import yaml
 
-from .spec import ClusterSpec, Problem, SpecError, parse_cluster
+from .spec import ClusterSpec, Problem, SpecError, gcp_label, parse_cluster
+from .spec import Path as SpecPath
 
 CLUSTER_KEY = "aicluster:cluster"
+# Pulumi's stack names: letters, digits, `-`, `_` and `.` (`pulumi stack init` refuses anything else).
+STACK_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 SECRET_PLACEHOLDER = "[secret]"
 
 
@@ -30,6 +35,13 @@ class StackNotFound(Exception):
         super().__init__(
             f'stack "{stack}" not found: no {project_dir.name}/stacks/Pulumi.{stack}.yaml; stacks that exist: {have}'
         )
+
+
+class InvalidStackName(StackNotFound):
+    def __init__(self, stack: str):  # not StackNotFound.__init__: there is no file to look for
+        Exception.__init__(self, stack_name_problem(stack) or stack)
+        self.stack = stack
+        self.available = []
 
 
 class ProjectNotFound(Exception):
@@ -78,9 +90,161 @@ class StackConfig:
         return out
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently; the Pulumi CLI's
-    YAML parser rejects the file), so the offline preview and `pulumi up` never disagree."""
+# Bounds on what a stack file may hold. A cluster description is a few hundred values, nested five or six
+# levels; these leave ample room while keeping a hostile file (an alias bomb, a 5,000-digit number,
+# nesting a thousand levels deep) from costing more than a moment and a few megabytes.
+MAX_STACK_BYTES = 1 << 20
+MAX_DEPTH = 32
+MAX_VALUES = 100_000
+MAX_DIGITS = 30
+# Characters a stack file may not hold: control characters other than tab and line breaks, and what YAML
+# refuses anyway (U+FFFE, U+FFFF) - refused here with a line number, which the YAML reader does not give.
+_CONTROL = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_PY_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
+_CORE = "tag:yaml.org,2002:"
+# Explicit tags that only restate what plain YAML means; anything else (!!binary, !!python/..., !custom)
+# builds values no stack field takes, or that the Pulumi CLI reads differently.
+_PLAIN_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq"))
+
+
+class _Refused(Exception):
+    """A stack file the loader will not build, located at a YAML mark and a path from the document root."""
+
+    def __init__(self, mark: Any, path: tuple[str | int, ...], message: str):
+        super().__init__(message)
+        self.line = mark.line + 1 if mark is not None else None
+        self.path = path
+        self.message = message
+
+
+def _tag_name(tag: str) -> str:
+    return "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
+
+
+def _digits(text: str) -> int:
+    body = text.replace("_", "").lstrip("+-")
+    if body[:2].lower() in ("0x", "0o", "0b"):
+        body = body[2:]
+    return len(body)
+
+
+class _StackLoader(yaml.SafeLoader):
+    """SafeLoader for stack files.
+
+    - refuses duplicate keys (PyYAML keeps the last one silently; the Pulumi CLI's YAML parser rejects the
+      file), so the offline preview and `pulumi up` never disagree;
+    - refuses, while composing and before anything is built, explicit tags other than the plain ones,
+      numbers that are not finite or have more than MAX_DIGITS digits, nesting deeper than MAX_DEPTH,
+      an alias inside its own anchor, and aliases that expand to more than MAX_VALUES values;
+    - reads dates (`expires: 2027-12-31`) as the text written, as the Pulumi CLI hands them to a program.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._path: list[str | int] = []
+        self._open: set[str] = set()
+        self._sizes: dict[int, int] = {}
+        self._nest_start: list[tuple[int, yaml.Mark]] = []  # (path length, mark) of each collection
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if isinstance(parent, yaml.MappingNode) and isinstance(index, yaml.ScalarNode):
+            self._path.append(index.value)
+        elif isinstance(parent, yaml.SequenceNode) and isinstance(index, int):
+            self._path.append(index)
+        elif parent is not None:
+            self._path.append("?")  # a mapping key, or a key that is not text
+        try:
+            return self._compose_checked(parent, index)
+        finally:
+            if parent is not None:
+                self._path.pop()
+
+    def _refuse(self, mark: Any, message: str, path: tuple[str | int, ...] | None = None) -> _Refused:
+        return _Refused(mark, tuple(self._path) if path is None else path, message)
+
+    def _compose_checked(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self._open:
+                raise self._refuse(
+                    event.start_mark,
+                    f"the alias *{event.anchor} refers to the list or mapping that contains it; "
+                    "a YAML anchor cannot contain itself",
+                )
+            node = super().compose_node(parent, index)
+            self._budget(node, event.start_mark)
+            return node
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag != "!" and tag not in _PLAIN_TAGS:
+            raise self._refuse(
+                event.start_mark,
+                f"the YAML tag {_tag_name(tag)} is not allowed; write the value as plain text, "
+                "a number, a list or a mapping",
+            )
+        collection = isinstance(event, yaml.CollectionStartEvent)
+        if collection:
+            if len(self._nest_start) >= MAX_DEPTH:
+                keys = [i for i, part in enumerate(self._path) if isinstance(part, str)]
+                cut = keys[-1] + 1 if keys else 0
+                length, mark = next(((n, m) for n, m in self._nest_start if n >= cut), self._nest_start[-1])
+                raise self._refuse(
+                    mark,
+                    f"nested more than {MAX_DEPTH} levels deep; a stack file needs a handful",
+                    tuple(self._path[:length]),
+                )
+            self._nest_start.append((len(self._path), event.start_mark))
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            self._open.add(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if anchor is not None:
+                self._open.discard(anchor)
+            if collection:
+                self._nest_start.pop()
+        if isinstance(node, yaml.ScalarNode) and event.implicit[0] and node.style is None:
+            self._check_number(node)
+        self._budget(node, event.start_mark)
+        return node
+
+    def _check_number(self, node: yaml.ScalarNode) -> None:
+        if node.tag == _CORE + "int" and _digits(node.value) > MAX_DIGITS:
+            raise self._refuse(
+                node.start_mark,
+                f"a number with {_digits(node.value)} digits; no field takes a number that large",
+            )
+        if node.tag == _CORE + "float":
+            text = node.value.replace("_", "")
+            try:
+                number = math.inf if text.lower().lstrip("+-") in (".inf", ".nan") else float(text)
+            except ValueError:  # YAML 1.1 sexagesimal (1:30.5): small by construction
+                return
+            if not math.isfinite(number) or _digits(text.split(".")[0].split("e")[0].split("E")[0]) > MAX_DIGITS:
+                raise self._refuse(
+                    node.start_mark,
+                    f"got {node.value}; numbers must be finite and of a sane size (JSON and the Pulumi engine "
+                    "cannot carry .inf or .nan); write the number itself",
+                )
+
+    def _budget(self, node: yaml.Node | None, mark: Any) -> None:
+        """Count the values the node stands for with every alias expanded; refuse an alias bomb at once."""
+        if node is None:
+            return
+        size = self._sizes.get(id(node))
+        if size is None:
+            size = 1
+            if isinstance(node, yaml.SequenceNode):
+                size += sum(self._sizes.get(id(item), 1) for item in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                size += sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+            self._sizes[id(node)] = size
+        if size > MAX_VALUES:
+            raise self._refuse(
+                mark,
+                f"aliases expand to more than {MAX_VALUES} values; a stack file holds a few hundred: "
+                "write the values out or use fewer aliases",
+            )
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -91,11 +255,75 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             except TypeError:  # unhashable key: SafeLoader reports it
                 continue
             if first is not None and key != "<<":
+                shown = f'"{key}"' if isinstance(key, str) else str(key)
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first at line {first}); remove one", key_node.start_mark
+                    None, None, f"duplicate key {shown} (first at line {first}); remove one", key_node.start_mark
                 )
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
+
+    def construct_yaml_timestamp(self, node: yaml.Node) -> Any:
+        return self.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_StackLoader.add_constructor(_CORE + "timestamp", _StackLoader.construct_yaml_timestamp)
+
+
+MAX_JSON_BYTES = 256 << 20  # a preview JSON of a 100,000-node cluster is tens of MiB
+
+
+class JsonInputError(ValueError):
+    """A JSON input (policy config, preview JSON) that is not JSON or out of bounds; the text says why."""
+
+
+def _json_int(text: str) -> int:
+    if _digits(text) > MAX_DIGITS:
+        raise JsonInputError(f"a number with {_digits(text)} digits; no input takes a number that large")
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise JsonInputError(f"got {text}; numbers must be finite")
+    return number
+
+
+def _json_constant(text: str) -> float:
+    raise JsonInputError(f"got {text}; numbers must be finite (JSON has no {text})")
+
+
+def _json_depth(value: Any) -> int:
+    """How deeply lists and objects nest (iteratively: the value may be deeper than Python's stack)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            todo.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def read_json_input(path: Path, max_depth: int = MAX_DEPTH) -> Any:
+    """A JSON file the user gives, refused with JsonInputError (the reason) when it is not UTF-8 JSON,
+    nests deeper than `max_depth`, or holds a number that is not finite or has more than MAX_DIGITS digits."""
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise JsonInputError(f"larger than {MAX_JSON_BYTES >> 20} MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonInputError(f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        value = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+    except json.JSONDecodeError as exc:
+        raise JsonInputError(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise JsonInputError(f"nested more than {max_depth} levels deep") from None
+    if _json_depth(value) > max_depth:
+        raise JsonInputError(f"nested more than {max_depth} levels deep")
+    return value
 
 
 def find_project(start: Path | None = None) -> Project:
@@ -128,11 +356,7 @@ def _line_map(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str 
             _line_map(item, (*path, i), out)
 
 
-def _cluster_lines(text: str) -> dict[tuple[str | int, ...], int]:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return {}
+def _cluster_lines(root: yaml.Node | None) -> dict[tuple[str | int, ...], int]:
     if not isinstance(root, yaml.MappingNode):
         return {}
     for knode, vnode in root.value:
@@ -141,27 +365,106 @@ def _cluster_lines(text: str) -> dict[tuple[str | int, ...], int]:
                 if ck.value == CLUSTER_KEY:
                     out: dict[tuple[str | int, ...], int] = {}
                     _line_map(cv, (), out)
-                    # a cluster given as {value: {...}} (Pulumi's object form)
                     return out
     return {}
 
 
-def read_stack(project: Project, stack: str) -> StackConfig:
-    path = project.stack_path(stack)
-    if not path.is_file():
-        raise StackNotFound(stack, project.root, project.stacks())
+def _user_path(path: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """A path from the document root as the user reads it: cluster fields from `aicluster:cluster`, other
+    config keys from `config`."""
+    if path[:2] == ("config", CLUSTER_KEY):
+        return path[2:]
+    if path[:1] == ("config",):
+        return path[1:]
+    return path
+
+
+def _control_problems(text: str) -> list[tuple[int, Problem]]:
+    """The first control character of each line that has one (lines as YAML counts them: LF, CR LF, CR)."""
+    found = []
+    last_line = 0
+    for match in _CONTROL.finditer(text):
+        start = match.start()
+        number = text.count("\n", 0, start) + 1
+        if number == last_line:
+            continue
+        last_line = number
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        found.append(
+            (
+                number,
+                Problem(
+                    (),
+                    f"control character U+{ord(match.group()):04X} at column {column}; remove it "
+                    "(a stack file is plain text; write special characters as escapes in a quoted string)",
+                ),
+            )
+        )
+    return found
+
+
+def stack_name_problem(name: str) -> str | None:
+    """Why `name` is not a Pulumi stack name, or None. Pulumi allows letters, digits, `-`, `_` and `.`."""
+    if STACK_NAME_RE.fullmatch(name) and name not in (".", ".."):
+        return None
+    return (
+        f"{_quoted(name)} is not a stack name: a stack name is 1-100 letters, digits, '-', '_' or '.' "
+        "(and not '.' or '..'), or give the path of a stack file Pulumi.<stack>.yaml"
+    )
+
+
+def _quoted(text: str) -> str:
+    body = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in text[:200])
+    return f'"{body}"'
+
+
+def stack_file_name(path: Path) -> str | None:
+    """The stack a file `Pulumi.<stack>.yaml` holds, or None if the name is not of that shape."""
+    name = path.name
+    if name.startswith("Pulumi.") and name.endswith(".yaml") and len(name) > len("Pulumi..yaml"):
+        return name[len("Pulumi.") : -len(".yaml")]
+    return None
+
+
+def read_stack(project: Project, stack: str, path: Path | None = None) -> StackConfig:
+    """The stack `stack` of the project, or the stack file at `path` (its name is Pulumi.<stack>.yaml)."""
+    if stack_name_problem(stack) is not None:
+        raise InvalidStackName(stack)
+    if path is None:
+        path = project.stack_path(stack)
+        if not path.is_file():
+            raise StackNotFound(stack, project.root, project.stacks())
     source = project.relative(path)
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_STACK_BYTES + 1)
+    if len(raw) > MAX_STACK_BYTES:
+        raise SpecError(
+            source, [Problem((), f"larger than {MAX_STACK_BYTES // 1024} KiB; a stack file is a few KiB of YAML")]
+        )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(source, [Problem((), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8")]) from None
+    control = _control_problems(text)
+    if control:
+        number, first = control[0]
+        more = f"; {len(control) - 1} more line(s) have them too" if len(control) > 1 else ""
+        raise SpecError(f"{source}:{number}", [Problem((), first.message + more)])
+    loader = _StackLoader(text)
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader) or {}
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except _Refused as exc:
+        where = f"{source}:{exc.line}" if exc.line is not None else source
+        raise SpecError(where, [Problem(_user_path(exc.path), exc.message)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = _PY_QUOTED.sub(r'"\1"', str(getattr(exc, "problem", None) or exc))  # PyYAML words values with %r
         raise SpecError(where, [Problem((), f"not valid YAML: {problem}")]) from None
+    finally:
+        loader.dispose()
+    data = data or {}
     if not isinstance(data, Mapping):
         raise SpecError(source, [Problem((), "a stack file must be a mapping with a `config:` key")])
     raw_config = data.get("config") or {}
@@ -178,11 +481,11 @@ def read_stack(project: Project, stack: str) -> StackConfig:
             config[key] = value["value"]
         else:
             config[key] = value
-    return StackConfig(project, stack, path, config, frozenset(secret_keys), _cluster_lines(text))
+    return StackConfig(project, stack, path, config, frozenset(secret_keys), _cluster_lines(root))
 
 
-def load_cluster(stack: StackConfig) -> ClusterSpec:
-    """The stack's ClusterSpec, or SpecError naming the file, field, value and fix."""
+def cluster_data(stack: StackConfig) -> Any:
+    """The stack's `aicluster:cluster` value as written, or SpecError when the key is missing or secret."""
     if CLUSTER_KEY in stack.secret_keys:
         raise SpecError(
             stack.source,
@@ -199,4 +502,58 @@ def load_cluster(stack: StackConfig) -> ClusterSpec:
                 )
             ],
         )
-    return parse_cluster(stack.config[CLUSTER_KEY], stack.source, stack.lines)
+    return stack.config[CLUSTER_KEY]
+
+
+def load_cluster(stack: StackConfig) -> ClusterSpec:
+    """The stack's ClusterSpec, or SpecError naming the file, field, value and fix."""
+    return parse_cluster(cluster_data(stack), stack.source, stack.lines)
+
+
+def policy_problems(spec: ClusterSpec) -> list[Problem]:
+    """What the policy pack's mandatory data-residency and required-tag policies would fail in preview, found
+    from the stack alone (their default settings; a waiver naming the policy turns the check off here)."""
+    from aicluster.catalog import REQUIRED_TAGS
+    from policies.compliance import allowed_regions, azure_required_tags, gcp_required_labels, required_tags
+
+    waived = {w.policy for w in spec.compliance.waivers}
+    problems: list[Problem] = []
+    allowed = list(spec.compliance.allowed_regions)
+    residency = allowed_regions.meta.name
+    if allowed and residency not in waived:
+        placed: list[tuple[SpecPath, str | None]] = [
+            (("pools", i, "region"), p.region) for i, p in enumerate(spec.pools)
+        ]
+        placed += [(("storage", i, "region"), s.region) for i, s in enumerate(spec.storage)]
+        if spec.scheduler.kind == "slurm":
+            placed.append((("scheduler", "controller", "region"), spec.scheduler.controller.region))
+        for path, region in placed:
+            if region is not None and region not in allowed:
+                problems.append(
+                    Problem(
+                        path,
+                        f"outside compliance.allowed_regions [{', '.join(allowed)}] (policy {residency} fails "
+                        "in preview); use an allowed region or add this one to compliance.allowed_regions",
+                        region,
+                        True,
+                    )
+                )
+    rules = {"aws": required_tags, "azure": azure_required_tags, "gcp": gcp_required_labels}
+    for provider in sorted({p.provider for p in spec.pools}):
+        rule = rules.get(provider)
+        if rule is None or rule.meta.name in waived:
+            continue
+        if provider == "gcp":
+            have = {gcp_label(k, key=True) for k in spec.tags}
+            missing = [t for t in REQUIRED_TAGS if gcp_label(t, key=True) not in have]
+        else:
+            missing = [t for t in REQUIRED_TAGS if t not in spec.tags]
+        if missing:
+            problems.append(
+                Problem(
+                    ("tags",),
+                    f"missing the required tag(s) {', '.join(missing)} (policy {rule.meta.name} fails every "
+                    f"{provider} resource in preview); add them, e.g. `{missing[0]}: ml-platform`",
+                )
+            )
+    return problems

@@ -10,6 +10,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity
 
+from aicluster.catalog import REQUIRED_TAGS
+
 from .facts import (
     ASG,
     AZURE_NIC,
@@ -465,7 +467,7 @@ efs_encryption = ResourceRule(
 # --------------------------------------------------------------------------------------------------
 # Required tags
 
-DEFAULT_REQUIRED_TAGS = ("owner", "cost-center")
+DEFAULT_REQUIRED_TAGS = REQUIRED_TAGS  # the catalog holds the list: `aicluster validate` checks it too
 # Resources that cost money: these must carry the allocation tags even where the program gave them none.
 COST_BEARING = frozenset({ASG, INSTANCE, LAUNCH_TEMPLATE, FSX_LUSTRE, EFS, NAT_GATEWAY, EIP, EBS_VOLUME})
 

@@ -149,3 +149,134 @@ def test_the_catalog_refuses_an_inconsistent_cpu_topology(tmp_path: Path, new: s
     path.write_text("".join(lines))
     with pytest.raises(CatalogError, match=re.escape(problem)):
         load_catalog(data)
+
+
+# --- Regional price coverage -------------------------------------------------------------------------
+# Every region the catalog offers GPUs / TPUs in, per provider. A new GPU region must be added here and
+# priced (or listed as unpriced below) on purpose.
+_GPU_REGIONS = {
+    "aws": (
+        "ap-northeast-1",
+        "ap-south-1",
+        "ap-southeast-2",
+        "eu-central-1",
+        "eu-north-1",
+        "eu-west-1",
+        "eu-west-2",
+        "sa-east-1",
+        "us-east-1",
+        "us-east-2",
+        "us-west-2",
+    ),
+    "azure": ("eastus", "eastus2", "southcentralus", "westus", "westus2"),
+    "gcp": (
+        "asia-northeast1",
+        "asia-southeast1",
+        "europe-north1",
+        "europe-west1",
+        "europe-west4",
+        "us-central1",
+        "us-east1",
+        "us-east4",
+        "us-east5",
+        "us-south1",
+        "us-west1",
+    ),
+}
+
+# The reviewed list of (provider, priced item) -> GPU regions WITHOUT a catalog price (the item is shown
+# as unpriced there and the user sets pricing.overrides). Items are services/ names and storage tier skus.
+# docs/catalog.md explains why each is unpriced. Pricing a region removes it from here; this test fails
+# when coverage shrinks (a price removed) as well as when it grows, so both are deliberate edits.
+_ALL = "all GPU regions"
+_UNPRICED: dict[tuple[str, str], tuple[str, ...] | str] = {
+    ("aws", "ebs-gp3"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("aws", "nat-gateway"): tuple(r for r in _GPU_REGIONS["aws"] if r not in ("us-east-1", "us-east-2")),
+    ("aws", "fsx-lustre/PERSISTENT_2/125"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("aws", "fsx-lustre/PERSISTENT_2/250"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("aws", "fsx-lustre/PERSISTENT_2/500"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("aws", "fsx-lustre/PERSISTENT_2/1000"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("aws", "efs/regional-standard-bursting/52.43"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("azure", "managed-disk-premium-ssd"): ("eastus2", "southcentralus", "westus", "westus2"),
+    ("azure", "nat-gateway"): ("eastus2", "southcentralus", "westus", "westus2"),
+    ("azure", "public-ipv4"): ("eastus2", "southcentralus", "westus", "westus2"),
+    ("azure", "azure-managed-lustre/AMLFS-Durable-Premium-40/40"): _ALL,
+    ("azure", "azure-managed-lustre/AMLFS-Durable-Premium-125/125"): _ALL,
+    ("azure", "azure-managed-lustre/AMLFS-Durable-Premium-250/250"): _ALL,
+    ("azure", "azure-managed-lustre/AMLFS-Durable-Premium-500/500"): _ALL,
+    ("azure", "azure-netapp-files/Premium/67.1"): _ALL,
+    ("azure", "azure-netapp-files/Ultra/134.2"): _ALL,
+    ("gcp", "hyperdisk-balanced"): _ALL,
+    ("gcp", "gcp-managed-lustre/numbered-tier/1000"): _ALL,
+    ("gcp", "gcp-managed-lustre/numbered-tier/500"): _ALL,
+    ("gcp", "gcp-managed-lustre/numbered-tier/250"): _ALL,
+    ("gcp", "gcp-managed-lustre/numbered-tier/125"): _ALL,
+    ("gcp", "gcp-managed-lustre/dynamic-tier/25"): _ALL,
+    ("gcp", "parallelstore/SCRATCH/1234.8"): _ALL,
+    ("gcp", "filestore/ZONAL/272.6"): _ALL,
+    ("gcp", "filestore/ZONAL-10-100TiB/272.6"): _ALL,
+}
+
+
+def _gpu_regions(catalog: Catalog) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for (provider, _), it in catalog.instance_types.items():
+        if it.accelerator:
+            out.setdefault(provider, set()).update(o.region for o in it.offerings)
+    for tpu in catalog.tpu_types.values():
+        out.setdefault("gcp", set()).update(o.region for o in tpu.offerings)
+    return out
+
+
+def _unpriced_gpu_regions(catalog: Catalog) -> set[tuple[str, str, str]]:
+    """(provider, item, region) for every costed item without a catalog price in a GPU region."""
+    gpu = _gpu_regions(catalog)
+    items: list[tuple[str, str, dict[str, float]]] = [
+        (provider, service, rec.prices_usd) for (provider, service), rec in catalog.services.items()
+    ]
+    items += [(t.provider, t.sku, t.prices_usd_per_gib_month) for t in catalog.storage_tiers]
+    return {
+        (provider, item, region)
+        for provider, item, prices in items
+        for region in gpu.get(provider, ())
+        if prices.get(region) is None
+    }
+
+
+def test_gpu_regions_are_the_reviewed_set(catalog: Catalog) -> None:
+    assert {p: sorted(r) for p, r in _gpu_regions(catalog).items()} == {p: sorted(r) for p, r in _GPU_REGIONS.items()}
+
+
+def test_unpriced_gpu_regions_are_the_reviewed_set(catalog: Catalog) -> None:
+    expected = {
+        (provider, item, region)
+        for (provider, item), regions in _UNPRICED.items()
+        for region in (_GPU_REGIONS[provider] if regions == _ALL else regions)
+    }
+    missing = sorted(_unpriced_gpu_regions(catalog) - expected)
+    extra = sorted(expected - _unpriced_gpu_regions(catalog))
+    assert not missing, f"newly unpriced (a price was removed or an item added): {missing}"
+    assert not extra, f"now priced: remove from _UNPRICED (and docs/catalog.md): {extra}"
+
+
+def test_every_priced_region_is_a_catalog_region(catalog: Catalog) -> None:
+    # a typo in a region key would silently leave the real region unpriced
+    for (provider, service), rec in catalog.services.items():
+        for region in rec.prices_usd:
+            assert catalog.region(provider, region) is not None, (provider, service, region)
+    for tier in catalog.storage_tiers:
+        for region in tier.prices_usd_per_gib_month:
+            assert catalog.region(tier.provider, region) is not None, (tier.provider, tier.sku, region)
+
+
+def test_an_nccl_profile_for_a_type_without_its_fabric_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "nccl.yaml"
+    text = path.read_text()
+    old = "instance_types: [Standard_ND96isr_H100_v5, Standard_ND96isr_H200_v5]"
+    assert old in text
+    path.write_text(text.replace(old, "instance_types: [Standard_ND96isr_H100_v5, Standard_NC24ads_A100_v4]"))
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(data)
+    assert "azure/Standard_NC24ads_A100_v4 is not an instance type with the infiniband fabric" in str(caught.value)

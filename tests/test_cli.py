@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
+from rich.markup import escape
+from rich.table import Table
 
-from aicluster.cli import main
+from aicluster import files
+from aicluster.cli import _group_warnings, main
+from aicluster.term import SafeConsole, strip_control
 from tests.conftest import STACKS, run_cli, write_stack
 
 SUMMARY_KEYS = {
@@ -254,8 +261,8 @@ def test_catalog_problems_are_located_too(project: Path) -> None:
     proc = run_cli("-C", str(project), "validate", "bad")
     assert proc.returncode == 2
     assert (
-        'stacks/Pulumi.bad.yaml:9: pools[0].instance_type: got "p5.48xlarg"; not a aws instance type in the catalog'
-        in proc.stderr
+        'stacks/Pulumi.bad.yaml:9: pools[0].instance_type: got "p5.48xlarg"; the catalog has no aws instance type '
+        "of that name" in proc.stderr
     )
     assert 'did you mean "p5.48xlarge"?' in proc.stderr
 
@@ -303,7 +310,7 @@ def test_unwritable_json_target_is_a_clear_error(project: Path, tmp_path: Path) 
     blocker.write_text("x")
     proc = run_cli("-C", str(project), "plan", "good", "--json", str(blocker / "plan.json"))
     assert proc.returncode == 2
-    assert f"error: {blocker}" in proc.stderr
+    assert f"error: --json {blocker}/plan.json: cannot write: {blocker} is a file, not a directory" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -350,3 +357,170 @@ def test_azure_preview_names_zones_ib_domains_and_unpriced_storage() -> None:
     assert "unpriced" in text  # Managed Lustre has no catalog price: not shown as $0.00
     assert "image microsoft-dsvm:ubuntu-hpc:2204:latest is not pinned" in text
     assert "network azure-eastus: 10.65.0.0/16 (compute 10.65.0.0/19, lustre 10.65.192.0/19" in text
+
+
+# --- writing files: the user's path and the cause, never a temporary name, nothing left behind ----------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ("plan", "good", "--json", "/proc/nope.json"),
+            "error: --json /proc/nope.json: cannot write: the directory /proc does not take new files",
+            id="json-where-no-file-can-be-created",
+        ),
+        pytest.param(
+            ("schema", "-o", "/proc/nope/schema.json"),
+            "error: -o /proc/nope/schema.json: cannot create the directory /proc/nope",
+            id="missing-directory-that-cannot-be-created",
+        ),
+        pytest.param(("schema", "-o", "{tmp}"), "error: -o {tmp}: is a directory; give a file name", id="schema-dir"),
+        pytest.param(
+            ("report", "good", "--format", "md", "-o", "{tmp}"),
+            "error: -o {tmp}: is a directory; give a file name",
+            id="report-dir",
+        ),
+        pytest.param(
+            ("preview", "good", "--json", "{tmp}/file/p.json"),
+            "error: --json {tmp}/file/p.json: cannot write: {tmp}/file is a file, not a directory",
+            id="under-a-file",
+        ),
+    ],
+)
+def test_write_errors_name_the_users_path_and_the_cause(
+    project: Path, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    (tmp_path / "file").write_text("x")
+    before = sorted(tmp_path.rglob("*"))
+    proc = run_cli("-C", str(project), *(a.format(tmp=tmp_path) for a in args))
+    assert proc.returncode == 2, proc.stderr
+    assert message.format(tmp=tmp_path) in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+    assert not re.search(r"\.(nope|schema|p)\.json\.\w+|/\.\w+\.\w{8}", proc.stderr)  # no temporary file name
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_failed_write_removes_its_temporary_file_and_the_directories_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(src: str, dst: Path) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", src)
+
+    monkeypatch.setattr(files.os, "replace", refuse)
+    target = tmp_path / "new" / "deeper" / "out.json"
+    with pytest.raises(files.WriteError) as caught:
+        files.write_atomic(target, "{}\n", flag="--json")
+    assert str(caught.value) == f"--json {target}: cannot write: permission denied (cannot write in {target.parent})"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_atomic_replaces_a_file_and_sets_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "out.txt"
+    files.write_atomic(target, "one\n")
+    files.write_atomic(target, "two\n", mode=0o600)
+    assert target.read_text() == "two\n"
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in target.parent.iterdir()] == ["out.txt"]
+
+
+# --- warnings: grouped, and --quiet ---------------------------------------------------------------------------
+
+
+def test_warnings_are_grouped_under_one_header() -> None:
+    proc = run_cli("validate", "azure-nd-h100-250")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "warning: 3 warnings (--quiet hides them)"
+    assert sum("warning" in line for line in lines) == 1
+    assert sum("storage[0] (datasets)" in line for line in lines) == 1  # two warnings, one subject line
+    assert "  - pools[0] (h100): 250 VMs exceed one InfiniBand domain" in proc.stderr
+
+
+def test_items_with_the_same_warning_share_a_line() -> None:
+    warnings = [
+        "pools[0] (a) has no zone; placed in us-east-1a",
+        "no hyperdisk-balanced price for us-central1 in the catalog",
+        "pools[1] (b) has no zone; placed in us-east-1a",
+        "storage[0] (s): 1 TiB is small",
+        "storage[0] (s): not priced",
+    ]
+    assert _group_warnings(warnings) == [
+        ("pools[0] (a), pools[1] (b)", ["has no zone; placed in us-east-1a"]),
+        ("", ["no hyperdisk-balanced price for us-central1 in the catalog"]),
+        ("storage[0] (s)", ["1 TiB is small", "not priced"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("--quiet", "validate", "azure-nd-h100-250"), id="global-before-the-command"),
+        pytest.param(("validate", "azure-nd-h100-250", "-q"), id="after-the-command"),
+        pytest.param(("-q", "plan", "azure-nd-h100-250"), id="plan"),
+        pytest.param(("preview", "azure-nd-h100-250", "--quiet"), id="preview"),
+    ],
+)
+def test_quiet_hides_warnings(args: tuple[str, ...]) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    assert "InfiniBand" not in proc.stderr
+
+
+def test_quiet_keeps_errors(project: Path) -> None:
+    write_stack(project, "bad", BAD)
+    proc = run_cli("-C", str(project), "--quiet", "validate", "bad")
+    assert proc.returncode == 2
+    assert 'pools[0].market: got "spott"' in proc.stderr
+
+
+# --- control characters never reach the terminal --------------------------------------------------------------
+
+ESCAPES = "\x1b]0;pwned\x07", "\x1b[2J"
+
+
+def test_control_characters_in_a_waiver_reason_never_reach_the_terminal(project: Path) -> None:
+    text = (project / "stacks" / "Pulumi.good.yaml").read_text()
+    over = text.replace("monthly_usd: 250000", "monthly_usd: 1000")
+    waived = over.replace(
+        "      allowed_regions: [us-east-1]",
+        "      allowed_regions: [us-east-1]\n      waivers:\n"
+        "        - {policy: aicluster-cluster-enforce-monthly-budget, resource: llm-dev,\n"
+        '           reason: "title \\e]0;pwned\\a clear \\e[2J end", expires: "2099-12-31"}',
+    )
+    assert waived != over
+    write_stack(project, "esc", waived)
+    proc = run_cli("-C", str(project), "preview", "esc")
+    assert "Traceback" not in proc.stderr
+    shown = proc.stdout + proc.stderr
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", shown), repr(shown[-400:])
+    if proc.returncode == 0:  # the waiver is shown, its text kept apart from the control characters
+        assert "title ]0;pwned clear [2J end" in " ".join(proc.stdout.split())
+
+
+def test_safe_console_strips_user_control_characters_and_keeps_its_own_styles() -> None:
+    console = SafeConsole(file=io.StringIO(), force_terminal=True, color_system="standard", width=120, highlight=False)
+    table = Table(title="findings")
+    table.add_column("reason")
+    table.add_row(f"reason {ESCAPES[0]} and {ESCAPES[1]} \x9b31m C1 \r\x00 done")
+    console.print(table)
+    console.print(f"[red]error:[/] {escape(ESCAPES[1])}bad\ttab")
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b[31m" in text  # rich's own colour for [red]
+    for bad in ("\x1b]0;", "\x07", "\x1b[2J", "\x9b", "\r", "\x00"):
+        assert bad not in text
+    assert "reason ]0;pwned and [2J 31m C1  done" in text
+    assert "[2Jbad" in text
+    assert strip_control("a\x1b[2Jb\nc\td\x7f") == "a[2Jb\nc\td"
+
+
+def test_markdown_to_stdout_carries_no_control_characters(tmp_path: Path) -> None:
+    doc = json.loads(run_cli("preview", "p5-small", "--json", "-").stdout)
+    doc["warnings"] = [f"pool h100: {ESCAPES[0]}{ESCAPES[1]}"]
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    base.write_text(json.dumps(doc))
+    head.write_text(json.dumps(doc))
+    proc = run_cli("diff", str(base), str(head))
+    assert proc.returncode == 0, proc.stderr
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", proc.stdout)

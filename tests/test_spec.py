@@ -135,7 +135,7 @@ def test_spec_is_frozen() -> None:
         ),
         pytest.param(
             cluster(storage=[{"name": "s", "kind": "lustre", "capacity_tib": 1, "mount": "fsx"}]),
-            'stacks/Pulumi.t.yaml: storage[0].mount: got "fsx"; must be an absolute path without',
+            'stacks/Pulumi.t.yaml: storage[0].mount: got "fsx"; must be an absolute path of letters',
             id="relative-mount",
         ),
         pytest.param(
@@ -164,7 +164,7 @@ def test_spec_is_frozen() -> None:
         ),
         pytest.param(
             cluster(pools=[pool(nodes=True)]),
-            "stacks/Pulumi.t.yaml: pools[0].nodes: got True; must be a whole number",
+            "stacks/Pulumi.t.yaml: pools[0].nodes: got true; must be a whole number",
             id="boolean-nodes",
         ),
         pytest.param(
@@ -298,3 +298,141 @@ def test_a_pasted_private_key_is_never_echoed() -> None:
 def test_a_key_with_a_trailing_newline_is_quoted_on_one_line() -> None:
     (line, *_) = [x for x in errors({"0\n": None}) if "unknown key" in x]
     assert line.startswith(f'{SRC}: "0\\u000a": got "0\\u000a"; unknown key')
+
+
+def _mount(mount: str) -> dict[str, object]:
+    return cluster(storage=[{"name": "s", "kind": "nfs", "capacity_tib": 1, "mount": mount}])
+
+
+@pytest.mark.parametrize("mount", ["/home", "/shared", "/fsx", "/data/ml", "/srv", "/mnt/fsx", "/opt/ml"])
+def test_normal_mount_points_are_allowed(mount: str) -> None:
+    assert parse_cluster(_mount(mount), SRC).storage[0].mount == mount
+
+
+@pytest.mark.parametrize(
+    ("mount", "message"),
+    [
+        pytest.param("/", "would hide / the node needs to run", id="root"),
+        pytest.param("/etc", "would hide /etc the node needs to run", id="etc"),
+        pytest.param("/usr/local", "would hide /usr the node needs to run", id="under-usr"),
+        pytest.param("/lib64", "would hide /lib64 the node needs", id="lib64"),
+        pytest.param("/proc/x", "would hide /proc the node needs", id="under-proc"),
+        pytest.param("/var", "would hide /var the node needs", id="var"),
+        pytest.param("/tmp", "would hide /tmp the node needs", id="tmp"),
+        pytest.param("/home/", "must be an absolute path", id="trailing-slash"),
+        pytest.param("/a//b", "must be an absolute path", id="double-slash"),
+        pytest.param("/a/./b", "must be an absolute path", id="dot"),
+        pytest.param("/fsx{{ lookup('pipe','id -un') }}", "must be an absolute path", id="jinja"),
+        pytest.param("/fsx\n", "must be an absolute path", id="newline"),
+        pytest.param("/my data", "must be an absolute path", id="space"),
+    ],
+)
+def test_mount_points_that_break_the_node_are_refused(mount: str, message: str) -> None:
+    (line,) = errors(_mount(mount))
+    assert line.startswith(f"{SRC}: storage[0].mount: got ")
+    assert message in line
+    assert "(e.g. /fsx" in line
+
+
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        pytest.param(cluster(pools=[pool(placement_group="pg\n$(id)")]), "pools[0].placement_group", id="pg"),
+        pytest.param(cluster(pools=[pool(instance_type="p5.48xlarge\n")]), "pools[0].instance_type", id="type"),
+        pytest.param(cluster(pools=[pool(instance_type="$(id)")]), "pools[0].instance_type", id="type-shell"),
+        pytest.param(cluster(tags={"owner": "ml\n"}), "tags.owner", id="tag-trailing-newline"),
+        pytest.param(cluster(tags={"owner\n": "ml"}), 'tags."owner\\u000a"', id="tag-key-newline"),
+        pytest.param(cluster(tags={"owner": "{{ x }}"}), "tags.owner", id="tag-jinja"),
+        pytest.param(
+            cluster(storage=[{"name": "s", "kind": "nfs", "capacity_tib": 1, "mount": "/x", "region": "us\n"}]),
+            "storage[0].region",
+            id="storage-region",
+        ),
+        pytest.param(
+            cluster(scheduler={"kind": "slurm", "controller": {"instance_type": "m7i.xlarge\n"}}),
+            "scheduler.controller.instance_type",
+            id="controller-type",
+        ),
+        pytest.param(
+            cluster(scheduler={"kind": "slurm", "controller": {"region": "$(id)"}}),
+            "scheduler.controller.region",
+            id="controller-region",
+        ),
+        pytest.param(
+            cluster(pricing={"overrides": [{"sku": "p5.48xlarge\n", "usd_per_hour": 1}]}),
+            "pricing.overrides[0].sku",
+            id="sku",
+        ),
+        pytest.param(
+            cluster(pricing={"overrides": [{"sku": "p5.48xlarge", "region": "{{x}}", "usd_per_hour": 1}]}),
+            "pricing.overrides[0].region",
+            id="override-region",
+        ),
+        pytest.param(
+            cluster(
+                compliance={
+                    "waivers": [{"policy": "a b", "resource": "r", "reason": "long enough", "expires": "2027-01-01"}]
+                }
+            ),
+            "compliance.waivers[0].policy",
+            id="waiver-policy",
+        ),
+        pytest.param(
+            cluster(
+                compliance={
+                    "waivers": [
+                        {"policy": "p", "resource": "r", "reason": "ok \x1b[2J cleared", "expires": "2027-01-01"}
+                    ]
+                }
+            ),
+            "compliance.waivers[0].reason",
+            id="waiver-reason-escape",
+        ),
+        pytest.param(
+            cluster(
+                compliance={
+                    "waivers": [
+                        {"policy": "p", "resource": "{% x %}", "reason": "long enough", "expires": "2027-01-01"}
+                    ]
+                }
+            ),
+            "compliance.waivers[0].resource",
+            id="waiver-resource-template",
+        ),
+        pytest.param(
+            cluster(access={"ssh_public_keys": ["ssh-ed25519 " + "A" * 68 + " me@host\nX"]}),
+            "access.ssh_public_keys[0]",
+            id="ssh-key-newline-comment",
+        ),
+    ],
+)
+def test_every_user_string_has_an_allowed_shape(data: dict[str, object], where: str) -> None:
+    found = errors(data)
+    assert any(line.startswith(f"{SRC}: {where}: ") for line in found), found
+    assert all("\n" not in line for line in found)
+
+
+@pytest.mark.parametrize(
+    ("budgets", "message"),
+    [
+        pytest.param({"rack_kw": float("inf")}, "budgets.rack_kw: got .inf; must be a finite number", id="inf"),
+        pytest.param({"power_kw": float("nan")}, "budgets.power_kw: got .nan; must be a finite number", id="nan"),
+        pytest.param(
+            {"monthly_usd": 1e308}, "budgets.monthly_usd: got 1e+308; must be at most 1000000000000", id="huge"
+        ),
+    ],
+)
+def test_budgets_are_finite_and_bounded(budgets: dict[str, float], message: str) -> None:
+    assert f"{SRC}: {message}" in errors(cluster(budgets=budgets))
+
+
+def test_price_overrides_are_finite_and_bounded() -> None:
+    found = errors(cluster(pricing={"overrides": [{"sku": "p5.48xlarge", "usd_per_hour": float("inf")}]}))
+    assert f"{SRC}: pricing.overrides[0].usd_per_hour: got .inf; must be a finite number" in found
+
+
+def test_a_list_as_a_pool_provider_does_not_hide_the_tag_rules() -> None:
+    assert errors(cluster(pools=[pool(provider=[])], tags={"owner": "x", "aicluster:x": "y"})) == [
+        f"{SRC}: pools[0].provider: got a list; allowed: aws, azure, gcp",
+        f'{SRC}: tags.aicluster:x: got "aicluster:x"; the aicluster: prefix is reserved for tags the toolkit sets',
+    ]

@@ -149,7 +149,7 @@ def test_gcp_labels_of_a_tag_set() -> None:
 def test_tags_that_collide_or_are_cut_as_gcp_labels_are_refused() -> None:
     found = errors(gcp_cluster(tags={"Owner": "a", "owner": "b", "note": "x" * 70}))
     assert (
-        f"{SRC}: tags.owner: got \"owner\"; on GCP this tag and 'Owner' both become the label 'owner' (labels are "
+        f'{SRC}: tags.owner: got "owner"; on GCP this tag and "Owner" both become the label "owner" (labels are '
         "lowercase, with `_` for other characters); rename one"
     ) in found
     assert any(line.startswith(f"{SRC}: tags.note: got") and "this one has 70" in line for line in found), found

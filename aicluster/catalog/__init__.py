@@ -40,6 +40,7 @@ from .models import (
 
 __all__ = [
     "DATA_DIR",
+    "REQUIRED_TAGS",
     "Accelerator",
     "Catalog",
     "CatalogError",
@@ -61,6 +62,10 @@ __all__ = [
 ]
 
 DATA_DIR = Path(__file__).parent / "data"
+
+# Tag keys every resource must carry (cost allocation: who owns it, who pays). The policy pack enforces them
+# (its `required_tags` setting can change the list) and `aicluster validate` checks the stack's tags for them.
+REQUIRED_TAGS: tuple[str, ...] = ("owner", "cost-center")
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -255,7 +260,9 @@ def _check_nccl(cat: Catalog, problems: list[str]) -> None:
         for name in prof.instance_types:
             it = cat.instance_type(prof.provider, name)
             if it is None or it.network.fabric != prof.fabric:
-                problems.append(f"nccl {what}: {prof.provider}/{name} is not a {prof.fabric} instance type")
+                problems.append(
+                    f"nccl {what}: {prof.provider}/{name} is not an instance type with the {prof.fabric} fabric"
+                )
         if not _nccl_covered(cat, prof):
             problems.append(f"nccl {what}: covers no GPU instance type")
     for rec in data.default_versions:

@@ -178,7 +178,7 @@ def _region(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: str) ->
         names = ctx.catalog.region_names(provider)
         ctx.problem(
             path,
-            f"not a {provider} region in the catalog; known: {', '.join(names)}",
+            f"the catalog has no {provider} region of that name; known: {', '.join(names)}",
             name,
             did_you_mean(name, names),
         )
@@ -252,7 +252,7 @@ def _instance_type(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: 
         names = ctx.catalog.instance_type_names(provider)
         ctx.problem(
             path,
-            f"not a {provider} instance type in the catalog; known: {', '.join(names)}",
+            f"the catalog has no {provider} instance type of that name; known: {', '.join(names)}",
             name,
             did_you_mean(name, names),
         )
@@ -997,7 +997,7 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
             first = ctx.network_users[by_provider[provider]]
             ctx.problem(
                 user,
-                f"the cluster already has a {provider} network in {by_provider[provider].split('-', 1)[1]} "
+                f"the cluster already has its {provider} network in {by_provider[provider].split('-', 1)[1]} "
                 f"({format_path(first)}); networks in several regions of one provider need peering, which "
                 f"aicluster does not build yet: keep the {provider} pools, storage and controller in one region, "
                 "or split the cluster into two stacks",
@@ -1031,14 +1031,23 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 )
                 continue
             path = ("network", "supernet")
-        reserved = list(AZURE_RESERVED) if provider == "azure" else []
-        clash = overlaps(blocks[key], [*net.exclude, *reserved, *(v for k, v in blocks.items() if k != key)])
+        # each range the block must stay clear of, with what it is
+        others = [
+            *((c, f"network.exclude[{i}] ({c}), a range you marked as in use") for i, c in enumerate(net.exclude)),
+            *(
+                (c, f"{c}, which Azure reserves for its InfiniBand (RDMA) network")
+                for c in (AZURE_RESERVED if provider == "azure" else ())
+            ),
+            *((v, f"the {k.replace('-', '/', 1)} network {v}") for k, v in blocks.items() if k != key),
+        ]
+        clash = overlaps(blocks[key], [c for c, _ in others])
         if clash is not None:
-            if clash in reserved:
-                clash += ", which Azure reserves for its InfiniBand (RDMA) network"
+            what = next(label for c, label in others if c == clash)
+            origin = "pinned under network.cidrs" if key in pinned else "its default block of network.supernet"
+            clear = ", clear of network.exclude," if what.startswith("network.exclude") else ""
             ctx.problem(
                 path,
-                f"the {provider}/{region} network {blocks[key]} overlaps {clash}; pin another block "
+                f"the {provider}/{region} network {blocks[key]} ({origin}) overlaps {what}; pin another block{clear} "
                 f"under network.cidrs ({provider}/{region}: <cidr>)",
                 blocks[key],
             )
@@ -1193,7 +1202,10 @@ def _check_overrides(ctx: _Ctx) -> None:
         if o.region is not None and cat.region(provider, o.region) is None:
             names = cat.region_names(provider)
             ctx.problem(
-                (*base, "region"), f"not a {provider} region in the catalog", o.region, did_you_mean(o.region, names)
+                (*base, "region"),
+                f"the catalog has no {provider} region of that name",
+                o.region,
+                did_you_mean(o.region, names),
             )
 
 

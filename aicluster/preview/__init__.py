@@ -10,9 +10,10 @@ from typing import Any
 from aicluster.catalog import load_catalog
 from aicluster.plan import ClusterPlan, plan
 from aicluster.spec import SpecError
-from aicluster.stackfile import StackConfig, load_cluster
+from aicluster.stackfile import CLUSTER_KEY, StackConfig, load_cluster
 
 from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource, jsonable, run_program
+from .locate import dotted, stack_field, stack_line
 from .policy import (
     PolicyConfigError,
     PolicyResult,
@@ -120,8 +121,21 @@ class Preview:
             "resources": [r.to_json() for r in self.capture.resources],
             "outputs": _outputs_json(self.capture.outputs),
             "warnings": list(p.warnings),
-            "policy": self.policy.to_json(),
+            "policy": self._located(self.policy.to_json()),
+            "stack_file": self.stack.source,
         }
+
+    def _located(self, policy: dict[str, Any]) -> dict[str, Any]:
+        """Each finding with the stack field it comes from and that field's line (SARIF points there)."""
+        cluster = self.stack.config.get(CLUSTER_KEY)
+        cluster = cluster if isinstance(cluster, Mapping) else {}
+        for finding in (*policy["violations"], *policy["waived"]):
+            found = stack_line(
+                self.stack.lines, stack_field(cluster, finding["policy"], finding["resource"], finding["message"])
+            )
+            finding["stack_field"] = dotted(found[0]) if found else None
+            finding["stack_line"] = found[1] if found else None
+        return policy
 
 
 def _outputs_json(value: Any) -> Any:

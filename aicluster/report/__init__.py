@@ -21,8 +21,9 @@ from ._doc import PolicyResults, PreviewDoc, parse
 from ._jsonreport import render_json
 from ._junit import render_junit
 from ._sarif import render_sarif
+from ._views import FindingGroup, group_findings
 
-__all__ = ["FORMATS", "diff_markdown", "render"]
+__all__ = ["FORMATS", "DiffInputError", "FindingGroup", "diff_markdown", "group_findings", "render"]
 
 FORMATS = ("md", "html", "sarif", "junit", "json")
 
@@ -52,6 +53,22 @@ def render(doc: Mapping[str, Any], fmt: str) -> str:
     return _RENDERERS[fmt](parse(doc))
 
 
+class DiffInputError(ValueError):
+    """One of the two previews is not a preview JSON; `side` says which ("base" or "head")."""
+
+    def __init__(self, side: str, problem: str) -> None:
+        super().__init__(f"{side}: {problem}")
+        self.side = side
+        self.problem = problem
+
+
 def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
-    """Markdown for a PR comment: what changes from the base preview to the head preview."""
-    return render_diff(parse(base), parse(head))
+    """Markdown for a PR comment: what changes from the base preview to the head preview.
+    DiffInputError names the side whose document has the wrong shape."""
+    docs = []
+    for side, doc in (("base", base), ("head", head)):
+        try:
+            docs.append(parse(doc))
+        except ValueError as exc:
+            raise DiffInputError(side, str(exc).removeprefix("preview JSON: ")) from None
+    return render_diff(*docs)

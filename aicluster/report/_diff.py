@@ -7,15 +7,19 @@ comment says so): a renamed stack then shows what really changed, not everything
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._doc import PreviewDoc, Resource, Violation
 from ._templates import render_markdown
-from ._views import Verdict, change_pct, number, plural, signed, usd, verdict
+from ._views import Verdict, change_pct, group_findings, number, plural, signed, usd, verdict
 
 COLLAPSE_OVER = 10
+MAX_VALUE_CHARS = 60  # a longer value (user data, a policy document) is cut, as Infracost and Pulumi do
+MAX_PROPERTIES = 20  # changed properties shown per resource; the rest are counted
+MAX_DEPTH = 8  # nested inputs deeper than this are compared as one value
 _MISSING = object()
 
 
@@ -24,16 +28,52 @@ def _urn_key(urn: str, stack: str) -> str:
     return "urn:pulumi:::" + urn[len(prefix) :] if urn.startswith(prefix) else urn
 
 
-def changed_keys(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]:
-    """Top-level input keys whose values differ, including keys only one side has."""
-    return sorted(k for k in base.keys() | head.keys() if base.get(k, _MISSING) != head.get(k, _MISSING))
+@dataclass(frozen=True)
+class PropertyChange:
+    """One input that differs, by its path (`metadataOptions.httpTokens`, `tags.owner`,
+    `networkInterfaces[1].deviceIndex`), with both values as shown: JSON, cut to MAX_VALUE_CHARS,
+    `(none)` where a side lacks it. Secret inputs are placeholders in the preview, so they stay hidden."""
+
+    path: str
+    old: str
+    new: str
+
+
+def show_value(value: object) -> str:
+    if value is _MISSING:
+        return "(none)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def property_changes(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[PropertyChange]:
+    """The inputs that differ, old -> new, down to the changed leaf (maps by key, lists of the same
+    length by index; a list that grew or shrank is one change), in key order."""
+    found: list[PropertyChange] = []
+    _compare(base, head, "", 0, found)
+    return found
+
+
+def _compare(old: object, new: object, path: str, depth: int, found: list[PropertyChange]) -> None:
+    if old == new:
+        return
+    if depth < MAX_DEPTH and isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(old.keys() | new.keys(), key=str):
+            _compare(
+                old.get(key, _MISSING), new.get(key, _MISSING), f"{path}.{key}" if path else str(key), depth + 1, found
+            )
+    elif depth < MAX_DEPTH and isinstance(old, list) and isinstance(new, list) and len(old) == len(new) and path:
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            _compare(a, b, f"{path}[{i}]", depth + 1, found)
+    else:
+        found.append(PropertyChange(path, show_value(old), show_value(new)))
 
 
 @dataclass(frozen=True)
 class ResourceChanges:
     added: list[Resource]
     removed: list[Resource]
-    changed: list[tuple[Resource, list[str]]]
+    changed: list[tuple[Resource, list[PropertyChange]]]
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.changed)
@@ -42,7 +82,7 @@ class ResourceChanges:
 def resource_changes(base: PreviewDoc, head: PreviewDoc) -> ResourceChanges:
     old = {_urn_key(r.urn, base.stack): r for r in base.resources}
     new = {_urn_key(r.urn, head.stack): r for r in head.resources}
-    changed = [(new[k], changed_keys(old[k].inputs, new[k].inputs)) for k in sorted(old.keys() & new.keys())]
+    changed = [(new[k], property_changes(old[k].inputs, new[k].inputs)) for k in sorted(old.keys() & new.keys())]
     return ResourceChanges(
         added=[new[k] for k in sorted(new.keys() - old.keys())],
         removed=[old[k] for k in sorted(old.keys() - new.keys())],
@@ -198,11 +238,26 @@ def _headline(changes: ResourceChanges) -> str:
     return ", ".join([f"{plural(n, 'resource')} {word}", *(f"{m} {w}" for m, w in rest)])
 
 
-def _resource_sections(changes: ResourceChanges) -> list[tuple[str, list[str]]]:
+@dataclass(frozen=True)
+class Item:
+    """One line of a resources section, with the lines nested under it (changed properties)."""
+
+    text: str
+    details: tuple[str, ...] = ()
+
+
+def _changed(resource: Resource, changes: list[PropertyChange]) -> Item:
+    lines = [f"{c.path}: {c.old} → {c.new}" for c in changes[:MAX_PROPERTIES]]
+    if len(changes) > MAX_PROPERTIES:
+        lines.append(f"… and {len(changes) - MAX_PROPERTIES} more")
+    return Item(resource.urn, tuple(lines))
+
+
+def _resource_sections(changes: ResourceChanges) -> list[tuple[str, list[Item]]]:
     return [
-        ("Added", [r.urn for r in changes.added]),
-        ("Removed", [r.urn for r in changes.removed]),
-        ("Changed", [f"{r.urn}: {', '.join(keys)}" for r, keys in changes.changed]),
+        ("Added", [Item(r.urn) for r in changes.added]),
+        ("Removed", [Item(r.urn) for r in changes.removed]),
+        ("Changed", [_changed(r, found) for r, found in changes.changed]),
     ]
 
 
@@ -227,7 +282,10 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
         deltas=deltas,
         costs_unchanged=costs_unchanged,
         findings=findings,
-        finding_sections=[("New", findings.new), ("Fixed", findings.fixed)],
+        finding_sections=[
+            (title, len(found), group_findings(found))
+            for title, found in (("New", findings.new), ("Fixed", findings.fixed))
+        ],
         collapse_over=COLLAPSE_OVER,
     )
 

@@ -7,6 +7,7 @@ here, once, with a ValueError that names the key path (`pools[1].cost_usd_per_mo
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,6 +104,8 @@ class Violation:
     type: str
     urn: str
     message: str
+    stack_field: str | None = None  # the stack field the finding comes from (`pools[0].region`)
+    stack_line: int | None = None  # that field's line in the stack file
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class Waived:
     message: str
     reason: str
     expires: str
+    stack_field: str | None = None
+    stack_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -146,10 +151,11 @@ class PreviewDoc:
     resources: tuple[Resource, ...]
     warnings: tuple[str, ...]
     policy: PolicyResults | None
+    given_stack_file: str | None = None  # relative to the project; previews before it existed lack it
 
     @property
     def stack_file(self) -> str:
-        return f"stacks/Pulumi.{self.stack}.yaml"
+        return self.given_stack_file or f"stacks/Pulumi.{self.stack}.yaml"
 
 
 class _Reader:
@@ -182,18 +188,26 @@ class _Reader:
     def whole(self, key: str) -> int:
         value = self._get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be a whole number, got {value!r}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a whole number, got {_show(value)}")
         return int(value)
 
     def number(self, key: str) -> float:
         value = self._get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {value!r}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {_show(value)}")
         return float(value)
 
     def optional_number(self, key: str) -> float | None:
         """A finite number, or None where the document has null (an unpriced cost); the key must be there."""
         return None if self._get(key) is None else self.number(key)
+
+    def optional_line(self, key: str) -> int | None:
+        if self._data.get(key) is None:
+            return None
+        value = self.whole(key)
+        if value < 1:
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be a line number (1 or more), got {value}")
+        return value
 
     def optional_positive(self, key: str) -> float | None:
         if self._data.get(key) is None:
@@ -224,7 +238,7 @@ class _Reader:
         choices = get_args(allowed)
         value = self.text(key)
         if value not in choices:
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be one of {', '.join(choices)}, got {value!r}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be one of {', '.join(choices)}, got {_show(value)}")
         return value
 
     def raw(self, key: str) -> Mapping[str, Any]:
@@ -235,6 +249,12 @@ class _Reader:
         if not isinstance(value, list | tuple):
             raise ValueError(f"preview JSON: '{self._at(key)}' must be a list, got {_kind(value)}")
         return value
+
+
+def _show(value: object) -> str:
+    """A value as the JSON it came from (never a Python repr), cut short."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _kind(value: object) -> str:
@@ -259,6 +279,7 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         resources=tuple(_resource(x) for x in r.objs("resources")),
         warnings=r.texts("warnings"),
         policy=_policy_results(r.obj("policy")) if r.has("policy") else None,
+        given_stack_file=r.optional_text("stack_file"),
     )
 
 
@@ -354,6 +375,8 @@ def _violation(r: _Reader) -> Violation:
         type=r.text("type"),
         urn=r.text("urn"),
         message=r.text("message"),
+        stack_field=r.optional_text("stack_field"),
+        stack_line=r.optional_line("stack_line"),
     )
 
 
@@ -367,6 +390,8 @@ def _waived(r: _Reader) -> Waived:
         message=r.text("message"),
         reason=r.text("reason"),
         expires=r.text("expires"),
+        stack_field=r.optional_text("stack_field"),
+        stack_line=r.optional_line("stack_line"),
     )
 
 
@@ -381,4 +406,4 @@ def _check_policy_names(results: PolicyResults) -> None:
     ]
     for path, name in named:
         if name not in known:
-            raise ValueError(f"preview JSON: '{path}' names {name!r}, which is not in policy.policies")
+            raise ValueError(f"preview JSON: '{path}' names {_show(name)}, which is not in policy.policies")

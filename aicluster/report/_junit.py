@@ -6,8 +6,9 @@ policy's concern as `classname` so CI tools group cost/power/compliance rules to
 
 The build's pass/fail matches the pack's verdict, because CI tools fail a pipeline on any
 `<failure>`:
-- a policy with mandatory violations is a `<failure type="<severity>">`; its text lists every
-  violation and the remediation;
+- a policy with mandatory violations is a `<failure type="<severity>">`; its message counts them
+  and gives the first cause; its text lists every violation, grouped by cause (one pool outside the
+  allowed regions is one cause naming its 26 resources), and the remediation;
 - advisory violations never fail: they go to the test's `<system-out>`, which GitLab and Jenkins
   show on the test's page;
 - a disabled policy, or one that does not apply to the stack, is `<skipped message=...>`;
@@ -21,7 +22,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ._doc import SEVERITIES, Policy, PolicyResults, PreviewDoc, Violation, Waived
-from ._views import plural, verdict
+from ._views import group_findings, plural, verdict
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -37,12 +38,22 @@ def _line(finding: Violation | Waived) -> str:
 
 
 def _failure(case: ET.Element, policy: Policy, mandatory: list[Violation]) -> None:
+    """One failure per policy; its text lists the findings grouped by cause, every resource named."""
     worst = min((v.severity for v in mandatory), key=SEVERITIES.index)
-    first = mandatory[0]
-    summary = f"{first.resource or '(stack)'}: {first.message}".splitlines()[0]
-    message = f"{plural(len(mandatory), 'mandatory violation')}: {summary}"
+    groups = group_findings(mandatory)
+    first = groups[0]
+    head = f"{first.first.resource or '(stack)'}: {first.summary}" if first.count == 1 else first.summary
+    summary = head.splitlines()[0]
+    more = f" (and {plural(len(groups) - 1, 'other cause')})" if len(groups) > 1 else ""
+    message = f"{plural(len(mandatory), 'mandatory violation')}: {summary}{more}"
     failure = ET.SubElement(case, "failure", type=worst, message=_xml(message))
-    failure.text = _xml("\n".join([*(_line(v) for v in mandatory), f"Remediation: {policy.remediation}"]))
+    lines = []
+    for g in groups:
+        if g.count == 1:
+            lines.append(_line(g.first))
+        else:
+            lines.extend([f"{g.summary}:", *(f"  - {_line(v)}" for v in g.findings)])
+    failure.text = _xml("\n".join([*lines, f"Remediation: {policy.remediation}"]))
 
 
 def _testcase(results: PolicyResults, policy: Policy) -> ET.Element:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ._doc import PreviewDoc
 from ._templates import render_markdown
-from ._views import BudgetUse, budget_uses, by_severity, kw, number, pct, usd, verdict
+from ._views import BudgetUse, budget_uses, grouped, kw, number, pct, usd, verdict, whole
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,8 @@ def summary_rows(doc: PreviewDoc) -> list[SummaryRow]:
     s = doc.summary
     budgets = {b.key: b for b in budget_uses(doc)}
     return [
-        SummaryRow("Nodes", f"{s.nodes:,}"),
-        SummaryRow("Accelerators", f"{s.gpus:,}"),
+        SummaryRow("Nodes", whole(s.nodes)),
+        SummaryRow("Accelerators", whole(s.gpus)),
         SummaryRow("Cost, $/hour", usd(s.cost_usd_per_hour, s.unpriced)),
         SummaryRow(
             "Cost, $/month", usd(s.cost_usd_per_month, s.unpriced), *_budget_cells(budgets.get("monthly_usd"), usd)
@@ -51,8 +51,9 @@ def render_report(doc: PreviewDoc) -> str:
         verdict=verdict(doc.policy),
         summary=summary_rows(doc),
         rack_kw=kw(rack_kw) if rack_kw else "",
-        findings=by_severity(doc.policy.violations) if doc.policy else [],
+        findings=grouped(doc.policy.violations) if doc.policy else [],
         disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
         usd=usd,
         number=number,
+        whole=whole,
     )

@@ -3,7 +3,14 @@
 One run; its driver is the policy pack and its rules are every policy of the pack, in the pack's
 order, so `ruleIndex` is stable. A violation is a result at the resource (a logical location named
 by its URN; stack-wide findings at the stack's own URN) and at the stack file (a physical location
-relative to `%SRCROOT%`, without a region: the finding is about the file, not a line). A waived
+relative to `%SRCROOT%`), at the line of the stack field it comes from where the preview knows it
+(`stack_line`: a pool's region, the tags, a budget; `properties.stackField` names the field) and
+without a region where it does not.
+
+One result per finding, not per group of findings with one cause (as the terminal and the human
+reports show them): code scanning tracks, dismisses and closes alerts one result at a time, by
+rule, location and fingerprint, and a waiver covers one resource; so each resource keeps its own
+result and fingerprint, and the UI's grouping by rule does what the reports' grouping does. A waived
 finding is a result too, with an accepted external suppression that carries the waiver's reason and
 expiry, so a code-scanning UI shows it as dismissed rather than dropping it. `partialFingerprints`
 hash (policy, URN, message), so the same finding on the next run is the same alert.
@@ -51,10 +58,10 @@ def _location(doc: PreviewDoc, finding: Violation | Waived) -> dict[str, Any]:
     else:
         stack_urn = f"urn:pulumi:{doc.stack}::{doc.project}::pulumi:pulumi:Stack::{doc.project}-{doc.stack}"
         logical = {"name": doc.stack, "fullyQualifiedName": stack_urn, "kind": "stack"}
-    return {
-        "physicalLocation": {"artifactLocation": {"uri": quote(doc.stack_file), "uriBaseId": "%SRCROOT%"}},
-        "logicalLocations": [logical],
-    }
+    physical: dict[str, Any] = {"artifactLocation": {"uri": quote(doc.stack_file), "uriBaseId": "%SRCROOT%"}}
+    if finding.stack_line is not None:
+        physical["region"] = {"startLine": finding.stack_line}
+    return {"physicalLocation": physical, "logicalLocations": [logical]}
 
 
 def _result(doc: PreviewDoc, index: dict[str, int], finding: Violation | Waived, level: str) -> dict[str, Any]:
@@ -65,7 +72,10 @@ def _result(doc: PreviewDoc, index: dict[str, int], finding: Violation | Waived,
         "message": {"text": finding.message},
         "locations": [_location(doc, finding)],
         "partialFingerprints": {FINGERPRINT: fingerprint(finding.policy, finding.urn, finding.message)},
-        "properties": {"severity": finding.severity},
+        "properties": {
+            "severity": finding.severity,
+            **({"stackField": finding.stack_field} if finding.stack_field else {}),
+        },
     }
 
 

@@ -3,9 +3,10 @@ severity and by framework, and the number formats. Renderers only lay these out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, Protocol, TypeVar
 
 from ._doc import SEVERITIES, PolicyResults, PreviewDoc, Severity, Violation
 
@@ -93,8 +94,108 @@ def by_framework(results: PolicyResults) -> list[tuple[str, list[tuple[Severity,
     return [(name, by_severity(frameworks[name])) for name in order]
 
 
+@dataclass(frozen=True)
+class SeverityGroups:
+    """One severity's findings (counted one by one, as the verdict counts them) in groups."""
+
+    severity: Severity
+    count: int
+    groups: list[FindingGroup[Violation]]
+
+
+def grouped(violations: Iterable[Violation]) -> list[SeverityGroups]:
+    """`by_severity`, each severity's findings grouped by policy and cause."""
+    return [SeverityGroups(s, len(vs), group_findings(vs)) for s, vs in by_severity(violations)]
+
+
+def grouped_by_framework(results: PolicyResults) -> list[tuple[str, list[SeverityGroups]]]:
+    """`by_framework`, each severity's findings grouped by policy and cause."""
+    return [
+        (name, [SeverityGroups(s, len(vs), group_findings(vs)) for s, vs in severities])
+        for name, severities in by_framework(results)
+    ]
+
+
+class Finding(Protocol):
+    """A policy finding as the preview records it (a report's Violation or the preview's own)."""
+
+    @property
+    def policy(self) -> str: ...
+    @property
+    def severity(self) -> str: ...
+    @property
+    def enforcement(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+F = TypeVar("F", bound=Finding)
+_KIND_CHARS = 60  # a longer text before the resource name is a sentence, not its kind ("route table")
+
+
+def _split(finding: Finding) -> tuple[str, str]:
+    """(kind, cause) of a message that names its resource: `subnet x lacks tags a` is kind `subnet`,
+    cause `lacks tags a`; a message that does not name its resource is all cause."""
+    if finding.resource:
+        named = re.search(rf"(?<![\w.-]){re.escape(finding.resource)}(?![\w-])", finding.message)
+        if named:
+            kind, cause = finding.message[: named.start()].strip(), finding.message[named.end() :].strip()
+            if cause and len(kind) <= _KIND_CHARS:
+                return kind, cause
+    return "", finding.message
+
+
+@dataclass(frozen=True)
+class FindingGroup(Generic[F]):
+    """Findings of one policy with one cause (the message with its resource left out): one pool
+    outside the allowed regions is one group of every resource it brings, not 26 findings."""
+
+    cause: str
+    findings: tuple[F, ...]
+
+    @property
+    def first(self) -> F:
+        return self.findings[0]
+
+    @property
+    def count(self) -> int:
+        return len(self.findings)
+
+    @property
+    def summary(self) -> str:
+        """The finding's own message, or `26 resources, each <cause>`."""
+        if self.count == 1:
+            return self.first.message
+        joiner = "" if self.cause[:1] in {":", ";", ",", "."} else ", each "
+        return f"{self.count} resources{joiner}{self.cause}"
+
+    def resources(self) -> list[str]:
+        """Each finding's resource, with its kind where the message names one: `x-vpc (vpc)`."""
+        labels = []
+        for f in self.findings:
+            kind, _ = _split(f)
+            name = f.resource or "(stack)"
+            labels.append(f"{name} ({kind})" if kind and self.count > 1 else name)
+        return labels
+
+
+def group_findings(findings: Iterable[F]) -> list[FindingGroup[F]]:
+    """Findings grouped by policy, enforcement, severity and cause, in order of first appearance."""
+    groups: dict[tuple[str, str, str, str], list[F]] = {}
+    for f in findings:
+        groups.setdefault((f.policy, f.enforcement, f.severity, _split(f)[1]), []).append(f)
+    return [FindingGroup(key[3], tuple(found)) for key, found in groups.items()]
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def whole(n: int) -> str:
+    """A count with thousands separators (`1,600`), as every table prints them."""
+    return f"{n:,}"
 
 
 def usd(x: float | None, unpriced: Sequence[str] = ()) -> str:

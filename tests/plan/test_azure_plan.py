@@ -115,9 +115,9 @@ def test_mixed_with_aws_networks_do_not_overlap(catalog: Catalog) -> None:
         ),
         pytest.param(
             {"network": {"cidrs": {"azure/eastus": "172.16.0.0/16"}}},
-            't: network.cidrs.azure/eastus: got "172.16.0.0/16"; the azure/eastus network 172.16.0.0/16 overlaps '
-            "172.16.0.0/16, which Azure reserves for its InfiniBand (RDMA) network; pin another block under "
-            "network.cidrs (azure/eastus: <cidr>)",
+            't: network.cidrs.azure/eastus: got "172.16.0.0/16"; the azure/eastus network 172.16.0.0/16 (pinned '
+            "under network.cidrs) overlaps 172.16.0.0/16, which Azure reserves for its InfiniBand (RDMA) network; "
+            "pin another block under network.cidrs (azure/eastus: <cidr>)",
             id="rdma-reserved-range",
         ),
         pytest.param(

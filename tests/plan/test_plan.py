@@ -106,7 +106,8 @@ def test_negotiated_rates_override_list_prices(
         ),
         pytest.param(
             {"sku": "p5.48xlarge", "region": "us-east1", "usd_per_hour": 1.0},
-            'pricing.overrides[0].region: got "us-east1"; not a aws region in the catalog (did you mean "us-east-1"?)',
+            'pricing.overrides[0].region: got "us-east1"; the catalog has no aws region of that name '
+            '(did you mean "us-east-1"?)',
             id="bad-region",
         ),
     ],
@@ -229,12 +230,12 @@ def test_nfs_maps_to_efs(catalog: Catalog) -> None:
     [
         pytest.param(
             {"pools": [pool(instance_type="p5.48xlarg")]},
-            'pools[0].instance_type: got "p5.48xlarg"; not a aws instance type in the catalog',
+            'pools[0].instance_type: got "p5.48xlarg"; the catalog has no aws instance type of that name',
             id="unknown-instance-type",
         ),
         pytest.param(
             {"pools": [pool(region="us-east-9", zone="us-east-9a")]},
-            'pools[0].region: got "us-east-9"; not a aws region in the catalog',
+            'pools[0].region: got "us-east-9"; the catalog has no aws region of that name',
             id="unknown-region",
         ),
         pytest.param(
@@ -371,8 +372,20 @@ def test_pinned_network_block(catalog: Catalog) -> None:
 def test_excluded_range_overlapping_the_slot_asks_for_a_pin(catalog: Catalog) -> None:
     found = problems(catalog, network={"exclude": ["10.8.0.0/16"]})
     assert found == [
-        't: network.supernet: got "10.8.0.0/16"; the aws/us-east-1 network 10.8.0.0/16 overlaps 10.8.0.0/16; '
-        "pin another block under network.cidrs (aws/us-east-1: <cidr>)"
+        't: network.supernet: got "10.8.0.0/16"; the aws/us-east-1 network 10.8.0.0/16 (its default block of '
+        "network.supernet) overlaps network.exclude[0] (10.8.0.0/16), a range you marked as in use; pin another "
+        "block, clear of network.exclude, under network.cidrs (aws/us-east-1: <cidr>)"
+    ]
+
+
+def test_pinned_block_overlapping_an_excluded_range_names_both(catalog: Catalog) -> None:
+    found = problems(
+        catalog, network={"exclude": ["192.168.0.0/16", "172.20.8.0/24"], "cidrs": {"aws/us-east-1": "172.20.0.0/16"}}
+    )
+    assert found == [
+        't: network.cidrs.aws/us-east-1: got "172.20.0.0/16"; the aws/us-east-1 network 172.20.0.0/16 (pinned '
+        "under network.cidrs) overlaps network.exclude[1] (172.20.8.0/24), a range you marked as in use; pin "
+        "another block, clear of network.exclude, under network.cidrs (aws/us-east-1: <cidr>)"
     ]
 
 
@@ -391,7 +404,7 @@ def test_a_zone_that_outgrows_its_subnet_is_an_error_not_a_move(catalog: Catalog
 def test_one_region_per_provider_until_peering_exists(catalog: Catalog) -> None:
     found = problems(catalog, pools=[pool(), pool(name="west", region="us-west-2", zone="us-west-2a")], storage=[])
     assert found == [
-        't: pools[1].region: got "us-west-2"; the cluster already has a aws network in us-east-1 (pools[0].region); '
+        't: pools[1].region: got "us-west-2"; the cluster already has its aws network in us-east-1 (pools[0].region); '
         "networks in several regions of one provider need peering, which aicluster does not build yet: keep the "
         "aws pools, storage and controller in one region, or split the cluster into two stacks"
     ]

@@ -75,6 +75,8 @@ def violation(policy_name: str, resource_name: str, message: str, *, type_: str 
         "type": type_ if resource_name else "",
         "urn": urn(type_, resource_name) if resource_name else "",
         "message": message,
+        "stack_field": None,
+        "stack_line": None,
     }
     data.update(changes)
     return data
@@ -206,6 +208,8 @@ def failing() -> dict[str, Any]:
                 "message": "kmsKeyId is not set",
                 "reason": "scratch data only, deleted after each run",
                 "expires": "2027-01-31",
+                "stack_field": None,
+                "stack_line": None,
             }
         ],
         "passed": [IMDS, ENCRYPT],
@@ -227,4 +231,26 @@ def hostile() -> dict[str, Any]:
     v["message"] = f"line one | {script}\nline two *not bold* [link](javascript:alert(1)) \x1b[31mred\x1b[0m"
     doc["policy"]["waived"][0]["reason"] = "ok & fine\r\n</td></tr></table> ünïcödé ✓"
     doc["warnings"] = ["`code` _under_ ~strike~ \\ back"]
+    return doc
+
+
+REGIONS = "aicluster-resource-enforce-allowed-regions"
+OUTSIDE = "is in us-east-1, outside compliance.allowed_regions [us-west-2]; move it or add us-east-1 to allowed_regions"
+VPC = "aws:ec2/vpc:Vpc"
+SUBNET = "aws:ec2/subnet:Subnet"
+
+
+def outside_regions(n: int = 26) -> dict[str, Any]:
+    """One pool outside the allowed regions: the same finding on every resource it brings (n of them,
+    a VPC, subnets, ...), each message naming its resource; plus one finding with another cause."""
+    doc = failing()
+    doc["policy"]["policies"].append(policy(REGIONS, kind="stack"))
+    found = [violation(REGIONS, "llm-dev-vpc", f"vpc llm-dev-vpc {OUTSIDE}", type_=VPC)]
+    found += [
+        violation(REGIONS, f"llm-dev-subnet-{i}", f"subnet llm-dev-subnet-{i} {OUTSIDE}", type_=SUBNET)
+        for i in range(n - 1)
+    ]
+    found.append(violation(REGIONS, "llm-dev-scratch", "lustre file system llm-dev-scratch is in eu-west-1", type_=FSX))
+    doc["policy"]["violations"] = found
+    doc["policy"]["passed"] = [p for p in doc["policy"]["passed"] if p != REGIONS]
     return doc

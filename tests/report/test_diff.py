@@ -6,7 +6,8 @@ import copy
 from typing import Any
 
 from aicluster.report import diff_markdown
-from tests.report.previews import FSX, LT, STACK, failing, pool, resource, urn
+from aicluster.report._diff import property_changes
+from tests.report.previews import FSX, LT, REGIONS, STACK, failing, outside_regions, pool, resource, urn
 
 
 def lines(base: dict[str, Any], head: dict[str, Any]) -> list[str]:
@@ -73,7 +74,9 @@ def test_resources_added_removed_and_changed(passing_doc: dict[str, Any]) -> Non
         "**Removed (1)**",
         f"- {urn(FSX, 'llm-dev-scratch')}",
         "**Changed (1)**",
-        f"- {urn(LT, 'llm-dev-h100-lt')}: metadataOptions, userData",
+        f"- {urn(LT, 'llm-dev-h100-lt')}",
+        '  - metadataOptions.httpTokens: "required" → "optional"',
+        '  - userData: (none) → "#cloud-config"',
     ]
 
 
@@ -96,11 +99,11 @@ def test_new_and_fixed_findings(passing_doc: dict[str, Any]) -> None:
     findings = section(lines(base, head), "## Findings")
     assert findings == [
         "**New (1)**",
-        "| Policy | Severity | Enforcement | Resource | Message |",
+        "| Policy | Severity | Enforcement | Resources | Message |",
         "| --- | --- | --- | --- | --- |",
         "| aws-ec2-launchtemplate-enforce-imdsv2 | critical | mandatory | llm-dev-h100-lt | httpTokens is optional |",
         "**Fixed (1)**",
-        "| Policy | Severity | Enforcement | Resource | Message |",
+        "| Policy | Severity | Enforcement | Resources | Message |",
         "| --- | --- | --- | --- | --- |",
         "| aws-ec2-launchtemplate-disallow-public-ip | critical | mandatory | llm-dev-h100-lt "
         "| associatePublicIpAddress is true; set pools\\[1\\].public\\_ip: false |",
@@ -152,3 +155,64 @@ def test_unchanged_cost_is_one_line(passing_doc: dict[str, Any]) -> None:
     assert section(lines(passing_doc, head), "## Cost and power") == [
         "Unchanged: $171,295.64 per month, 46.56 kW (facility)."
     ]
+
+
+def test_changed_properties_show_old_and_new_values_bounded(passing_doc: dict[str, Any]) -> None:
+    """Only the names of the changed keys were shown; Pulumi and Infracost show old -> new."""
+    head = copy.deepcopy(passing_doc)
+    fsx = head["resources"][2]["inputs"]
+    fsx["storageCapacity"] = 9600
+    fsx["userData"] = "x" * 5000
+    fsx["password"] = "[secret]"  # how the preview writes a secret input: the value never reaches it
+    fsx["subnetIds"] = ["subnet-a"]
+    head["resources"][0]["inputs"]["metadataOptions"]["httpTokens"] = "optional"
+    resources = section(lines(passing_doc, head), "## Resources")
+    assert resources[0] == "**Changed (2)**"
+    assert resources[1:3] == [
+        f"- {urn(LT, 'llm-dev-h100-lt')}",
+        '  - metadataOptions.httpTokens: "required" → "optional"',
+    ]
+    assert resources[3:] == [
+        f"- {urn(FSX, 'llm-dev-scratch')}",
+        '  - password: (none) → "\\[secret\\]"',
+        "  - storageCapacity: 4800 → 9600",
+        '  - subnetIds: (none) → \\["subnet-a"\\]',
+        '  - userData: (none) → "' + "x" * 58 + "…",
+    ]
+
+
+def test_nested_lists_by_index_and_many_changes_counted(passing_doc: dict[str, Any]) -> None:
+    base = copy.deepcopy(passing_doc)
+    base["resources"][1]["inputs"]["tags"] = [{"key": "owner", "value": "a"}, {"key": "team", "value": "b"}]
+    base["resources"][1]["inputs"].update({f"k{i:02d}": i for i in range(25)})
+    head = copy.deepcopy(base)
+    head["resources"][1]["inputs"]["tags"][1]["value"] = "c"
+    head["resources"][1]["inputs"].update({f"k{i:02d}": i + 1 for i in range(25)})
+    resources = section(lines(base, head), "## Resources")
+    assert resources[2] == "  - k00: 0 → 1"
+    assert '  - tags\\[1\\].value: "b" → "c"' not in resources  # past the first 20 changes
+    assert resources[-1] == "  - … and 6 more"
+    assert len(resources) == 2 + 20 + 1
+
+
+def test_property_paths_follow_maps_and_same_length_lists() -> None:
+    base = {"tags": [{"key": "team", "value": "b"}], "ports": [22], "deep": {"a": {"b": 1}}}
+    head = {"tags": [{"key": "team", "value": "c"}], "ports": [22, 443], "deep": {"a": {"b": 2}}}
+    assert [(c.path, c.old, c.new) for c in property_changes(base, head)] == [
+        ("deep.a.b", "1", "2"),
+        ("ports", "[22]", "[22, 443]"),
+        ("tags[0].value", '"b"', '"c"'),
+    ]
+
+
+def test_new_findings_of_one_cause_are_one_row(passing_doc: dict[str, Any]) -> None:
+    """A pool moved out of the allowed regions: one row naming its resources, not 26 (issue 13, #13)."""
+    findings = section(lines(passing_doc, outside_regions()), "## Findings")
+    assert findings[0] == "**New (27)**"
+    rows = [r for r in findings if r.startswith(f"| {REGIONS} ")]
+    assert len(rows) == 2
+    assert rows[0].startswith(f"| {REGIONS} | high | mandatory | 26: llm-dev-vpc (vpc), llm-dev-subnet-0 (subnet), ")
+    assert rows[0].endswith(
+        "| 26 resources, each is in us-east-1, outside compliance.allowed\\_regions \\[us-west-2\\]; "
+        "move it or add us-east-1 to allowed\\_regions |"
+    )

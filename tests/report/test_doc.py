@@ -58,17 +58,17 @@ def test_numbers_are_checked(failing_doc: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got 2.5"):
         render(failing_doc, "json")
     failing_doc["pools"][0]["nodes"] = True
-    with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got True"):
+    with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got true"):
         render(failing_doc, "json")
     failing_doc["pools"][0]["nodes"] = float("inf")
-    with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got inf"):
+    with pytest.raises(ValueError, match=r"'pools\[0\].nodes' must be a whole number, got Infinity"):
         render(failing_doc, "json")
     failing_doc["pools"][0]["nodes"] = 2
     failing_doc["summary"]["power_kw_it"] = float("nan")
-    with pytest.raises(ValueError, match=r"'summary.power_kw_it' must be a finite number, got nan"):
+    with pytest.raises(ValueError, match=r"'summary.power_kw_it' must be a finite number, got NaN"):
         render(failing_doc, "json")
     failing_doc["summary"]["power_kw_it"] = "70"
-    with pytest.raises(ValueError, match=r"'summary.power_kw_it' must be a finite number, got '70'"):
+    with pytest.raises(ValueError, match=r"'summary.power_kw_it' must be a finite number, got \"70\""):
         render(failing_doc, "json")
 
 
@@ -88,7 +88,7 @@ def test_a_budget_must_be_positive(failing_doc: dict[str, Any]) -> None:
 
 def test_findings_must_name_a_policy_of_the_pack(failing_doc: dict[str, Any]) -> None:
     failing_doc["policy"]["waived"][0]["policy"] = "no-such-policy"
-    with pytest.raises(ValueError, match=r"'policy.waived\[0\].policy' names 'no-such-policy', which is not in"):
+    with pytest.raises(ValueError, match=r'\'policy.waived\[0\].policy\' names "no-such-policy", which is not in'):
         render(failing_doc, "junit")
 
 

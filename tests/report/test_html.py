@@ -3,10 +3,13 @@ that is not blank."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import time
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import pytest
 
 from aicluster.report import render
 from tests.report.png import read_png
-from tests.report.previews import pool
+from tests.report.previews import REGIONS, outside_regions, pool
 
 BAR_AREA = 400  # the longest bar's length, in SVG units (aicluster.report._html.BAR_AREA)
 GAUGE = 320
@@ -275,3 +278,76 @@ def test_renders_in_headless_chromium(failing_doc: dict[str, Any], tmp_path: Pat
     assert {BAR_AREA, 3 * BAR_AREA // 4} <= bar_runs, "bars of 400 and 300 px (160,000 and 120,000 $/month)"
     gauge_runs = {n for row in image.rows for n in runs(row, RED, image.channels)}
     assert GAUGE in gauge_runs, "a full red gauge for a budget overrun"
+
+
+# Run in the page (the test's copy only: the report itself carries no script and forbids one): every
+# headline figure's text must lie inside its card, the card inside the viewport, nothing scrolls.
+CLIP_CHECK = """<script>
+const clipped = [];
+for (const el of document.querySelectorAll('h1, .verdict, .card .label, .card .value, .card .detail, .gauge .meta')) {
+  const box = (el.closest('.card') || el.parentElement).getBoundingClientRect();
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  const text = range.getBoundingClientRect();
+  if (text.right > box.right + 0.5 || text.left < box.left - 0.5 || el.scrollWidth > el.clientWidth
+      || box.right > document.documentElement.clientWidth + 0.5)
+    clipped.push(`${el.textContent}: text ${text.left.toFixed(1)}-${text.right.toFixed(1)}, `
+                 + `box ${box.left.toFixed(1)}-${box.right.toFixed(1)}`);
+}
+const result = document.createElement('pre');
+result.id = 'clip-check';
+result.textContent = JSON.stringify(clipped);
+document.body.appendChild(result);
+</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 900, 375, 320])
+def test_no_headline_figure_is_clipped(failing_doc: dict[str, Any], tmp_path: Path, width: int) -> None:
+    """A 2,496-node stack's $19,982,955.04/month lost its last digit at 1400 and 900 px (issue 13, #11)."""
+    browser = require(find_chromium(), in_ci=os.environ.get("CI") == "true")
+    failing_doc["summary"].update(
+        nodes=2496,
+        gpus=19968,
+        cost_usd_per_hour=27373.91,
+        cost_usd_per_month=19982955.04,
+        power_kw_it=27000.5,
+        power_kw_facility=32400.6,
+        carbon_t_per_month=12345.67,
+        resources=12345,
+    )
+    text = render(failing_doc, "html")
+    assert "$19,982,955.04" in text
+    csp = '<meta http-equiv="Content-Security-Policy"'
+    assert csp in text
+    html = tmp_path / "report.html"
+    html.write_text(text.replace(csp, '<meta name="csp-off-for-the-check"').replace("</body>", CLIP_CHECK + "</body>"))
+    command = [
+        str(browser),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--window-size={width},2000",
+        "--dump-dom",
+        html.as_uri(),
+    ]
+    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
+    found = re.search(r'<pre id="clip-check">(.*?)</pre>', dom, re.S)
+    assert found, "the check did not run"
+    assert json.loads(unescape(found.group(1))) == []
+
+
+def test_findings_of_one_cause_are_one_row_naming_every_resource() -> None:
+    """26 rows for one pool outside the allowed regions became one, with the resources listed (issue 13, #13)."""
+    p = page(outside_regions())
+    rows = [r for r in p.rows if r and r[0].endswith(REGIONS)]
+    assert len(rows) == 2
+    subnets = "".join(f"llm-dev-subnet-{i} (subnet)" for i in range(25))
+    assert rows[0][1] == "26 resources" + "llm-dev-vpc (vpc)" + subnets
+    assert rows[0][3].startswith("26 resources, each is in us-east-1, outside compliance.allowed_regions [us-west-2]")
+    assert ("h4", "high (27)") in p.headings

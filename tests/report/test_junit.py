@@ -10,6 +10,7 @@ import junitparser
 import pytest
 
 from aicluster.report import render
+from tests.report.previews import REGIONS, outside_regions
 
 
 def junit(doc: dict[str, Any]) -> ET.Element:
@@ -51,6 +52,7 @@ def test_mandatory_violations_fail_with_every_finding_listed(failing_doc: dict[s
     assert failure.attrib["type"] == "critical"
     assert failure.attrib["message"] == (
         "2 mandatory violations: llm-dev-h100-lt: associatePublicIpAddress is true; set pools[1].public_ip: false"
+        " (and 1 other cause)"
     )
     assert failure.text is not None
     text = failure.text.splitlines()
@@ -100,7 +102,9 @@ def test_hostile_strings_stay_well_formed_xml(hostile_doc: dict[str, Any]) -> No
     assert root.attrib["name"] == "aicluster (evil|stack)"
     failure = cases(root)["aws-ec2-launchtemplate-disallow-public-ip"].find("failure")
     assert failure is not None
-    assert failure.attrib["message"] == "2 mandatory violations: lt|<script>: line one | <script>alert('x')</script>"
+    assert failure.attrib["message"] == (
+        "2 mandatory violations: lt|<script>: line one | <script>alert('x')</script> (and 1 other cause)"
+    )
     assert "[31mred[0m" in (failure.text or "")  # the escape character itself cannot be carried by XML 1.0
     assert "ünïcödé ✓" in (cases(root)["aws-fsx-lustre-enable-encryption"].findtext("system-out") or "")
 
@@ -129,3 +133,17 @@ def test_a_junit_reader_agrees(failing_doc: dict[str, Any], tmp_path: Path) -> N
     }
     suite.update_statistics()  # recounted from the testcases: the same numbers
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (7, 2, 0, 2)
+
+
+def test_a_failure_lists_its_findings_grouped_by_cause() -> None:
+    """One testcase per policy; its failure counts every finding and names every resource, by cause."""
+    failure = cases(junit(outside_regions()))[REGIONS].find("failure")
+    assert failure is not None
+    assert failure.attrib["message"] == (
+        "27 mandatory violations: 26 resources, each is in us-east-1, outside compliance.allowed_regions "
+        "[us-west-2]; move it or add us-east-1 to allowed_regions (and 1 other cause)"
+    )
+    lines = (failure.text or "").splitlines()
+    assert lines[0].startswith("26 resources, each is in us-east-1")
+    assert len([line for line in lines if line.startswith("  - ")]) == 26
+    assert lines[-2].startswith("llm-dev-scratch (urn:pulumi:")

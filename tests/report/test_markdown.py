@@ -8,6 +8,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from aicluster.report import render
+from tests.report.previews import REGIONS, outside_regions
 
 
 def lines(doc: dict[str, Any]) -> list[str]:
@@ -152,3 +153,26 @@ def test_a_hostile_message_survives_a_markdown_parser(hostile_doc: dict[str, Any
     assert ["aws-ec2-launchtemplate-disallow-public-ip", "mandatory", "lt|<script>", message] in rows
     reason = hostile_doc["policy"]["waived"][0]["reason"].replace("\r\n", "\n")
     assert reason in [row[3] for row in rows if len(row) == 5]
+
+
+def test_pool_counts_carry_thousands_separators(passing_doc: dict[str, Any]) -> None:
+    """A 200-node pool printed "1600" GPUs where the summary printed "1,600" (issue 13, #17)."""
+    passing_doc["pools"][0].update(nodes=1200, gpus=9600)
+    row = next(r for r in section(lines(passing_doc), "## Pools") if r.startswith("| h100 "))
+    assert "| 1,200 | 9,600 |" in row
+
+
+def test_findings_of_one_cause_are_one_row_naming_every_resource() -> None:
+    """One pool outside the allowed regions gave 26 rows, one per VPC, subnet... (issue 13, #13)."""
+    findings = section(render(outside_regions(), "md").splitlines(), "## Findings")
+    rows = [r for r in findings if r.startswith(f"| {REGIONS} ")]
+    assert "### High (27)" in findings  # the count is of findings, as the verdict counts them
+    assert len(rows) == 2
+    resources = ", ".join(["llm-dev-vpc (vpc)", *(f"llm-dev-subnet-{i} (subnet)" for i in range(25))])
+    assert rows[0] == (
+        f"| {REGIONS} | mandatory | 26: {resources} "
+        "| 26 resources, each is in us-east-1, outside compliance.allowed\\_regions \\[us-west-2\\]; "
+        "move it or add us-east-1 to allowed\\_regions |"
+    )
+    other = "lustre file system llm-dev-scratch is in eu-west-1"
+    assert rows[1] == f"| {REGIONS} | mandatory | llm-dev-scratch | {other} |"

@@ -143,3 +143,14 @@ def test_untrusted_strings_stay_data(hostile_doc: dict[str, Any]) -> None:
     assert run["results"][0]["message"]["text"] == hostile_doc["policy"]["violations"][0]["message"]
     uri = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "stacks/Pulumi.evil%7Cstack.yaml"
+
+
+def test_a_finding_from_a_stack_field_carries_its_line(failing_doc: dict[str, Any]) -> None:
+    failing_doc["policy"]["violations"][0].update(stack_field="pools[1]", stack_line=14)
+    log = sarif(failing_doc)
+    validator().validate(log)
+    results = log["runs"][0]["results"]
+    assert results[0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 14}
+    assert results[0]["properties"]["stackField"] == "pools[1]"
+    assert "region" not in results[1]["locations"][0]["physicalLocation"]
+    assert "stackField" not in results[1]["properties"]
