@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from . import __version__
+from .catalog.pricing import cents, money
 from .files import WriteError, check_target, write_atomic
 from .plan import ClusterPlan, PlannedPool
 from .spec import SpecError, json_schema
@@ -59,8 +60,25 @@ class OperationFailed(Exception):
 # ------------------------------------------------------------------------------------------------
 
 
-def _money(x: float) -> str:
-    return f"${x:,.2f}"
+def _money(x: float | None, unpriced: Sequence[str] = ()) -> str:
+    """A cost cell: never $0.00 for what has no price ("unpriced"; "$X + unpriced items" for a partial sum)."""
+    return escape(money(x, bool(unpriced)))
+
+
+def _basis(p: PlannedPool) -> str:
+    return p.price.basis if p.price is not None else "none (not in the cost)"
+
+
+def _hourly(x: float | None, hours: float) -> float | None:
+    return cents(x / hours) if x is not None else None
+
+
+def _accelerators(pools: Sequence[PlannedPool]) -> str:
+    """What a count of accelerators is called: GPUs, TPU chips, Trainium chips, or accelerators when mixed."""
+    kinds = {p.accelerator_kind for p in pools if p.accelerator_kind}
+    return {"gpu": "GPUs", "tpu": "TPU chips", "trainium": "Trainium chips"}.get(
+        next(iter(kinds)) if len(kinds) == 1 else "", "accelerators"
+    )
 
 
 # A warning about one item of the stack starts with its path: "pools[0] (h100): ..." or "pools[0] (h100) has ...".
@@ -120,7 +138,7 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         ("where", "left"),
         ("instance type", "left"),
         ("nodes", "right"),
-        ("GPUs", "right"),
+        (_accelerators(plan.pools), "right"),
         ("market", "left"),
         ("$/h", "right"),
         ("$/month", "right"),
@@ -137,8 +155,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             f"{p.nodes:,}",
             f"{p.gpus:,}",
             p.market,
-            _money(p.cost_usd_per_hour),
-            _money(p.cost_usd_per_month),
+            _money(p.cost_usd_per_hour, p.unpriced),
+            _money(p.cost_usd_per_month, p.unpriced),
             # TPU hosts: Google publishes no power figure, so say so rather than print 0
             f"{p.power_kw_it:,.1f}" if p.power_basis != "unpublished" else "n/a",
             f"{p.power_kw_facility:,.1f}" if p.power_basis != "unpublished" else "n/a",
@@ -152,8 +170,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
             f"{f.capacity_tib:,.1f} TiB",
-            _money(f.cost_usd_per_hour) if f.price else "unpriced",
-            _money(f.cost_usd_per_month) if f.price else "unpriced",
+            _money(f.cost_usd_per_hour),
+            _money(f.cost_usd_per_month),
             "",
             "",
         )
@@ -166,8 +184,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
             "",
-            _money(n.cost_usd_per_month / plan.hours_per_month),
-            _money(n.cost_usd_per_month),
+            _money(_hourly(n.cost_usd_per_month, plan.hours_per_month), n.unpriced),
+            _money(n.cost_usd_per_month, n.unpriced),
             "",
             "",
         )
@@ -181,8 +199,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "1",
             "",
             "on-demand",
-            _money(c.cost_usd_per_hour),
-            _money(c.cost_usd_per_month),
+            _money(c.cost_usd_per_hour, c.unpriced),
+            _money(c.cost_usd_per_month, c.unpriced),
             f"{c.node_power_kw:,.2f}",
             f"{c.power_kw_facility:,.2f}",
         )
@@ -196,8 +214,8 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         f"{tot.nodes:,}",
         f"{tot.gpus:,}",
         "",
-        _money(tot.cost_usd_per_hour),
-        _money(tot.cost_usd_per_month),
+        _money(tot.cost_usd_per_hour, tot.unpriced),
+        _money(tot.cost_usd_per_month, tot.unpriced),
         f"{tot.power_kw_it:,.1f}",
         f"{tot.power_kw_facility:,.1f}",
         style="bold",
@@ -231,7 +249,7 @@ def _plan_details(plan: ClusterPlan) -> None:
             efa = p.aws.efa_devices
             text = (
                 f"{p.name}: {efa} EFA + 1 ENA interfaces per node; placement group: "
-                f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {p.price.basis}"
+                f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {_basis(p)}"
             )
             out.print(f"[dim]{escape(text)}[/]")
             if not p.aws.image_pinned:
@@ -247,7 +265,7 @@ def _plan_details(plan: ClusterPlan) -> None:
                 for s in p.azure.scale_sets
             )
             text = f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}"
-            out.print(f"[dim]{escape(text)}; price {escape(p.price.basis)}[/]")
+            out.print(f"[dim]{escape(text)}; price {escape(_basis(p))}[/]")
             if not p.azure.image_pinned:
                 note = (
                     f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "
@@ -284,7 +302,7 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
             + f", {p.fabric}); placement: {d.placement} ({d.placement_reason}); groups: {groups}; "
             f"{d.provisioning_model.lower()} capacity, reservation affinity {d.reservation_affinity}"
             + (f" {d.reservation}" if d.reservation else "")
-            + f"; price {p.price.basis}"
+            + f"; price {_basis(p)}"
         )
         if not d.image_pinned:
             notes.append(
@@ -296,7 +314,7 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
         notes.append(
             f"{p.name}: {len(t.slices)} x {t.accelerator_type} = {t.chips_per_slice} chips on {t.hosts_per_slice} "
             f"TPU VM(s) per slice ({t.chips_per_host} chips each); {t.api_reason}; runtime {t.runtime_version}; "
-            f"price {p.price.basis} per chip-hour"
+            f"price {_basis(p)} per chip-hour"
         )
     return notes
 
@@ -346,7 +364,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_warnings(plan)
     out.print(
         f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "
-        f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} GPUs, {_money(plan.totals.cost_usd_per_month)}/month"
+        f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} {_accelerators(plan.pools)}, "
+        f"{_money(plan.totals.cost_usd_per_month, plan.totals.unpriced)}/month"
     )
     return EXIT_OK
 

@@ -47,6 +47,8 @@ class AiCluster(pulumi.ComponentResource):
             "compliance": plan.compliance.model_dump(mode="json"),
             "tags": plan.tags,
             "pricing": plan.pricing.model_dump(mode="json", exclude_none=True),
+            # the size each file system was planned for: EFS bills per GiB stored, which its resource does not say
+            "filesystems": {f.name: {"service": f.service, "capacity_gib": f.capacity_gib} for f in plan.filesystems},
             # limits the stack was planned with, for the fabric policies (Azure support may raise them)
             "fabric": {"ib_domain_max_vms": plan.ib_domain_max_vms()},
         }

@@ -4,9 +4,10 @@ spot fleets have somewhere to checkpoint to."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel, Severity
+
+from aicluster.catalog.pricing import CostLine, CostTotal, cents, money, total
 
 from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, GCP_ROUTER_NAT, NAT_GATEWAY, Fleet, Res, Stack, items
 from .rule import Ctx, Meta, NotApplicable, StackRule
@@ -29,37 +30,33 @@ NETWORK_CHARGES = (
 )
 
 
-@dataclass(frozen=True)
-class Line:
-    what: str
-    usd_per_month: float | None  # None: not priced (named in the finding)
+Line = CostLine  # one item of the bill; None: not priced (named in the findings, never counted as 0)
 
 
-def bill(stack: Stack) -> list[Line]:
-    """The stack's monthly cost, line by line, as the planner computes it (730-hour months)."""
-    hours = stack.catalog.hours_per_month
-    lines: list[Line] = []
+def bill(stack: Stack) -> list[CostLine]:
+    """The stack's monthly cost, line by line, with the planner's cost model (aicluster.catalog.pricing):
+    the same prices, 730-hour months and rounding per item, so the budget judges the total the plan shows."""
+    lines: list[CostLine] = []
     for f in stack.fleets:
-        price = stack.fleet_price(f)
         what = (
             f"{f.res.name}: {f.instance_type} TPU ({f.chips} chips on {f.nodes} hosts) {f.market}"
             if f.tpu is not None
             else f"{f.res.name}: {f.nodes} x {f.instance_type} {f.market}"
         )
-        lines.append(Line(what, price * f.billed * hours if price is not None else None))
+        lines.append(CostLine(what, stack.fleet_month(f)))
         if f.root_volume_gib:
             service, what = _root_disks(f)
             volumes = stack.service_month(f.provider, service, f.region, f.root_volume_gib * f.nodes)
-            lines.append(Line(f"{f.res.name}: {_gib(f.root_volume_gib * f.nodes)} GiB {what}", volumes))
+            lines.append(CostLine(f"{f.res.name}: {_gib(f.root_volume_gib * f.nodes)} GiB {what}", volumes))
     for fs in stack.filesystems:
-        if fs.capacity_gib is None:
-            continue  # billed per GiB stored (EFS), or size unknown until deployed: no size to price
-        lines.append(Line(f"{fs.res.name}: {_gib(fs.capacity_gib)} GiB {fs.service}", stack.filesystem_price(fs)))
+        size = f"{_gib(fs.capacity_gib)} GiB " if fs.capacity_gib is not None else "(size not declared) "
+        lines.append(CostLine(f"{fs.res.name}: {size}{fs.service}", stack.filesystem_price(fs)))
     for type_, service, what in NETWORK_CHARGES:
         for r in stack.of(type_):
             count = _nat_addresses(r) if type_ == GCP_ROUTER_NAT and service == "public-ipv4" else 1
             shown = f"{count} x {what}" if count != 1 else what
-            lines.append(Line(f"{r.name}: {shown}", stack.service_month(r.catalog_provider, service, r.region, count)))
+            one = stack.service_month(r.catalog_provider, service, r.region, 1)
+            lines.append(CostLine(f"{r.name}: {shown}", cents(one * count) if one is not None else None))
     return lines
 
 
@@ -85,8 +82,9 @@ def _root_disks(f: Fleet) -> tuple[str, str]:
     return "ebs-gp3", "root volumes"
 
 
-def monthly_total(stack: Stack) -> float:
-    return sum(line.usd_per_month or 0.0 for line in bill(stack))
+def monthly_total(stack: Stack) -> CostTotal:
+    """The priced part of the monthly cost, to the cent, and what has no price."""
+    return total(bill(stack))
 
 
 def _budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
@@ -94,20 +92,23 @@ def _budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if budget is None:
         raise NotApplicable("no monthly budget: set budgets.monthly_usd in the stack or monthly_usd in policy config")
     lines = bill(stack)
-    total = sum(line.usd_per_month or 0.0 for line in lines)
-    unpriced = [line.what for line in lines if line.usd_per_month is None]
-    if total > float(budget):
+    cost = total(lines)
+    limit = float(budget)
+    if cost.usd_per_month > limit:
         top = sorted((x for x in lines if x.usd_per_month), key=lambda x: -(x.usd_per_month or 0))[:3]
-        biggest = "; ".join(f"{x.what} ${x.usd_per_month:,.0f}" for x in top)
-        over = total - float(budget)
+        over = cents(cost.usd_per_month - limit)
+        # whole dollars, unless they would hide the difference (a total a few cents over the budget)
+        d = 0 if over >= 1 else 2
+        biggest = "; ".join(f"{x.what} {money(x.usd_per_month, decimals=d)}" for x in top)
         yield (
             None,
-            f"monthly cost ${total:,.0f} exceeds the budget ${float(budget):,.0f} by ${over:,.0f} "
-            f"({over / float(budget):.1%}); largest: {biggest}. Shrink or remove a pool, move it to spot or "
+            f"monthly cost {money(cost.usd_per_month, bool(cost.unpriced), d)} exceeds the budget "
+            f"{money(limit, decimals=d)} by {money(over, decimals=d)} ({over / limit:.1%}); largest: {biggest}. "
+            "Shrink or remove a pool, move it to spot or "
             "reserved capacity, or raise budgets.monthly_usd"
-            + (f" (not counted, no price: {', '.join(unpriced)})" if unpriced else ""),
+            + (f" (not counted, no price: {', '.join(cost.unpriced)})" if cost.unpriced else ""),
         )
-    # Within budget with unpriced lines: the known cost passes here; aicluster-cluster-missing-prices
+    # Within budget with unpriced lines: the priced part passes here; aicluster-cluster-missing-prices
     # (advisory) names what is not counted, so one missing list price does not block a deployment.
 
 
@@ -161,14 +162,13 @@ spot_checkpoints = StackRule(
 
 
 def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    lines = bill(stack)
-    unpriced = [line.what for line in lines if line.usd_per_month is None]
-    if unpriced:
-        known = sum(line.usd_per_month or 0.0 for line in lines)
+    cost = monthly_total(stack)
+    if cost.unpriced:
         yield (
             None,
-            f"no catalog price for {', '.join(unpriced)}: the monthly cost ${known:,.0f} (and the budget check) "
-            "leaves them out; add your rates under pricing.overrides",
+            f"no catalog price for {', '.join(cost.unpriced)}: the monthly cost "
+            f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; add your rates under "
+            "pricing.overrides",
         )
 
 

@@ -19,9 +19,10 @@ from typing import Any
 from pulumi_policy.proxy import UnknownValueError
 
 from aicluster.catalog import Catalog, InstanceType, Region, StorageTier, TpuType, load_catalog
-from aicluster.catalog.pricing import compute_price, storage_price
+from aicluster.catalog.pricing import compute_price, hourly_month, service_month, storage_month, storage_price
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
+STORAGE_TAG = "aicluster:storage"  # the tag naming the stack's storage entry a file system was made for
 ASG = "aws:autoscaling/group:Group"
 INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -307,6 +308,11 @@ class Stack:
         """The catalog's region; `provider` may be the catalog's or the Pulumi package (`azure-native`)."""
         return self.catalog.region(CATALOG_PROVIDER.get(provider, provider), region) if region else None
 
+    def fleet_month(self, fleet: Fleet) -> float | None:
+        """USD per month of a fleet's instances (or TPU chips); None: not priced."""
+        price = self.fleet_price(fleet)
+        return hourly_month(price, fleet.billed, self.catalog.hours_per_month) if price is not None else None
+
     def fleet_price(self, fleet: Fleet) -> float | None:
         """USD per node-hour (per chip-hour of a TPU fleet): a declared override, else the catalog's rate for the
         market."""
@@ -320,15 +326,11 @@ class Stack:
         """USD per month."""
         if fs.tier is None or fs.region is None or fs.capacity_gib is None:
             return None
-        resolved = storage_price(fs.tier, fs.region, self.overrides)
-        return resolved.price.usd * fs.capacity_gib if resolved.price else None
+        return storage_month(storage_price(fs.tier, fs.region, self.overrides), fs.capacity_gib)
 
     def service_month(self, provider: str, service: str, region: str | None, quantity: float) -> float | None:
-        rec = self.catalog.services.get((provider, service))
-        price = self.catalog.service_price(provider, service, region) if region else None
-        if rec is None or price is None:
-            return None
-        return quantity * price * (self.catalog.hours_per_month if rec.unit == "hour" else 1.0)
+        """USD per month of `quantity` units of a catalog service (the planner's cost model); None: not priced."""
+        return service_month(self.catalog, provider, service, region, quantity)
 
 
 @dataclass(frozen=True)
@@ -434,8 +436,13 @@ def _lustre(stack: Stack, fs: Res) -> Filesystem:
 
 
 def _efs(stack: Stack, fs: Res) -> Filesystem:
+    """EFS is billed per GiB stored, which the resource does not say: the size the cluster declares it was
+    planned for (the AiCluster's `filesystems`, by the file system's aicluster:storage tag), else unknown."""
     tiers = stack.catalog.storage_tiers_for("aws", "nfs")
-    return Filesystem(fs, "efs", None, None, tiers[0] if tiers else None, fs.region)
+    name = fs.get("tags", STORAGE_TAG)
+    size = stack.declared("filesystems", name, "capacity_gib") if isinstance(name, str) else None
+    capacity_gib = float(size) if isinstance(size, int | float) and not isinstance(size, bool) else None
+    return Filesystem(fs, "efs", capacity_gib, None, tiers[0] if tiers else None, fs.region)
 
 
 def azure_location(location: str) -> str:

@@ -22,6 +22,7 @@ SUMMARY_KEYS = {
     "gpus",
     "cost_usd_per_hour",
     "cost_usd_per_month",
+    "unpriced",
     "power_kw_it",
     "power_kw_facility",
     "carbon_t_per_month",
@@ -29,6 +30,7 @@ SUMMARY_KEYS = {
 }
 POOL_KEYS = {
     "name",
+    "unpriced",
     "provider",
     "region",
     "zone",

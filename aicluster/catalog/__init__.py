@@ -120,6 +120,11 @@ class Catalog:
         rec = self.services.get((provider, service))
         return rec.prices_usd.get(region) if rec else None
 
+    def service_unit(self, provider: str, service: str) -> str | None:
+        """What a service is charged per (`gib-month`, `hour`); None: not in the catalog."""
+        rec = self.services.get((provider, service))
+        return rec.unit if rec else None
+
     def cite(self, record: Sourced, figure: str) -> Source:
         return self.sources[record.source_of(figure)]
 

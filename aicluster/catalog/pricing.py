@@ -6,6 +6,7 @@ Shared by the planner (overrides from the stack spec) and the policy pack (overr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -134,3 +135,81 @@ def storage_price(tier: StorageTier, region: str, overrides: Sequence[Override])
             source=tier.source_of("prices_usd_per_gib_month"),
         )
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# The cost model: the one way a monthly figure is computed, rounded and summed. The planner (for the
+# displayed totals, the reports and the diff) and the policy pack (for the budget) both cost with these,
+# so the figures agree to the cent. An item with no price is None, never 0: it is named, not counted.
+# ------------------------------------------------------------------------------------------------
+
+
+class _Services(Protocol):
+    """What the cost model needs of the catalog (aicluster.catalog.Catalog has it)."""
+
+    @property
+    def hours_per_month(self) -> float: ...
+    def service_price(self, provider: str, service: str, region: str) -> float | None: ...
+    def service_unit(self, provider: str, service: str) -> str | None: ...
+
+
+def cents(usd: float) -> float:
+    """The one rounding of a cost figure: to the cent, once per item."""
+    return round(usd, 2) + 0.0  # + 0.0: never -0.0
+
+
+def hourly_month(usd_per_hour: float, units: float, hours_per_month: float) -> float:
+    """USD per month of `units` billed by the hour (nodes, TPU chips, gateways)."""
+    return cents(usd_per_hour * units * hours_per_month)
+
+
+def service_month(catalog: _Services, provider: str, service: str, region: str | None, quantity: float) -> float | None:
+    """USD per month of `quantity` units (GiB, gateways, addresses) of a catalog service; None: not priced."""
+    price = catalog.service_price(provider, service, region) if region else None
+    unit = catalog.service_unit(provider, service)
+    if price is None or unit is None:
+        return None
+    return cents(quantity * price * (catalog.hours_per_month if unit == "hour" else 1.0))
+
+
+def storage_month(resolved: Resolved, capacity_gib: float | None) -> float | None:
+    """USD per month of a file system of `capacity_gib` at a resolved per GiB-month price; None: not priced."""
+    if resolved.price is None or capacity_gib is None:
+        return None
+    return cents(resolved.price.usd * capacity_gib)
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One item of the monthly bill; `usd_per_month` None: no price (named, never counted as 0)."""
+
+    what: str
+    usd_per_month: float | None
+
+
+@dataclass(frozen=True)
+class CostTotal:
+    """The sum of the priced lines, and what could not be priced."""
+
+    usd_per_month: float
+    unpriced: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        return not self.unpriced
+
+
+def total(lines: Sequence[CostLine]) -> CostTotal:
+    """Exact (order-independent) sum of the priced lines, to the cent, and the unpriced ones by name."""
+    return CostTotal(
+        usd_per_month=cents(math.fsum(x.usd_per_month for x in lines if x.usd_per_month is not None)),
+        unpriced=tuple(x.what for x in lines if x.usd_per_month is None),
+    )
+
+
+def money(usd: float | None, unpriced: bool = False, decimals: int = 2) -> str:
+    """`$1,234.50`; `unpriced` for no price at all; `$1,234.50 + unpriced items` for a partial figure."""
+    if usd is None:
+        return "unpriced"
+    shown = f"${usd:,.{decimals}f}"
+    return f"{shown} + unpriced items" if unpriced else shown

@@ -11,11 +11,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region, StorageTier
-from aicluster.catalog.pricing import Price, compute_price, storage_price
+from aicluster.catalog.pricing import (
+    CostLine,
+    Price,
+    cents,
+    compute_price,
+    hourly_month,
+    service_month,
+    storage_month,
+    storage_price,
+    total,
+)
 from aicluster.spec import (
     AwsPool,
     AzurePool,
@@ -398,13 +409,11 @@ def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool | GcpPool) -> Planne
     if resolved.warning:
         ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
     if resolved.price is None:
-        ctx.problem(
-            (*base, "instance_type"),
-            f"the catalog has no {pool.market} price for {it.name} in {pool.region}; add your rate under "
-            f"pricing.overrides (sku: {it.name}, usd_per_hour: ...)",
-            it.name,
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, so "
+            f"the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
+            f"(sku: {it.name}, region: {pool.region}, usd_per_hour: ...)"
         )
-        return None
     network = ctx.need((*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node)
     if isinstance(pool, AzurePool) and pool.resource_group:
         ctx.resource_group(i, network, pool.resource_group)
@@ -469,13 +478,11 @@ def _plan_tpu_pool(ctx: _Ctx, i: int, pool: GcpPool) -> PlannedPool | None:
     if resolved.warning:
         ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
     if resolved.price is None:
-        ctx.problem(
-            (*base, "tpu"),
-            f"the catalog has no {pool.market} price for TPU {tpu.name} in {pool.region}; add your rate per chip-hour "
-            f"under pricing.overrides (sku: {tpu.accelerator}, usd_per_hour: ...)",
-            pool.tpu,
+        ctx.warnings.append(
+            f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for TPU {tpu.name} in {pool.region}, "
+            f"so the pool's chips are left out of the cost ({UNPRICED_NOTE}); add your rate per chip-hour under "
+            f"pricing.overrides (sku: {tpu.accelerator}, region: {pool.region}, usd_per_hour: ...)"
         )
-        return None
     details = gcp_plan.tpu_details(pool, tpu, chips)
     hosts = details.hosts_per_slice * len(details.slices)
     key = ctx.need((*base, "region"), "gcp", pool.region, zone, hosts)
@@ -560,14 +567,21 @@ def _facts(ctx: _Ctx, it: InstanceType) -> _Facts:
     )
 
 
-def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity: float, what: str) -> float:
-    """Monthly cost of `quantity` units (GiB or items) of a catalog service; 0 with a warning if unpriced."""
-    rec = ctx.catalog.services.get((provider, service))
-    price = ctx.catalog.service_price(provider, service, region)
-    if rec is None or price is None:
-        ctx.warnings.append(f"no {service} price for {region} in the catalog; {what} are not in the cost")
-        return 0.0
-    return quantity * price * (ctx.catalog.hours_per_month if rec.unit == "hour" else 1.0)
+# What every warning about an unpriced item says: one rule for every item (pool, root volumes, file system,
+# controller, NAT gateway, public address); the advisory policy aicluster-cluster-missing-prices names them too.
+UNPRICED_NOTE = "shown as unpriced; the totals are a lower bound"
+
+
+def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity: float, what: str) -> float | None:
+    """Monthly cost of `quantity` units (GiB or items) of a catalog service; None (never 0), with a warning,
+    if the catalog has no price for it."""
+    month = service_month(ctx.catalog, provider, service, region, quantity)
+    if month is None:
+        ctx.warnings.append(
+            f"the catalog has no {provider} {service} price in {region}, so the cost leaves out {what} "
+            f"({UNPRICED_NOTE})"
+        )
+    return month
 
 
 def _pool_record(
@@ -581,9 +595,9 @@ def _pool_record(
     it: _Facts,
     nodes: int,
     market: str,
-    price: Price,
+    price: Price | None,
     billed: int,
-    volumes_usd_per_month: float,
+    volumes_usd_per_month: float | None,
     **details: object,
 ) -> PlannedPool | None:
     """`price` is per unit of `billed` (node-hours, or chip-hours of a TPU pool)."""
@@ -591,6 +605,8 @@ def _pool_record(
     it_kw = it.node_power_kw * nodes
     facility_kw = it_kw * reg.pue
     hours = ctx.catalog.hours_per_month
+    instances = hourly_month(price.usd, billed, hours) if price is not None else None
+    priced = [x for x in (instances, volumes_usd_per_month) if x is not None]
     nodes_per_rack: int | None = None
     racks: int | None = None
     rack_kw = ctx.spec.budgets.rack_kw
@@ -627,10 +643,14 @@ def _pool_record(
         network_bandwidth_gbps=it.bandwidth_gbps,
         market=market,
         price=price,
-        instances_usd_per_month=_round2(price.usd * billed * hours),
-        volumes_usd_per_month=_round2(volumes_usd_per_month),
-        cost_usd_per_hour=_round2(price.usd * billed + volumes_usd_per_month / hours),
-        cost_usd_per_month=_round2(price.usd * billed * hours + volumes_usd_per_month),
+        instances_usd_per_month=instances,
+        volumes_usd_per_month=volumes_usd_per_month,
+        # None when nothing of the pool is priced (a TPU pool's boot disks come with its chips)
+        cost_usd_per_hour=cents(math.fsum(priced) / hours) if instances is not None or any(priced) else None,
+        cost_usd_per_month=cents(math.fsum(priced)) if instances is not None or any(priced) else None,
+        unpriced=tuple(
+            what for what, m in (("instances", instances), ("root volumes", volumes_usd_per_month)) if m is None
+        ),
         node_power_kw=it.node_power_kw,
         power_basis=it.power_basis,
         power_kw_it=_round2(it_kw),
@@ -772,8 +792,8 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         # without it, say so, and let the policy pack's budget rule report the unpriced item too.
         ctx.warnings.append(
             f"storage[{i}] ({st.name}): the catalog has no {tier.service} {tier.deployment} price in {reg.name}, so "
-            f"the file system is not in the cost; add your rate under pricing.overrides (sku: {tier.sku}, "
-            "usd_per_gib_month: ...)"
+            f"the file system is left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
+            f"(sku: {tier.sku}, usd_per_gib_month: ...)"
         )
     role = _STORAGE_SUBNETS.get((provider, tier.service), "compute")
     first = ctx.dedicated.setdefault((f"{provider}-{reg.name}", role), i) if role == "lustre" else i
@@ -787,7 +807,7 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         )
         return None
     network = ctx.need((*base, "region"), provider, reg.name, zone, 0, role=role)
-    month = resolved.price.usd * capacity if resolved.price else 0.0
+    month = storage_month(resolved, capacity)
     tib = capacity / 1024
     return PlannedFilesystem(
         name=st.name,
@@ -806,8 +826,8 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         throughput_mb_s_per_tib=tier.throughput_mb_s_per_tib,
         throughput_mb_s=round(tib * tier.throughput_mb_s_per_tib, 1),
         price=resolved.price,
-        cost_usd_per_month=_round2(month),
-        cost_usd_per_hour=_round2(month / ctx.catalog.hours_per_month),
+        cost_usd_per_month=month,
+        cost_usd_per_hour=cents(month / ctx.catalog.hours_per_month) if month is not None else None,
         tags={**ctx.spec.tags, "aicluster:cluster": ctx.spec.name, "aicluster:storage": st.name},
     )
 
@@ -885,12 +905,7 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         return None
     resolved = compute_price(it, reg.name, "on-demand", ctx.spec.pricing.overrides)
     if resolved.price is None:
-        ctx.problem(
-            (*base, "instance_type"),
-            f"the catalog has no price for {it.name} in {reg.name}; add your rate under pricing.overrides",
-            it.name,
-        )
-        return None
+        _unpriced_controller(ctx, it, reg.name, defaulted=c.instance_type is None)
     network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
     image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
     root_gib = {
@@ -905,6 +920,9 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         root_gib,
         "the controller's root volume",
     )
+    instance_month = hourly_month(resolved.price.usd, 1, ctx.catalog.hours_per_month) if resolved.price else None
+    priced = [x for x in (instance_month, volume_month) if x is not None]
+    month = cents(sum(priced)) if priced else None
     return PlannedController(
         kind="slurm",
         root_volume_gib=root_gib,
@@ -917,12 +935,52 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
         instance_type=it.name,
         image=image,
         price=resolved.price,
-        cost_usd_per_hour=_round2(resolved.price.usd + volume_month / ctx.catalog.hours_per_month),
-        cost_usd_per_month=_round2(resolved.price.usd * ctx.catalog.hours_per_month + volume_month),
+        instance_usd_per_month=instance_month,
+        volume_usd_per_month=volume_month,
+        cost_usd_per_hour=cents(month / ctx.catalog.hours_per_month) if month is not None else None,
+        cost_usd_per_month=month,
+        unpriced=tuple(
+            what for what, m in ((f"instance {it.name}", instance_month), ("root volume", volume_month)) if m is None
+        ),
         node_power_kw=it.node_power_kw,
         power_kw_facility=_round2(it.node_power_kw * reg.pue),
         co2e_t_per_month=_round2(it.node_power_kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
     )
+
+
+def _unpriced_controller(ctx: _Ctx, it: InstanceType, region: str, defaulted: bool) -> None:
+    """The one rule for an unpriced item, for the controller: a warning that says where its type came from and
+    what to set; the controller is planned, and left out of the cost (the totals say so)."""
+    priced = sorted(
+        (
+            (p.price.usd, t.name)
+            for (provider, _), t in ctx.catalog.instance_types.items()
+            if provider == it.provider
+            and t.accelerator_count == 0
+            and t.vcpus >= CONTROLLER_MIN_VCPUS
+            and (p := compute_price(t, region, "on-demand", ctx.spec.pricing.overrides)).price is not None
+        )
+    )[:3]
+    where = (
+        f"scheduler.controller.instance_type is not set, and the catalog's default {it.provider} controller "
+        f"type, {it.name},"
+        if defaulted
+        else f"scheduler.controller.instance_type {it.name}"
+    )
+    instead = (
+        f"set scheduler.controller.instance_type to a type priced there ({', '.join(n for _, n in priced)}), or "
+        if priced
+        else ""
+    )
+    ctx.warnings.append(
+        f"{where} has no on-demand price in {region} in the catalog, so the controller is left out of the cost "
+        f"({UNPRICED_NOTE}): {instead}add your rate under pricing.overrides "
+        f"(sku: {it.name}, region: {region}, usd_per_hour: ...)"
+    )
+
+
+# A Slurm controller runs slurmctld and slurmdbd: the smallest type suggested in place of an unpriced one.
+CONTROLLER_MIN_VCPUS = 4
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1051,9 +1109,14 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         # attached to its compute subnet (a NAT gateway serves every subnet of a VNet it is attached to);
         # GCP: one Cloud NAT on the host VPC's regional router.
         nats = len(zones) if provider == "aws" else 1
-        month = _service_month(ctx, provider, "nat-gateway", region, nats, "NAT gateways") + _service_month(
-            ctx, provider, "public-ipv4", region, nats, "the NAT gateways' public IPv4 addresses"
+        # priced one gateway (and address) at a time, as the policy pack sees them, so the figures agree
+        gateway = _service_month(ctx, provider, "nat-gateway", region, 1, f"the {key} network's NAT gateways")
+        address = _service_month(
+            ctx, provider, "public-ipv4", region, 1, f"the {key} network's NAT public IPv4 addresses"
         )
+        nat_m = cents(gateway * nats) if gateway is not None else None
+        ipv4_m = cents(address * nats) if address is not None else None
+        priced = [x for x in (nat_m, ipv4_m) if x is not None]
         rg = ctx.resource_groups.get(key)
         out.append(
             PlannedNetwork(
@@ -1063,7 +1126,12 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 cidr=blocks[key],
                 subnets=tuple(subnets),
                 nat_gateways=nats,
-                cost_usd_per_month=_round2(month),
+                nat_usd_per_month=nat_m,
+                ipv4_usd_per_month=ipv4_m,
+                cost_usd_per_month=cents(sum(priced)) if priced else None,
+                unpriced=tuple(
+                    what for what, m in (("NAT gateways", nat_m), ("public IPv4 addresses", ipv4_m)) if m is None
+                ),
                 resource_group=rg[1] if rg else None,
                 **(_gcp_vpcs(ctx, key, roles) if provider == "gcp" else {}),
             )
@@ -1162,6 +1230,27 @@ def _unused_overrides(ctx: _Ctx, prices: list[Price]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def cost_lines(
+    pools: Sequence[PlannedPool],
+    filesystems: Sequence[PlannedFilesystem],
+    controller: PlannedController | None,
+    networks: Sequence[PlannedNetwork],
+) -> list[CostLine]:
+    """The plan's monthly bill, item by item, as the policy pack's budget rule counts it (None: unpriced)."""
+    lines = []
+    for p in pools:
+        lines.append(CostLine(f"pool {p.name}: {p.nodes} x {p.instance_type} {p.market}", p.instances_usd_per_month))
+        lines.append(CostLine(f"pool {p.name}: root volumes", p.volumes_usd_per_month))
+    lines += [CostLine(f"storage {f.name} ({f.service})", f.cost_usd_per_month) for f in filesystems]
+    if controller is not None:
+        lines.append(CostLine(f"controller {controller.instance_type}", controller.instance_usd_per_month))
+        lines.append(CostLine("controller: root volume", controller.volume_usd_per_month))
+    for n in networks:
+        lines.append(CostLine(f"network {n.key}: {n.nat_gateways} x NAT gateway", n.nat_usd_per_month))
+        lines.append(CostLine(f"network {n.key}: {n.nat_gateways} x NAT public IPv4", n.ipv4_usd_per_month))
+    return lines
+
+
 def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     """Resolve a validated spec against the catalog. Raises SpecError with every problem found."""
     ctx = _Ctx(spec, catalog)
@@ -1185,30 +1274,26 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
     _unused_overrides(
         ctx,
-        [p.price for p in pools]
+        [p.price for p in pools if p.price is not None]
         + [f.price for f in filesystems if f.price is not None]
-        + ([controller.price] if controller else []),
+        + ([controller.price] if controller and controller.price else []),
     )
 
     hours = catalog.hours_per_month
-    network_m = sum(n.cost_usd_per_month for n in networks)
-    cost_h = sum(p.cost_usd_per_hour for p in pools) + sum(f.cost_usd_per_hour for f in filesystems) + network_m / hours
-    cost_m = sum(p.cost_usd_per_month for p in pools) + sum(f.cost_usd_per_month for f in filesystems) + network_m
+    cost = total(cost_lines(pools, filesystems, controller, networks))
     it_kw = sum(p.power_kw_it for p in pools)
     fac_kw = sum(p.power_kw_facility for p in pools)
     co2 = sum(p.co2e_t_per_month for p in pools)
     if controller is not None:
         co2 += controller.co2e_t_per_month
-        cost_h += controller.cost_usd_per_hour
-        cost_m += controller.cost_usd_per_month
         it_kw += controller.node_power_kw
         fac_kw += controller.power_kw_facility
     racks = sum(p.racks for p in pools if p.racks is not None) if spec.budgets.rack_kw else None
     totals = Totals(
         nodes=sum(p.nodes for p in pools),
         gpus=sum(p.gpus for p in pools),
-        cost_usd_per_hour=_round2(cost_h),
-        cost_usd_per_month=_round2(cost_m),
+        cost_usd_per_hour=cents(cost.usd_per_month / hours),
+        cost_usd_per_month=cost.usd_per_month,
         power_kw_it=_round2(it_kw),
         power_kw_facility=_round2(fac_kw),
         co2e_t_per_month=_round2(co2),
@@ -1216,6 +1301,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         bf16_pflops=_round2(sum(p.bf16_pflops for p in pools)),
         storage_tib=round(sum(f.capacity_tib for f in filesystems), 3),
         storage_throughput_gb_s=round(sum(f.throughput_mb_s for f in filesystems) / 1000, 2),
+        unpriced=cost.unpriced,
     )
     return ClusterPlan(
         name=spec.name,

@@ -52,7 +52,11 @@ class PlannedNetwork(_Plan):
     cidr: str
     subnets: tuple[Subnet, ...]
     nat_gateways: int
-    cost_usd_per_month: float  # NAT gateways and their public IPv4 addresses (traffic not modelled)
+    nat_usd_per_month: float | None  # the gateways; None: not priced
+    ipv4_usd_per_month: float | None  # their public IPv4 addresses; None: not priced
+    # NAT gateways and their public IPv4 addresses (traffic not modelled); None: neither is priced
+    cost_usd_per_month: float | None
+    unpriced: tuple[str, ...] = ()  # what is left out of cost_usd_per_month for want of a price
     # Azure: the existing resource group the stack names for this region; None: the cluster creates one
     resource_group: str | None = None
 
@@ -204,11 +208,12 @@ class PlannedPool(_Plan):
     fabric: str
     network_bandwidth_gbps: float
     market: Market
-    price: Price  # per node-hour, instance only
-    instances_usd_per_month: float
-    volumes_usd_per_month: float  # root volumes
-    cost_usd_per_hour: float  # instances + volumes
-    cost_usd_per_month: float
+    price: Price | None  # per node-hour (chip-hour of a TPU pool), instance only; None: no price
+    instances_usd_per_month: float | None  # None: not priced (named in `unpriced`), never 0
+    volumes_usd_per_month: float | None  # root volumes; None: not priced (named in `unpriced`)
+    cost_usd_per_hour: float | None  # the priced parts; None: nothing of the pool is priced
+    cost_usd_per_month: float | None
+    unpriced: tuple[str, ...] = ()  # what is left out of cost_usd_per_month for want of a price
     node_power_kw: float
     power_basis: str
     power_kw_it: float
@@ -265,8 +270,8 @@ class PlannedFilesystem(_Plan):
     throughput_mb_s_per_tib: float
     throughput_mb_s: float
     price: Price | None  # None: the catalog has no list price and the stack gave none (not in the cost)
-    cost_usd_per_month: float
-    cost_usd_per_hour: float
+    cost_usd_per_month: float | None  # None: not priced, never 0
+    cost_usd_per_hour: float | None
     tags: dict[str, str]
     client_zones: tuple[str, ...] = ()  # zones whose nodes mount it (an EFS mount target in each)
 
@@ -282,9 +287,12 @@ class PlannedController(_Plan):
     network: str
     instance_type: str
     image: str
-    price: Price
-    cost_usd_per_hour: float
-    cost_usd_per_month: float
+    price: Price | None  # None: the catalog has no price and the stack gave none (not in the cost)
+    instance_usd_per_month: float | None
+    volume_usd_per_month: float | None  # the root volume
+    cost_usd_per_hour: float | None  # instance + priced root volume; None: neither is priced
+    cost_usd_per_month: float | None
+    unpriced: tuple[str, ...] = ()  # what is left out of the cost for want of a price
     node_power_kw: float
     power_kw_facility: float
     co2e_t_per_month: float
@@ -292,8 +300,8 @@ class PlannedController(_Plan):
 
 class Totals(_Plan):
     nodes: int
-    gpus: int
-    cost_usd_per_hour: float
+    gpus: int  # accelerators: GPUs, Trainium and TPU chips
+    cost_usd_per_hour: float  # the priced part; see `unpriced`
     cost_usd_per_month: float
     power_kw_it: float
     power_kw_facility: float
@@ -302,6 +310,8 @@ class Totals(_Plan):
     bf16_pflops: float
     storage_tib: float
     storage_throughput_gb_s: float
+    # items (and parts of items) with no price: the costs above leave them out, so they are a lower bound
+    unpriced: tuple[str, ...] = ()
 
 
 class ClusterPlan(_Plan):

@@ -78,6 +78,8 @@ class Preview:
                 "power_kw_facility": p.totals.power_kw_facility,
                 "carbon_t_per_month": p.totals.co2e_t_per_month,
                 "resources": len(self.capture.resources),
+                # what the costs leave out for want of a price: the costs are then a lower bound, never 0 for it
+                "unpriced": list(p.totals.unpriced),
             },
             "pools": [
                 {
@@ -91,6 +93,7 @@ class Preview:
                     "gpus": pool.gpus,
                     "cost_usd_per_hour": pool.cost_usd_per_hour,
                     "cost_usd_per_month": pool.cost_usd_per_month,
+                    "unpriced": list(pool.unpriced),
                     "power_kw_it": pool.power_kw_it,
                     "power_kw_facility": pool.power_kw_facility,
                     "ib_domains": [

@@ -98,14 +98,30 @@ class Change:
     pct: str
 
 
-def _change(base: float | None, head: float | None, fmt: Callable[[float], str], added: bool) -> Change:
+def _change(
+    base: float | None,
+    head: float | None,
+    fmt: Callable[[float], str],
+    added: bool,
+    unpriced: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
+) -> Change:
+    """`unpriced`: what each side's figure leaves out for want of a price; the figures and the change then
+    say so (a priced part is never shown as the whole)."""
     b, h = base or 0.0, head or 0.0
+    partial = " (priced parts only)" if any(unpriced) else ""
     return Change(
-        base="—" if base is None else fmt(base),
-        head="—" if head is None else fmt(head),
-        delta=signed(h - b, fmt),
+        base=_shown(base, unpriced[0], fmt),
+        head=_shown(head, unpriced[1], fmt),
+        delta=signed(h - b, fmt) + partial,
         pct="new" if added else change_pct(b, h),
     )
+
+
+def _shown(value: float | None, unpriced: tuple[str, ...], fmt: Callable[[float], str]) -> str:
+    """`—` for a side without the item, `unpriced` for an item with no price, never `$0.00` for it."""
+    if value is None:
+        return "unpriced" if unpriced else "—"
+    return fmt(value) + (" + unpriced items" if unpriced else "")
 
 
 @dataclass(frozen=True)
@@ -118,10 +134,14 @@ class Delta:
     head_cost: float | None
     base_kw: float | None
     head_kw: float | None
+    base_unpriced: tuple[str, ...] = ()
+    head_unpriced: tuple[str, ...] = ()
 
     @property
     def cost(self) -> Change:
-        return _change(self.base_cost, self.head_cost, usd, self.status == "added")
+        return _change(
+            self.base_cost, self.head_cost, usd, self.status == "added", (self.base_unpriced, self.head_unpriced)
+        )
 
     @property
     def power(self) -> Change:
@@ -129,7 +149,12 @@ class Delta:
 
     @property
     def unchanged(self) -> bool:
-        return self.status == "" and self.base_cost == self.head_cost and self.base_kw == self.head_kw
+        return (
+            self.status == ""
+            and self.base_cost == self.head_cost
+            and self.base_kw == self.head_kw
+            and self.base_unpriced == self.head_unpriced
+        )
 
 
 def pool_deltas(base: PreviewDoc, head: PreviewDoc) -> list[Delta]:
@@ -149,10 +174,21 @@ def pool_deltas(base: PreviewDoc, head: PreviewDoc) -> list[Delta]:
                 h.cost_usd_per_month if h else None,
                 b.power_kw_facility if b else None,
                 h.power_kw_facility if h else None,
+                b.unpriced if b else (),
+                h.unpriced if h else (),
             )
         )
     bs, hs = base.summary, head.summary
-    total = Delta("Total", "", bs.cost_usd_per_month, hs.cost_usd_per_month, bs.power_kw_facility, hs.power_kw_facility)
+    total = Delta(
+        "Total",
+        "",
+        bs.cost_usd_per_month,
+        hs.cost_usd_per_month,
+        bs.power_kw_facility,
+        hs.power_kw_facility,
+        bs.unpriced,
+        hs.unpriced,
+    )
     return [*rows, total]
 
 

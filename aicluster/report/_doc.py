@@ -47,6 +47,7 @@ class Summary:
     power_kw_facility: float
     carbon_t_per_month: float
     resources: int
+    unpriced: tuple[str, ...] = ()  # items with no price: the costs above leave them out (a lower bound)
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,11 @@ class Pool:
     market: str
     nodes: int
     gpus: int
-    cost_usd_per_hour: float
-    cost_usd_per_month: float
+    cost_usd_per_hour: float | None  # None: nothing of the pool is priced (see `unpriced`)
+    cost_usd_per_month: float | None
     power_kw_it: float
     power_kw_facility: float
+    unpriced: tuple[str, ...] = ()  # parts with no price (root volumes): left out of the costs above
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,10 @@ class _Reader:
             raise ValueError(f"preview JSON: '{self._at(key)}' must be a finite number, got {_show(value)}")
         return float(value)
 
+    def optional_number(self, key: str) -> float | None:
+        """A finite number, or None where the document has null (an unpriced cost); the key must be there."""
+        return None if self._get(key) is None else self.number(key)
+
     def optional_line(self, key: str) -> int | None:
         if self._data.get(key) is None:
             return None
@@ -219,6 +225,10 @@ class _Reader:
 
     def texts(self, key: str) -> tuple[str, ...]:
         return tuple(_string(item, f"{self._at(key)}[{i}]") for i, item in enumerate(self._list(key)))
+
+    def optional_texts(self, key: str) -> tuple[str, ...]:
+        """A list of strings; empty when absent (previews written before the key existed)."""
+        return () if self._data.get(key) is None else self.texts(key)
 
     def text_map(self, key: str) -> dict[str, str]:
         value = self.obj(key)._data
@@ -299,6 +309,7 @@ def _summary(r: _Reader) -> Summary:
         power_kw_facility=r.number("power_kw_facility"),
         carbon_t_per_month=r.number("carbon_t_per_month"),
         resources=r.whole("resources"),
+        unpriced=r.optional_texts("unpriced"),
     )
 
 
@@ -312,10 +323,11 @@ def _pool(r: _Reader) -> Pool:
         market=r.text("market"),
         nodes=r.whole("nodes"),
         gpus=r.whole("gpus"),
-        cost_usd_per_hour=r.number("cost_usd_per_hour"),
-        cost_usd_per_month=r.number("cost_usd_per_month"),
+        cost_usd_per_hour=r.optional_number("cost_usd_per_hour"),
+        cost_usd_per_month=r.optional_number("cost_usd_per_month"),
         power_kw_it=r.number("power_kw_it"),
         power_kw_facility=r.number("power_kw_facility"),
+        unpriced=r.optional_texts("unpriced"),
     )
 
 

@@ -44,18 +44,19 @@ def _shorten(label: str) -> str:
     return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
 
 
-def bar_chart(title: str, rows: Sequence[tuple[str, float]], fmt: Callable[[float], str]) -> BarChart:
+def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], fmt: Callable[[float], str]) -> BarChart:
     """Horizontal bars whose lengths are proportional to the values (the largest spans BAR_AREA);
-    all-zero values draw zero-length bars, and the height grows with the number of rows."""
-    top = max((value for _, value in rows), default=0.0)
+    all-zero values draw zero-length bars, and the height grows with the number of rows. A value of None
+    (an unpriced pool) draws no bar and says "unpriced", never a zero."""
+    top = max((value for _, value in rows if value is not None), default=0.0)
     bars = tuple(
         Bar(
             label=label,
             short_label=_shorten(label),
-            value=value,
-            text=fmt(value),
+            value=value or 0.0,
+            text=fmt(value) if value is not None else "unpriced",
             y=i * ROW_HEIGHT + (ROW_HEIGHT - BAR_HEIGHT) / 2,
-            width=value / top * BAR_AREA if top > 0 else 0.0,
+            width=(value or 0.0) / top * BAR_AREA if top > 0 else 0.0,
         )
         for i, (label, value) in enumerate(rows)
     )
@@ -78,7 +79,7 @@ def gauges(doc: PreviewDoc) -> list[Gauge]:
     for b in budget_uses(doc):
         state: Literal["ok", "near", "over"] = "over" if b.used_pct > 100 else "near" if b.used_pct >= 80 else "ok"
         fill = min(b.used_pct, 100.0) / 100 * GAUGE_WIDTH
-        found.append(Gauge(b.label, b.fmt(b.actual), b.fmt(b.budget), pct(b.used_pct), fill, state))
+        found.append(Gauge(b.label, b.actual_text, b.fmt(b.budget), pct(b.used_pct), fill, state))
     return found
 
 
@@ -93,8 +94,13 @@ def cards(doc: PreviewDoc) -> list[Card]:
     s = doc.summary
     return [
         Card("Nodes", f"{s.nodes:,}", plural(len(doc.pools), "pool")),
-        Card("GPUs", f"{s.gpus:,}"),
-        Card("Cost per month", usd(s.cost_usd_per_month), f"{usd(s.cost_usd_per_hour)} per hour"),
+        Card("Accelerators", f"{s.gpus:,}"),
+        Card(
+            "Cost per month",
+            usd(s.cost_usd_per_month),
+            f"{usd(s.cost_usd_per_hour)} per hour"
+            + (f"; not counted, no price: {'; '.join(s.unpriced)}" if s.unpriced else ""),
+        ),
         Card("Power (IT)", kw(s.power_kw_it)),
         Card("Power (facility)", kw(s.power_kw_facility)),
         Card("Carbon", f"{number(s.carbon_t_per_month)} t", "CO2e per month"),

@@ -28,9 +28,12 @@ def summary_rows(doc: PreviewDoc) -> list[SummaryRow]:
     budgets = {b.key: b for b in budget_uses(doc)}
     return [
         SummaryRow("Nodes", whole(s.nodes)),
-        SummaryRow("GPUs", whole(s.gpus)),
-        SummaryRow("Cost, $/hour", usd(s.cost_usd_per_hour)),
-        SummaryRow("Cost, $/month", usd(s.cost_usd_per_month), *_budget_cells(budgets.get("monthly_usd"), usd)),
+        SummaryRow("Accelerators", whole(s.gpus)),
+        SummaryRow("Cost, $/hour", usd(s.cost_usd_per_hour, s.unpriced)),
+        SummaryRow(
+            "Cost, $/month", usd(s.cost_usd_per_month, s.unpriced), *_budget_cells(budgets.get("monthly_usd"), usd)
+        ),
+        *([SummaryRow("Not in the cost (no price)", "; ".join(s.unpriced))] if s.unpriced else []),
         SummaryRow("Power (IT), kW", number(s.power_kw_it)),
         SummaryRow(
             "Power (facility), kW", number(s.power_kw_facility), *_budget_cells(budgets.get("power_kw"), number)

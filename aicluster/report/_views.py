@@ -4,7 +4,7 @@ severity and by framework, and the number formats. Renderers only lay these out.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
@@ -51,6 +51,11 @@ class BudgetUse:
     budget: float
     actual: float
     fmt: Callable[[float], str]
+    unpriced: tuple[str, ...] = ()  # what `actual` leaves out for want of a price
+
+    @property
+    def actual_text(self) -> str:
+        return usd(self.actual, self.unpriced) if self.unpriced else self.fmt(self.actual)
 
     @property
     def used_pct(self) -> float:
@@ -63,10 +68,12 @@ def budget_uses(doc: PreviewDoc) -> list[BudgetUse]:
         return []
     b = doc.cluster.budgets
     candidates = [
-        ("monthly_usd", "Cost, $/month", b.monthly_usd, doc.summary.cost_usd_per_month, usd),
-        ("power_kw", "Power (facility), kW", b.power_kw, doc.summary.power_kw_facility, kw),
+        ("monthly_usd", "Cost, $/month", b.monthly_usd, doc.summary.cost_usd_per_month, usd, doc.summary.unpriced),
+        ("power_kw", "Power (facility), kW", b.power_kw, doc.summary.power_kw_facility, kw, ()),
     ]
-    return [BudgetUse(key, label, budget, actual, fmt) for key, label, budget, actual, fmt in candidates if budget]
+    return [
+        BudgetUse(key, label, budget, actual, fmt, u) for key, label, budget, actual, fmt, u in candidates if budget
+    ]
 
 
 def by_severity(violations: Iterable[Violation]) -> list[tuple[Severity, list[Violation]]]:
@@ -191,8 +198,12 @@ def whole(n: int) -> str:
     return f"{n:,}"
 
 
-def usd(x: float) -> str:
-    return f"${x:,.2f}"
+def usd(x: float | None, unpriced: Sequence[str] = ()) -> str:
+    """`$1,234.50`; never `$0.00` for what has no price: `unpriced`, or `$X + unpriced items` for a partial sum
+    (the words of aicluster.catalog.pricing.money, which reports may not import: they read only the preview JSON)."""
+    if x is None:
+        return "unpriced"
+    return f"${x:,.2f}" + (" + unpriced items" if unpriced else "")
 
 
 def kw(x: float) -> str:

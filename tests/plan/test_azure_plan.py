@@ -70,7 +70,9 @@ def test_unpriced_storage_is_planned_with_a_warning_and_an_override_prices_it(ca
     p = planned(catalog)
     fs = p.filesystems[0]
     assert fs.price is None
-    assert fs.cost_usd_per_month == 0
+    assert fs.cost_usd_per_month is None  # unpriced is never 0
+    assert fs.cost_usd_per_hour is None
+    assert "storage scratch (azure-managed-lustre)" in p.totals.unpriced
     assert any("no azure-managed-lustre AMLFS-Durable-Premium-500 price in eastus" in w for w in p.warnings)
     rate = {"sku": "azure-managed-lustre/AMLFS-Durable-Premium-500/500", "usd_per_gib_month": 0.3}
     fs = planned(catalog, pricing={"overrides": [rate]}).filesystems[0]

@@ -245,6 +245,7 @@ def test_a3_mega_cost_by_hand(catalog: Catalog) -> None:
     ("accelerator_type", "chips", "hosts", "chips_per_host"),
     [
         pytest.param("v5p-8", 4, 1, 4, id="v5p-8-one-host"),
+        pytest.param("v5p-32", 16, 4, 4, id="v5p-32-sixteen-chips-four-hosts"),
         pytest.param("v5p-256", 128, 32, 4, id="v5p-256-32-hosts"),
         pytest.param("v5p-1280", 640, 160, 4, id="v5p-ten-cubes"),
         pytest.param("v5litepod-8", 8, 1, 8, id="v5e-8-one-vm"),

@@ -256,12 +256,6 @@ def test_nfs_maps_to_efs(catalog: Catalog) -> None:
             id="efa-without-zone",
         ),
         pytest.param(
-            {"pools": [pool(market="on-demand", instance_type="p5e.48xlarge", region="us-east-2", zone="us-east-2a")]},
-            'pools[0].instance_type: got "p5e.48xlarge"; the catalog has no on-demand price for p5e.48xlarge in '
-            "us-east-2; add your rate under pricing.overrides (sku: p5e.48xlarge, usd_per_hour: ...)",
-            id="no-price",
-        ),
-        pytest.param(
             {"pools": [pool(instance_type="trn1.32xlarge")]},
             "pools[0].image: the catalog has no default image for trn1.32xlarge (trainium)",
             id="trainium-needs-an-image",

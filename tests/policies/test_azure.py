@@ -194,10 +194,10 @@ def test_budget_costs_scale_sets_os_disks_nat_and_public_ip() -> None:
     total = gpus + disks + nat_gw + ip  # 287,423.76
     stack = [cluster(budgets={"monthly_usd": 250_000.0}), vmss(), nat(), nat_ip()]
     assert [(line.what, line.usd_per_month) for line in bill(Stack(stack))] == [
-        (f"gpu: 4 x {ND_H100} on-demand", pytest.approx(gpus)),
-        ("gpu: 2048 GiB Premium_LRS OS disks", pytest.approx(disks)),
-        ("nat: NAT gateway", pytest.approx(nat_gw)),
-        ("nat-ip: public IPv4", pytest.approx(ip)),
+        (f"gpu: 4 x {ND_H100} on-demand", pytest.approx(gpus, abs=0.005)),
+        ("gpu: 2048 GiB Premium_LRS OS disks", pytest.approx(disks, abs=0.005)),
+        ("nat: NAT gateway", pytest.approx(nat_gw, abs=0.005)),
+        ("nat-ip: public IPv4", pytest.approx(ip, abs=0.005)),
     ]
     over = total - 250_000
     expected = (
@@ -229,11 +229,12 @@ def test_unpriced_managed_lustre_is_named_until_an_override_prices_it() -> None:
     # within budget as far as it is known: the budget passes, the advisory price rule names the gap
     assert stack_findings(BUDGET, [cluster(budgets={"monthly_usd": 300_000.0}), *resources]) == []
     assert stack_findings(PRICES, [cluster(budgets={"monthly_usd": 300_000.0}), *resources]) == [
-        "no catalog price for lustre: 16384 GiB azure-managed-lustre: the monthly cost $287,387 (and the budget "
+        "no catalog price for lustre: 16384 GiB azure-managed-lustre: the monthly cost $287,387 + unpriced items "
+        "(and the budget "
         "check) leaves them out; add your rates under pricing.overrides"
     ]
     assert stack_findings(BUDGET, [cluster(budgets={"monthly_usd": 200_000.0}), *resources]) == [
-        "monthly cost $287,387 exceeds the budget $200,000 by $87,387 (43.7%); largest: gpu: 4 x "
+        "monthly cost $287,387 + unpriced items exceeds the budget $200,000 by $87,387 (43.7%); largest: gpu: 4 x "
         f"{ND_H100} on-demand $287,094; gpu: 2048 GiB Premium_LRS OS disks $293. Shrink or remove a pool, move it "
         "to spot or reserved capacity, or raise budgets.monthly_usd (not counted, no price: lustre: 16384 GiB "
         "azure-managed-lustre)"
@@ -256,8 +257,8 @@ def test_unpriced_netapp_pool_is_named() -> None:
     # only the controller is priced: D8s v5 $0.384/h x 730 + 64 GiB Premium SSD x $0.143 = $289.47
     assert stack_findings(BUDGET, [controller(), anf_pool()], {"monthly_usd": 10_000}) == []
     assert stack_findings(PRICES, [controller(), anf_pool()]) == [
-        "no catalog price for home: 4096 GiB azure-netapp-files: the monthly cost $289 (and the budget check) leaves "
-        "them out; add your rates under pricing.overrides"
+        "no catalog price for home: 4096 GiB azure-netapp-files: the monthly cost $289 + unpriced items (and the "
+        "budget check) leaves them out; add your rates under pricing.overrides"
     ]
 
 

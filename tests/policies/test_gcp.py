@@ -298,12 +298,12 @@ def test_budget_costs_migs_boot_disks_controller_and_cloud_nat() -> None:
     tpl = template()
     stack = [cluster(budgets={"monthly_usd": 100_000.0}), tpl, mig(tpl), controller(), nat()]
     assert [(line.what, line.usd_per_month) for line in bill(Stack(stack))] == [
-        (f"gpu: 4 x {A3_MEGA} on-demand", pytest.approx(gpus)),
-        ("gpu: 2000 GiB pd-balanced boot disks", pytest.approx(disks)),
-        ("ctl: 1 x n2-standard-8 on-demand", pytest.approx(0.38847 * 730)),
-        ("ctl: 100 GiB pd-balanced boot disks", pytest.approx(10.0)),
-        ("nat: Cloud NAT gateway", pytest.approx(gateway)),
-        ("nat: Cloud NAT public IPv4", pytest.approx(address)),
+        (f"gpu: 4 x {A3_MEGA} on-demand", pytest.approx(gpus, abs=0.005)),
+        ("gpu: 2000 GiB pd-balanced boot disks", pytest.approx(disks, abs=0.005)),
+        ("ctl: 1 x n2-standard-8 on-demand", pytest.approx(0.38847 * 730, abs=0.005)),
+        ("ctl: 100 GiB pd-balanced boot disks", pytest.approx(10.0, abs=0.005)),
+        ("nat: Cloud NAT gateway", pytest.approx(gateway, abs=0.005)),
+        ("nat: Cloud NAT public IPv4", pytest.approx(address, abs=0.005)),
     ]
     total = gpus + disks + ctl + gateway + address
     (message,) = stack_findings(BUDGET, stack)
@@ -317,8 +317,8 @@ def test_budget_costs_migs_boot_disks_controller_and_cloud_nat() -> None:
 def test_cloud_nat_with_named_addresses() -> None:
     lines = bill(Stack([nat(natIpAllocateOption="MANUAL_ONLY", natIps=[UNKNOWN, UNKNOWN])]))
     assert [(line.what, line.usd_per_month) for line in lines] == [
-        ("nat: Cloud NAT gateway", pytest.approx(0.044 * 730)),
-        ("nat: 2 x Cloud NAT public IPv4", pytest.approx(2 * 0.005 * 730)),
+        ("nat: Cloud NAT gateway", pytest.approx(0.044 * 730, abs=0.005)),
+        ("nat: 2 x Cloud NAT public IPv4", pytest.approx(2 * 0.005 * 730, abs=0.005)),
     ]
 
 
@@ -328,23 +328,23 @@ def test_spot_and_reserved_templates_take_their_rates() -> None:
     spot = template(machine=high, model="SPOT")
     specific = {"type": "SPECIFIC_RESERVATION", "specificReservation": {"values": ["r"]}}
     reserved = template(machine=high, affinity=specific)
-    assert bill(Stack([spot, mig(spot)]))[0].usd_per_month == pytest.approx(35.3957 * 4 * 730)
-    assert bill(Stack([reserved, mig(reserved)]))[0].usd_per_month == pytest.approx(61.3837 * 4 * 730)
+    assert bill(Stack([spot, mig(spot)]))[0].usd_per_month == pytest.approx(35.3957 * 4 * 730, abs=0.005)
+    assert bill(Stack([reserved, mig(reserved)]))[0].usd_per_month == pytest.approx(61.3837 * 4 * 730, abs=0.005)
     # a negotiated rate for the reservation, as the a3ultra example declares it
     mega = template(affinity=specific)
     declared = cluster(pricing={"overrides": [{"sku": A3_MEGA, "market": "reserved", "usd_per_hour": 50.0}]})
-    assert bill(Stack([declared, mega, mig(mega)]))[0].usd_per_month == pytest.approx(50.0 * 4 * 730)
+    assert bill(Stack([declared, mega, mig(mega)]))[0].usd_per_month == pytest.approx(50.0 * 4 * 730, abs=0.005)
 
 
 def test_tpu_slices_are_priced_per_chip_hour() -> None:
     # v5p in us-east5: $4.20 per chip-hour on demand, $1.68 spot
     assert [(line.what, line.usd_per_month) for line in bill(Stack([queued(), tpu_vm(spot=True)]))] == [
-        ("s0: v5p-256 TPU (128 chips on 32 hosts) on-demand", pytest.approx(4.2 * 128 * 730)),
-        ("slice: v5p-256 TPU (128 chips on 32 hosts) spot", pytest.approx(1.68 * 128 * 730)),
+        ("s0: v5p-256 TPU (128 chips on 32 hosts) on-demand", pytest.approx(4.2 * 128 * 730, abs=0.005)),
+        ("slice: v5p-256 TPU (128 chips on 32 hosts) spot", pytest.approx(1.68 * 128 * 730, abs=0.005)),
     ]
     # overrides name the TPU generation's accelerator
     declared = cluster(pricing={"overrides": [{"sku": "tpu-v5p", "usd_per_hour": 3.0}]})
-    assert bill(Stack([declared, queued()]))[0].usd_per_month == pytest.approx(3.0 * 128 * 730)
+    assert bill(Stack([declared, queued()]))[0].usd_per_month == pytest.approx(3.0 * 128 * 730, abs=0.005)
 
 
 def test_unpriced_gcp_filesystems_and_hyperdisk_are_named() -> None:
@@ -353,14 +353,14 @@ def test_unpriced_gcp_filesystems_and_hyperdisk_are_named() -> None:
     assert stack_findings(BUDGET, resources) == []  # $293.58 known
     assert stack_findings(PRICES, resources) == [
         "no catalog price for scratch: 144000 GiB gcp-managed-lustre, home: 2560 GiB filestore: the monthly cost "
-        "$294 (and the budget check) leaves them out; add your rates under pricing.overrides"
+        "$294 + unpriced items (and the budget check) leaves them out; add your rates under pricing.overrides"
     ]
     # a template nothing launches costs nothing; its group's hyperdisk boot disks have no list price
     ultra = [tpl, mig(tpl)]
     overrides = {"overrides": [{"sku": "a3-ultragpu-8g", "usd_per_hour": 61.0}]}
     lines = bill(Stack([cluster(pricing=overrides), *ultra]))
     assert [(line.what, line.usd_per_month) for line in lines] == [
-        ("gpu: 4 x a3-ultragpu-8g on-demand", pytest.approx(61.0 * 4 * 730)),
+        ("gpu: 4 x a3-ultragpu-8g on-demand", pytest.approx(61.0 * 4 * 730, abs=0.005)),
         ("gpu: 2000 GiB hyperdisk-balanced boot disks", None),
     ]
 
@@ -388,13 +388,13 @@ def pack_and_plan(root: Path, name: str) -> tuple[float, float]:
         stack_file.engine_config(),
         stack_file.secret_keys,
     )
-    return monthly_total(stack_of(capture)), planned.totals.cost_usd_per_month
+    return monthly_total(stack_of(capture)).usd_per_month, planned.totals.cost_usd_per_month
 
 
 @pytest.mark.parametrize("name", GCP_STACKS)
 def test_example_stacks_cost_what_the_plan_says(name: str) -> None:
     pack, planned = pack_and_plan(ROOT, name)
-    assert pack == pytest.approx(planned, abs=0.01)
+    assert pack == planned  # one cost model: the same figure to the cent
 
 
 @pytest.mark.parametrize(
@@ -420,7 +420,7 @@ def test_other_markets_cost_what_the_plan_says(project: Path, base: str, old: st
     assert old in text
     write_stack(project, "variant", text.replace(old, new))
     pack, planned = pack_and_plan(project, "variant")
-    assert pack == pytest.approx(planned, abs=0.01)
+    assert pack == planned  # one cost model: the same figure to the cent
 
 
 # --------------------------------------------------------------------------------------------------

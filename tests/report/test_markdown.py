@@ -43,7 +43,7 @@ def test_summary_compares_budgets(failing_doc: dict[str, Any]) -> None:
     assert "| Power (facility), kW | 80.00 | 60.00 | 133.3% |" in summary
     assert "| Power (IT), kW | 70.20 |  |  |" in summary
     assert "| Carbon, t CO2e/month | 13.20 |  |  |" in summary
-    assert "| GPUs | 80 |  |  |" in summary
+    assert "| Accelerators | 80 |  |  |" in summary
     assert "Racks are planned at 40.00 kW each." in summary
 
 
