@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from aicluster import cli
 from aicluster.catalog import Catalog
 from aicluster.cli import _pools_table, main
 from tests.helpers import cluster, plan_of
@@ -26,7 +27,8 @@ def test_an_unpriced_nat_gateway_is_not_shown_as_free(catalog: Catalog) -> None:
     assert "+ unpriced items" not in rows["h100"]
 
 
-def test_tpu_stacks_count_chips_not_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tpu_stacks_count_chips_not_gpus(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli.out, "width", 250)  # a narrow console (a worker without COLUMNS) wraps the header
     assert main(["validate", "gcp-tpu-v5p"]) == 0
     out = capsys.readouterr().out
     assert " TPU chips, $" in out
