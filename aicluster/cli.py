@@ -306,11 +306,21 @@ def _read_json(path: str, what: str) -> Any:
 
 
 def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The --policy-config file, checked against every policy's config schema before anything runs."""
     if not args.policy_config:
         return None
-    doc = _read_json(args.policy_config, "--policy-config")
+    from .preview.policy import config_problems
+
+    try:
+        doc = _read_json(args.policy_config, "--policy-config")
+    except (ValueError, RecursionError) as exc:  # an integer beyond Python's digit limit; nesting beyond the stack
+        what = "nested too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
+        raise UsageError(f"--policy-config {args.policy_config}: not a usable policy config: it {what}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"--policy-config {args.policy_config}: expected a JSON object of policy name -> settings")
+    problems = config_problems(doc)
+    if problems:
+        raise SpecError(args.policy_config, problems)
     return doc
 
 

@@ -46,9 +46,10 @@ WAIVERS_SCHEMA: dict[str, Any] = {
             "policy": {"type": "string"},
             "resource": {"type": "string"},
             "reason": {"type": "string"},
-            "expires": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            "expires": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "format": "date"},
         },
         "required": ["resource", "reason", "expires"],
+        "additionalProperties": False,
     },
 }
 
