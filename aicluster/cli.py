@@ -336,6 +336,14 @@ def _verdict(result: Any) -> tuple[int, str]:
     return (EXIT_FAILED if mandatory else EXIT_OK), summary
 
 
+def _not_applicable_line(result: Any) -> str | None:
+    """The policies that had nothing to judge (neither passed nor failed), named apart from the passed ones."""
+    na = result.policy.not_applicable
+    if not na:
+        return None
+    return f"not applicable ({len(na)}): " + ", ".join(n["policy"] for n in na) + " (reasons in --json and reports)"
+
+
 def _findings_table(result: Any) -> Table | None:
     pol = result.policy
     if not pol.violations and not pol.waived:
@@ -383,6 +391,9 @@ def cmd_preview(args: argparse.Namespace) -> int:
     findings = _findings_table(result)
     if findings is not None:
         out.print(findings)
+    na_line = _not_applicable_line(result)
+    if na_line is not None:
+        out.print(f"[dim]{escape(na_line)}[/]")
     out.print(f"[{'red' if code else 'green'}]{escape(verdict)}[/]")
     if target is not None:
         write_atomic(target, data)

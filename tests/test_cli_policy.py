@@ -255,3 +255,36 @@ def test_offline_preview_judges_with_what_the_stack_implies_like_the_cli_config(
         "scale set nd-large-h100-ib0 asks for 250 VMs; one InfiniBand placement group holds at most 100: split the "
         "pool into scale sets of up to 100 (or have Azure support raise the limit, up to 300, and set max_vms)"
     ]
+
+
+def test_rules_that_never_applied_are_reported_not_applicable_in_every_format(tmp_path: Path) -> None:
+    """Issue 13 #5: an AWS-only stack's reports listed the Azure and GCP rules as passed."""
+    preview = tmp_path / "preview.json"
+    proc = run_cli("preview", "p5-small", "--json", str(preview))
+    assert proc.returncode == 0, proc.stderr
+    azure, gcp = "azure-compute-vmss-enforce-infiniband-placement", "gcp-compute-instance-missing-gpu-nics"
+    assert "not applicable (11): " in " ".join(proc.stdout.split())
+    doc = json.loads(preview.read_text())
+    na = {n["policy"]: n["reason"] for n in doc["policy"]["not_applicable"]}
+    assert na[azure] == "no azure-native:compute:VirtualMachineScaleSet in the stack"
+    assert {azure, gcp} <= set(na)
+    assert not {azure, gcp} & set(doc["policy"]["passed"])
+    md = render(doc, "md")
+    passed_md, na_md = md.split("<summary>Passed policies")[1].split("<summary>Not applicable (11)</summary>")
+    assert azure not in passed_md
+    assert f"- {azure}: no azure-native:compute:VirtualMachineScaleSet in the stack" in na_md
+    html = render(doc, "html")
+    passed_html, na_html = html.split("<h3>Passed (")[1].split("<h3>Not applicable (11)</h3>")
+    assert azure not in passed_html
+    assert gcp in na_html.split("</ul>")[0]
+    cases = {c.get("name"): c for c in ET.fromstring(render(doc, "junit")).iter("testcase")}
+    skipped = cases[azure].find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == "not applicable: no azure-native:compute:VirtualMachineScaleSet in the stack"
+    assert cases["aws-ec2-instance-enforce-imdsv2"].find("skipped") is None
+    results = json.loads(render(doc, "sarif"))["runs"][0]["results"]
+    assert {r["ruleId"] for r in results if r.get("kind") == "notApplicable"} == set(na)
+    report = json.loads(render(doc, "json"))
+    assert report["verdict"]["not_applicable"] == 11
+    assert report["verdict"]["passed"] == len(doc["policy"]["passed"]) == 18
+    assert report["verdict"]["text"] == "all 18 applicable policies passed, 11 not applicable"

@@ -26,6 +26,7 @@ from pulumi_policy import (
     PolicyResource,
     PolicyResourceOptions,
     ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
 )
 from pulumi_policy.policy import PolicyCustomTimeouts, _NotApplicableError
@@ -378,10 +379,14 @@ def evaluate(
 
         return report
 
+    judged: set[str] = set()  # resource policies that judged at least one resource
+
     def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, args: Any) -> None:
         try:
             _call(fn, args, reporter(policy, level, res))
+            judged.add(policy.name)
         except UnknownValueError as e:
+            judged.add(policy.name)
             pack = f"{PACK_NAME}@v{result.pack['version']}"
             report = reporter(policy, EnforcementLevel.ADVISORY, res)
             report(f"can't run policy '{policy.name}' from policy pack '{pack}' during preview: {e.message}")
@@ -391,7 +396,7 @@ def evaluate(
     token = WAIVED.set(result.waived)
     try:
         active = [p for p in policies if levels[p.name] != EnforcementLevel.DISABLED]
-        resource_policies = [p for p in active if hasattr(p, "types")]
+        resource_policies = [p for p in active if isinstance(p, ResourceValidationPolicy)]
         for r in capture.resources:
             if not r.custom or r.type.startswith("pulumi:providers:"):
                 continue
@@ -401,9 +406,16 @@ def evaluate(
                     r.type, wired[r.urn], r.urn, r.name, _opts(r.parent), provider, props.get(p.name, {}), {}
                 )
                 guarded(p, levels[p.name], r, p.validate, args)
+        # As the engine sums up the per-resource answers: a resource policy is not applicable to the stack
+        # when it judged none of its resources (each said not applicable, or there were none), else it ran.
+        for p in resource_policies:
+            if p.name in judged:
+                not_applicable.pop(p.name, None)
+            else:
+                not_applicable.setdefault(p.name, getattr(p, "scope", "no resource it judges in the stack"))
         stack_resources = _policy_resources(capture, wired, providers)
         for p in active:
-            if hasattr(p, "types"):
+            if isinstance(p, ResourceValidationPolicy):
                 continue
             stack_args = StackValidationArgs(stack_resources, props.get(p.name, {}), {})
             guarded(p, levels[p.name], None, p.validate, stack_args)
@@ -440,7 +452,7 @@ def describe(policy: Rule, level: EnforcementLevel) -> dict[str, Any]:
         "display_name": m.display_name,
         "description": m.description,
         "concern": m.concern,
-        "kind": "resource" if hasattr(policy, "types") else "stack",
+        "kind": "resource" if isinstance(policy, ResourceValidationPolicy) else "stack",
         "severity": m.severity.value,
         "enforcement": level.value,
         "remediation": m.remediation,

@@ -11,6 +11,7 @@ from aicluster.preview.engine import UNKNOWN
 from policies import ResourceRule
 from policies.cost import bill
 from policies.facts import AICLUSTER_TYPE, Res, Stack
+from policies.rule import NotApplicable
 
 from .conftest import findings, policy, res, stack_findings
 
@@ -549,7 +550,8 @@ def test_subscription_activity_log_satisfies_the_audit_rule() -> None:
     )
     workspace = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.OperationalInsights/workspaces/llm-logs"
     assert stack_findings(AUDIT, [vmss(), activity_log(workspaceId=workspace)], SOC2) == []
-    assert stack_findings(AUDIT, [vmss()]) == []  # held to no framework
+    with pytest.raises(NotApplicable, match="no framework that requires audit logs"):  # held to none
+        stack_findings(AUDIT, [vmss()])
     declared = cluster(compliance={"frameworks": ["hipaa"]})
     assert stack_findings(AUDIT, [declared, vmss(), activity_log()]) == []
 

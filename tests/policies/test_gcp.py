@@ -16,6 +16,7 @@ from aicluster.preview.engine import UNKNOWN, Capture, run_program
 from aicluster.stackfile import find_project, load_cluster, read_stack
 from policies.cost import bill, monthly_total
 from policies.facts import AICLUSTER_TYPE, Res, Stack, gcp_region, tpu_slice
+from policies.rule import NotApplicable
 from tests.conftest import ROOT, write_stack
 
 from .conftest import capture_of, findings, res, stack_findings
@@ -657,7 +658,8 @@ def audit_config(**changes: Any) -> Res:
 
 def test_data_access_audit_config_satisfies_the_audit_rule() -> None:
     assert stack_findings(AUDIT, [controller(), audit_config()], SOC2) == []
-    assert stack_findings(AUDIT, [controller()]) == []  # held to no framework
+    with pytest.raises(NotApplicable, match="no framework that requires audit logs"):  # held to none
+        stack_findings(AUDIT, [controller()])
 
 
 def test_gcp_stack_without_an_audit_config() -> None:

@@ -74,7 +74,7 @@ def test_driver_is_the_pack_and_rules_are_every_policy(failing_doc: dict[str, An
 def test_violations_are_results_at_the_resource_and_the_stack_file(failing_doc: dict[str, Any]) -> None:
     run = sarif(failing_doc)["runs"][0]
     rules = run["tool"]["driver"]["rules"]
-    results = [r for r in run["results"] if "suppressions" not in r]
+    results = [r for r in run["results"] if "suppressions" not in r and r.get("kind", "fail") == "fail"]
     assert [(r["ruleId"], r["level"]) for r in results] == [
         ("aws-ec2-launchtemplate-disallow-public-ip", "error"),
         ("aws-ec2-launchtemplate-disallow-public-ip", "error"),
@@ -121,7 +121,8 @@ def test_waived_findings_are_suppressed_results(failing_doc: dict[str, Any]) -> 
 
 def test_fingerprints_are_stable_and_distinct(failing_doc: dict[str, Any]) -> None:
     def prints(doc: dict[str, Any]) -> list[str]:
-        return [r["partialFingerprints"]["aiclusterFinding/v1"] for r in sarif(doc)["runs"][0]["results"]]
+        results = sarif(doc)["runs"][0]["results"]
+        return [r["partialFingerprints"]["aiclusterFinding/v1"] for r in results if "partialFingerprints" in r]
 
     first = prints(failing_doc)
     assert len(set(first)) == len(first)
@@ -143,3 +144,16 @@ def test_untrusted_strings_stay_data(hostile_doc: dict[str, Any]) -> None:
     assert run["results"][0]["message"]["text"] == hostile_doc["policy"]["violations"][0]["message"]
     uri = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "stacks/Pulumi.evil%7Cstack.yaml"
+
+
+def test_not_applicable_policies_are_not_applicable_results_not_passes(failing_doc: dict[str, Any]) -> None:
+    """Issue 13 #5: SARIF 2.1.0 has a result kind for a rule that had nothing to judge (3.27.9)."""
+    log = sarif(failing_doc)
+    assert validator().is_valid(log)
+    run = log["runs"][0]
+    na = [r for r in run["results"] if r.get("kind") == "notApplicable"]
+    assert [(r["ruleId"], r["level"], r["message"]["text"]) for r in na] == [
+        ("cluster-tags-missing-owner", "none", "not applicable: the stack sets no tags")
+    ]
+    assert run["tool"]["driver"]["rules"][na[0]["ruleIndex"]]["id"] == "cluster-tags-missing-owner"
+    assert na[0]["locations"][0]["logicalLocations"][0]["kind"] == "stack"
