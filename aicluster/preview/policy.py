@@ -408,17 +408,17 @@ def evaluate(
                 guarded(p, levels[p.name], r, p.validate, args)
         # As the engine sums up the per-resource answers: a resource policy is not applicable to the stack
         # when it judged none of its resources (each said not applicable, or there were none), else it ran.
-        for p in resource_policies:
-            if p.name in judged:
-                not_applicable.pop(p.name, None)
+        for rp in resource_policies:
+            if rp.name in judged:
+                not_applicable.pop(rp.name, None)
             else:
-                not_applicable.setdefault(p.name, getattr(p, "scope", "no resource it judges in the stack"))
+                not_applicable.setdefault(rp.name, getattr(rp, "scope", "no resource it judges in the stack"))
         stack_resources = _policy_resources(capture, wired, providers)
-        for p in active:
-            if isinstance(p, ResourceValidationPolicy):
+        for sp in active:
+            if isinstance(sp, ResourceValidationPolicy):
                 continue
-            stack_args = StackValidationArgs(stack_resources, props.get(p.name, {}), {})
-            guarded(p, levels[p.name], None, p.validate, stack_args)
+            stack_args = StackValidationArgs(stack_resources, props.get(sp.name, {}), {})
+            guarded(sp, levels[sp.name], None, sp.validate, stack_args)
     finally:
         WAIVED.reset(token)
     result.violations.sort(key=lambda v: (v.policy, v.urn, v.message))
