@@ -279,12 +279,12 @@ def test_managed_lustre_takes_the_checkpoints() -> None:
     # 32 H100s: a 1,280 GB checkpoint (half of 2,560 GB HBM) at 16 TiB x 250 MB/s = 4 GB/s takes 320 s
     assert stack_findings(name, [vmss(), amlfs()]) == []
     assert stack_findings(name, [vmss(), amlfs()], {"checkpoint_seconds": 60}) == [
-        "a 1,280 GB checkpoint takes 320 s at 4.0 GB/s, over the 60 s target; raise the file system's capacity or "
-        "throughput_mb_s_per_tib"
+        "gpu (32 GPUs in eastus): a 1,280 GB checkpoint takes 320 s at 4.0 GB/s on lustre, over the 60 s target; "
+        "raise the file system's capacity or throughput_mb_s_per_tib"
     ]
     assert stack_findings(name, [vmss(), anf_pool()]) == [  # NFS is no parallel file system
-        "32 GPUs and no parallel file system in the stack: a 1,280 GB checkpoint has nowhere fast to go; add "
-        "storage (kind: lustre)"
+        "gpu (32 GPUs in eastus): no parallel file system on their network: a 1,280 GB checkpoint has nowhere fast "
+        "to go; add storage (kind: lustre) in the pool's cloud and region"
     ]
 
 

@@ -230,8 +230,8 @@ def test_checkpoint_throughput_against_a_fixed_target(p5_small: Capture) -> None
     name = "aicluster-filesystem-enforce-checkpoint-throughput"
     result = judge(p5_small, [name], {name: {"checkpoint_seconds": 60}})
     assert messages(result) == [
-        "a 1,280 GB checkpoint takes 109 s at 11.7 GB/s, over the 60 s target; raise the file system's capacity or "
-        "throughput_mb_s_per_tib"
+        "llm-dev-h100-asg (32 GPUs in us-east-1): a 1,280 GB checkpoint takes 109 s at 11.7 GB/s on "
+        "llm-dev-scratch-fs, over the 60 s target; raise the file system's capacity or throughput_mb_s_per_tib"
     ]
 
 
@@ -239,9 +239,9 @@ def test_checkpoint_overhead_grows_with_the_fleet(p5_small: Capture) -> None:
     name = "aicluster-filesystem-enforce-checkpoint-throughput"
     big = mutated(p5_small, {ASG: _set("maxSize", 384.0)})  # 3,072 GPUs on the same 48 TiB
     assert messages(judge(big, [name])) == [
-        "a 122,880 GB checkpoint of 3,072 GPUs takes 10,486 s at 11.7 GB/s; with a failure every 16.5 h the job "
-        "loses 59% of its time to checkpoints and rework (limit 5%); it needs about 1,655 GB/s: raise capacity_tib "
-        "or throughput_mb_s_per_tib"
+        "llm-dev-h100-asg (3,072 GPUs in us-east-1): a 122,880 GB checkpoint takes 10,486 s at 11.7 GB/s on "
+        "llm-dev-scratch-fs; with a failure every 16.5 h the job loses 59% of its time to checkpoints and rework "
+        "(limit 5%); it needs about 1,655 GB/s: raise capacity_tib or throughput_mb_s_per_tib"
     ]
 
 
