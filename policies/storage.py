@@ -180,13 +180,13 @@ checkpoint_throughput = StackRule(
             },
             "max_overhead": {
                 "type": "number",
-                "exclusiveMinimum": 0,
+                "minimum": 0.001,  # a tighter limit asks for more GB/s than any file system sells
                 "maximum": 1,
                 "description": "Largest share of time lost to checkpoint writes and rework (0.05).",
             },
             "gpu_hours_per_interruption": {
                 "type": "number",
-                "exclusiveMinimum": 0,
+                "minimum": 1,
                 "description": "Failure rate of the fleet (50,700 GPU-hours, Llama 3 405B training).",
             },
             "checkpoint_seconds": {

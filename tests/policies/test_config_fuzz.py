@@ -183,6 +183,23 @@ def test_a_config_the_check_accepts_runs_the_pack(capture: Any, config: Any) -> 
     assert {v.policy for v in result.violations} <= set(NAMES)
 
 
+def test_extreme_settings_the_check_accepts_never_crash_a_policy(capture: Any) -> None:
+    """The smallest and largest numbers each schema allows (found: max_overhead 1e-300 divided by zero)."""
+    for p in POLICIES:
+        for key, schema in entry_schema(p)["properties"].items():
+            if schema.get("type") not in ("number", "integer"):
+                continue
+            for value in (5e-324, 1e-300, 1e-10, 0.001, 1, 1e300, 1.7e308, 10**300):
+                config = {p.name: {key: value}}
+                if not config_problems(config):
+                    evaluate(capture, config)
+    assert config_problems({CHECKPOINT: {"max_overhead": 1e-300}})
+    assert config_problems({CHECKPOINT: {"gpu_hours_per_interruption": 5e-324}})
+
+
+CHECKPOINT = "aicluster-filesystem-enforce-checkpoint-throughput"
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
