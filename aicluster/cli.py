@@ -401,11 +401,21 @@ def _read_json(path: str, what: str) -> Any:
 
 
 def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The --policy-config file, checked against every policy's config schema before anything runs."""
     if not args.policy_config:
         return None
-    doc = _read_json(args.policy_config, "--policy-config")
+    from .preview.policy import config_problems
+
+    try:
+        doc = _read_json(args.policy_config, "--policy-config")
+    except (ValueError, RecursionError) as exc:  # an integer beyond Python's digit limit; nesting beyond the stack
+        what = "nested too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
+        raise UsageError(f"--policy-config {args.policy_config}: not a usable policy config: it {what}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"--policy-config {args.policy_config}: expected a JSON object of policy name -> settings")
+    problems = config_problems(doc)
+    if problems:
+        raise SpecError(args.policy_config, problems)
     return doc
 
 
@@ -422,6 +432,14 @@ def _verdict(result: Any) -> tuple[int, str]:
 
 
 _LISTED = 5  # resources named per group in the terminal; the JSON and the reports list every one
+
+
+def _not_applicable_line(result: Any) -> str | None:
+    """The policies that had nothing to judge (neither passed nor failed), named apart from the passed ones."""
+    na = result.policy.not_applicable
+    if not na:
+        return None
+    return f"not applicable ({len(na)}): " + ", ".join(n["policy"] for n in na) + " (reasons in --json and reports)"
 
 
 def _findings_table(result: Any) -> Table | None:
@@ -503,6 +521,9 @@ def cmd_preview(args: argparse.Namespace) -> int:
     findings = _findings_table(result)
     if findings is not None:
         out.print(findings)
+    na_line = _not_applicable_line(result)
+    if na_line is not None:
+        out.print(f"[dim]{escape(na_line)}[/]")
     out.print(f"[{'red' if code else 'green'}]{escape(verdict)}[/]")
     if target is not None:
         write_atomic(target, data, flag="--json")

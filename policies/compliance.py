@@ -44,7 +44,7 @@ from .facts import (
     items,
     truthy,
 )
-from .rule import Ctx, Meta, ResourceRule, StackRule
+from .rule import Ctx, Meta, NotApplicable, ResourceRule, StackRule
 
 MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
 
@@ -587,8 +587,9 @@ def _required_tags_rule(name: str, display_name: str, description: str, provider
             controls=("SOC 2 CC1.3",),
             config=REQUIRED_TAGS_CONFIG,
         ),
-        None,  # every type: taggable ones are picked in the check
+        None,  # every type of the provider: taggable ones are picked in the check
         _required_tags_for(provider, fix),
+        provider=provider,
     )
 
 
@@ -629,7 +630,9 @@ AZURE_GLOBAL_LOCATION = GLOBAL_LOCATION
 def _allowed_regions(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     allowed = [str(r) for r in ctx.setting("allowed_regions", ("compliance", "allowed_regions"), [])]
     if not allowed:
-        return
+        raise NotApplicable(
+            "no allowed regions: set compliance.allowed_regions in the stack or allowed_regions in policy config"
+        )
     # Azure locations compare as Azure reads them: "East US" is eastus (Res.region normalises the resource's)
     azure_allowed = {azure_location(r) for r in allowed}
     for res in stack.resources:
@@ -741,7 +744,9 @@ def _audit_logging(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     frameworks = [str(f) for f in ctx.setting("frameworks", ("compliance", "frameworks"), [])]
     needing = [f for f in frameworks if f in AUDITED_FRAMEWORKS]
     if not needing:
-        return
+        raise NotApplicable(
+            f"no framework that requires audit logs ({', '.join(sorted(AUDITED_FRAMEWORKS))}) in compliance.frameworks"
+        )
     held = f"the stack is held to {', '.join(needing)}"
     providers = {r.provider for r in stack.resources if not r.type.startswith(("pulumi:", "aicluster:"))}
     if "aws" in providers and not any(_trail_ok(t) for t in stack.of(TRAIL)):

@@ -135,6 +135,7 @@ efa_security_group = StackRule(
         remediation="Add ingress and egress rules with protocol -1 and self = true to the EFA security group.",
     ),
     _efa_security_group,
+    types={LAUNCH_TEMPLATE},
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -170,6 +171,7 @@ efa_single_az = StackRule(
         remediation="Use one subnet (one zone) per EFA pool; set the pool's zone in the stack.",
     ),
     _efa_single_az,
+    types={ASG},
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -209,6 +211,7 @@ capacity_block_placement = StackRule(
         remediation="Drop the placement group from pools with market: capacity-block (aicluster plans none).",
     ),
     _capacity_block_placement,
+    types={ASG, LAUNCH_TEMPLATE},
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -317,6 +320,7 @@ gcp_gpu_nics = StackRule(
         "8 MRDMA in a RoCE VPC, a subnet each); aicluster pools derive the layout from the catalog.",
     ),
     _gcp_gpu_nics,
+    types={*GCP_TEMPLATES, GCP_INSTANCE},
 )
 
 # --------------------------------------------------------------------------------------------------

@@ -46,9 +46,10 @@ WAIVERS_SCHEMA: dict[str, Any] = {
             "policy": {"type": "string"},
             "resource": {"type": "string"},
             "reason": {"type": "string"},
-            "expires": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            "expires": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "format": "date"},
         },
         "required": ["resource", "reason", "expires"],
+        "additionalProperties": False,
     },
 }
 
@@ -163,18 +164,36 @@ ResourceCheck = Callable[[Res, Ctx], Iterable[str]]
 StackCheck = Callable[[Stack, Ctx], Iterable[tuple[Res | None, str]]]
 
 
-class ResourceRule(ResourceValidationPolicy):
-    """A rule over single resources of the given types (None: every type)."""
+def _scope(types: frozenset[str] | None, provider: str | None) -> str:
+    """Why a rule has nothing to judge, in words: "no aws:efs/fileSystem:FileSystem in the stack"."""
+    if types is not None:
+        return f"no {' or '.join(sorted(types))} in the stack"
+    return f"no {provider} resource in the stack" if provider else "no resource in the stack"
 
-    def __init__(self, meta: Meta, types: Iterable[str] | None, check: ResourceCheck) -> None:
+
+class ResourceRule(ResourceValidationPolicy):
+    """A rule over single resources of the given types (None: every type of `provider`, or every type).
+    A resource it does not judge is reported not applicable, as the engine's protocol has it; a rule that
+    judged no resource of a stack is not applicable to that stack, not passed."""
+
+    def __init__(
+        self, meta: Meta, types: Iterable[str] | None, check: ResourceCheck, provider: str | None = None
+    ) -> None:
         self.meta = meta
         self.types = frozenset(types) if types is not None else None
+        self.provider = provider
+        self.scope = _scope(self.types, provider)
         self.check = check
         super().__init__(validate=self._validate, **meta.policy_args())
 
+    def applies(self, resource_type: str) -> bool:
+        if self.types is not None:
+            return resource_type in self.types
+        return self.provider is None or resource_type.startswith(f"{self.provider}:")
+
     def _validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
-        if self.types is not None and args.resource_type not in self.types:
-            return
+        if not self.applies(args.resource_type):
+            args.not_applicable(self.scope)
         provider = args.provider.props if args.provider is not None else None
         try:
             self.run(
@@ -190,11 +209,13 @@ class ResourceRule(ResourceValidationPolicy):
 
 
 class StackRule(StackValidationPolicy):
-    """A rule over the whole stack; findings name a resource, or the cluster for stack-wide sums."""
+    """A rule over the whole stack; findings name a resource, or the cluster for stack-wide sums.
+    With `types`, it judges only stacks holding a resource of one of them (else: not applicable)."""
 
-    def __init__(self, meta: Meta, check: StackCheck) -> None:
+    def __init__(self, meta: Meta, check: StackCheck, types: Iterable[str] | None = None) -> None:
         self.meta = meta
         self.check = check
+        self.types = frozenset(types) if types is not None else None
         super().__init__(validate=self._validate, **meta.policy_args())
 
     def _validate(self, args: StackValidationArgs, report: ReportViolation) -> None:
@@ -204,6 +225,8 @@ class StackRule(StackValidationPolicy):
             args.not_applicable(na.reason)
 
     def run(self, stack: Stack, config: Mapping[str, Any], report: ReportViolation) -> None:
+        if self.types is not None and not stack.of(*self.types):
+            raise NotApplicable(_scope(self.types, None))
         ctx = Ctx(self.meta, config, stack)
         for res, message in self.check(stack, ctx):
             _deliver(ctx, res if res is not None else stack.cluster, message, report)

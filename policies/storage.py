@@ -7,6 +7,9 @@ M shrinks as the job grows: Llama 3 405B training (Grattafiori et al. 2024, 16,3
 unexpected interruptions in 54 days) saw about one per 50,700 GPU-hours. So the same file system
 that is plenty for 32 GPUs can cost a 3,000-GPU job a fifth of its time.
 
+A job runs on the pools of one cloud, region and network (no fabric spans clouds), and writes to the file
+systems on that network: each such group is judged on its own, never the stack's sum.
+
 Checkpoint size defaults to half the fleet's GPU memory (weights, gradients and optimizer state of a
 sharded job that fills HBM with activations too); set `checkpoint_gb` when the model is known.
 """
@@ -15,10 +18,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from .facts import Res, Stack
+from .facts import Filesystem, Fleet, Res, Stack
 from .rule import Ctx, Meta, NotApplicable, StackRule
 
 GPU_HOURS_PER_INTERRUPTION = 50_700  # Llama 3 (arXiv:2407.21783): 16,384 GPUs x 1,296 h / 419
@@ -31,36 +35,109 @@ def young_overhead(write_s: float, mtbf_s: float) -> float:
     return math.sqrt(2 * write_s / mtbf_s)
 
 
+# The networks a job's nodes and file systems meet on: one VPC (AWS), VNet (Azure) or VPC network (GCP) in
+# one region. Nodes in different clouds, regions or networks do not run one job (no shared fabric), and mount
+# only the file systems on their own network.
+NETWORKS = frozenset({"aws:ec2/vpc:Vpc", "azure-native:network:VirtualNetwork", "gcp:compute/network:Network"})
+_LINK_DEPTH = 4  # pool -> template -> subnet -> network is the longest chain of links the providers use
+
+
+def _networks(res: Res, depth: int = 0, seen: set[int] | None = None) -> set[str]:
+    """URNs of the networks a resource reaches through its inputs (its subnets', its template's)."""
+    seen = set() if seen is None else seen
+    if id(res) in seen or depth > _LINK_DEPTH:
+        return set()
+    seen.add(id(res))
+    if res.type in NETWORKS:
+        return {res.urn}
+    return {n for deps in res.property_dependencies.values() for d in deps for n in _networks(d, depth + 1, seen)}
+
+
+def _reach(res: Res, region: str | None) -> set[tuple[str, str | None, str]]:
+    """Where a fleet or file system sits: (provider, region, network); a resource whose network is given by id
+    (not a resource of this stack) shares a network with the others of its provider and region."""
+    return {(res.catalog_provider, region, n) for n in _networks(res)} or {(res.catalog_provider, region, "")}
+
+
+@dataclass
+class Job:
+    """Pools that can run one job (one provider, region and network) and the file systems they mount."""
+
+    fleets: list[Fleet] = field(default_factory=list)
+    filesystems: list[Filesystem] = field(default_factory=list)
+
+
+def jobs(stack: Stack) -> list[Job]:
+    """The stack's accelerator fleets grouped by the network they share, with the file systems on it."""
+    groups: list[tuple[set[tuple[str, str | None, str]], Job]] = []
+    members: list[tuple[set[tuple[str, str | None, str]], Fleet | Filesystem]] = [
+        *((_reach(f.res, f.region), f) for f in stack.fleets if f.accelerators),
+        *((_reach(fs.res, fs.region), fs) for fs in stack.filesystems),
+    ]
+    for own, member in members:
+        joined = [g for g in groups if g[0] & own]
+        merged, reach = Job(), set(own)
+        for g in joined:
+            groups.remove(g)
+            reach |= g[0]
+            merged.fleets += g[1].fleets
+            merged.filesystems += g[1].filesystems
+        if isinstance(member, Fleet):
+            merged.fleets.append(member)
+        else:
+            merged.filesystems.append(member)
+        groups.append((reach, merged))
+    return [job for _, job in groups if job.fleets]
+
+
+def _names(resources: list[Res]) -> str:
+    return ", ".join(r.name for r in resources)
+
+
 def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    groups = jobs(stack)
+    if not groups:
+        raise NotApplicable("no accelerator fleets")
+    for job in groups:
+        yield from _judge(stack, ctx, job)
+
+
+def _judge(stack: Stack, ctx: Ctx, job: Job) -> Iterator[tuple[Res | None, str]]:
+    """One job's checkpoint: the job's accelerators' memory written to the parallel file systems it mounts."""
     gpus = chips = 0
     hbm_gb = 0.0
-    for f in stack.fleets:
+    for f in job.fleets:
         if f.tpu is not None:
             acc = stack.catalog.accelerators.get(f.tpu.accelerator)
             chips += f.chips
         else:
             acc = stack.catalog.accelerator_of(f.spec) if f.spec else None
-        if acc is None or not f.accelerators:
+        if acc is None:
             continue
         gpus += f.accelerators
         hbm_gb += acc.memory_gb * f.accelerators
     if gpus == 0:
-        raise NotApplicable("no accelerator fleets")
+        return
     # TPU chips are counted like GPUs, at the same failure rate per device-hour (none is published for TPUs)
     devices = "GPUs" if not chips else "TPU chips" if chips == gpus else "GPUs and TPU chips"
     size_gb = float(
         ctx.setting("checkpoint_gb", default=hbm_gb * float(ctx.setting("hbm_fraction", default=DEFAULT_HBM_FRACTION)))
     )
-    parallel = [fs for fs in stack.filesystems if fs.parallel and fs.throughput_mb_s]  # FSx, Managed Lustre
-    anchor = stack.fleets[0].res
+    pools = _names([f.res for f in job.fleets])
+    region = job.fleets[0].region or "its region"
+    who = f"{pools} ({gpus:,} {devices} in {region})"
+    parallel = [fs for fs in job.filesystems if fs.parallel and fs.throughput_mb_s]  # FSx, Managed Lustre
     if not parallel:
+        elsewhere = [fs.res.name for fs in stack.filesystems if fs.parallel and fs not in job.filesystems]
         yield (
-            anchor,
-            f"{gpus:,} {devices} and no parallel file system in the stack: a {size_gb:,.0f} GB checkpoint has nowhere "
-            "fast to go; add storage (kind: lustre)",
+            job.fleets[0].res,
+            f"{who}: no parallel file system on their network: a {size_gb:,.0f} GB checkpoint has nowhere fast to go"
+            + (f" ({', '.join(elsewhere)} is on another network, cloud or region)" if elsewhere else "")
+            + "; add storage (kind: lustre) in the pool's cloud and region",
         )
         return
     mb_s = sum(fs.throughput_mb_s or 0.0 for fs in parallel)
+    on = _names([fs.res for fs in parallel])
     write_s = size_gb * 1000 / mb_s
     mtbf_s = float(ctx.setting("gpu_hours_per_interruption", default=GPU_HOURS_PER_INTERRUPTION)) / gpus * 3600
     overhead = young_overhead(write_s, mtbf_s)
@@ -69,14 +146,14 @@ def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if target_s is not None and write_s > float(target_s):
         yield (
             parallel[0].res,
-            f"a {size_gb:,.0f} GB checkpoint takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s, over the "
-            f"{float(target_s):g} s target; raise the file system's capacity or throughput_mb_s_per_tib",
+            f"{who}: a {size_gb:,.0f} GB checkpoint takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s on {on}, over "
+            f"the {float(target_s):g} s target; raise the file system's capacity or throughput_mb_s_per_tib",
         )
     elif target_s is None and overhead > limit:
         need = size_gb * 1000 / (limit**2 * mtbf_s / 2)
         yield (
             parallel[0].res,
-            f"a {size_gb:,.0f} GB checkpoint of {gpus:,} {devices} takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s; "
+            f"{who}: a {size_gb:,.0f} GB checkpoint takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s on {on}; "
             f"with a failure every {mtbf_s / 3600:,.1f} h the job loses {overhead:.0%} of its time to checkpoints and "
             f"rework (limit {limit:.0%}); it needs about {need / 1000:,.0f} GB/s: raise capacity_tib or "
             "throughput_mb_s_per_tib",
@@ -87,7 +164,8 @@ checkpoint_throughput = StackRule(
     Meta(
         name="aicluster-filesystem-enforce-checkpoint-throughput",
         display_name="Checkpoint throughput",
-        description="The parallel file system writes a checkpoint fast enough for the fleet's failure rate.",
+        description="Each group of pools that can run one job (one cloud, region and network) checkpoints to a "
+        "parallel file system on its network fast enough for its failure rate.",
         concern="storage",
         severity=Severity.MEDIUM,
         enforcement=EnforcementLevel.ADVISORY,
@@ -102,13 +180,13 @@ checkpoint_throughput = StackRule(
             },
             "max_overhead": {
                 "type": "number",
-                "exclusiveMinimum": 0,
+                "minimum": 0.001,  # a tighter limit asks for more GB/s than any file system sells
                 "maximum": 1,
                 "description": "Largest share of time lost to checkpoint writes and rework (0.05).",
             },
             "gpu_hours_per_interruption": {
                 "type": "number",
-                "exclusiveMinimum": 0,
+                "minimum": 1,
                 "description": "Failure rate of the fleet (50,700 GPU-hours, Llama 3 405B training).",
             },
             "checkpoint_seconds": {

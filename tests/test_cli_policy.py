@@ -77,7 +77,11 @@ def test_waiver_for_an_unknown_policy_is_bad_input(project: Path) -> None:
     ("content", "message"),
     [
         pytest.param("{not json", "not JSON (line 1, column 2", id="not-json"),
-        pytest.param('{"no-such-policy": "mandatory"}', "policy config names no policy 'no-such-policy'", id="name"),
+        pytest.param(
+            '{"no-such-policy": "mandatory"}',
+            "no-such-policy: no such policy in the pack (`aicluster policies` lists them",
+            id="name",
+        ),
         pytest.param("[1, 2]", "expected a JSON object of policy name -> settings", id="shape"),
     ],
 )
@@ -88,6 +92,77 @@ def test_bad_policy_config_is_bad_input(tmp_path: Path, content: str, message: s
     assert proc.returncode == 2
     assert message in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr
+
+
+BUDGET = "aicluster-cluster-enforce-monthly-budget"
+
+
+def _budget(raw: str) -> str:
+    """A policy config setting the budget to `raw`, as written (JSON's Infinity, NaN, long numbers)."""
+    return f'{{"{BUDGET}": {{"monthly_usd": {raw}}}}}'
+
+
+@pytest.mark.parametrize("command", ["preview", "report"])
+def test_policy_config_is_checked_against_the_pack_schemas_all_problems_at_once(tmp_path: Path, command: str) -> None:
+    """Issue 13 #1: a budget of "lots" was a traceback; -5, unknown keys and bad levels passed silently."""
+    cfg = tmp_path / "pc.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                BUDGET: {"monthly_usd": "lots", "montly_usd": 5, "enforcementLevel": "blocking"},
+                "aicluster-cluster-enforce-power-budget": {"power_kw": -5},
+                "azure-compute-vmss-disallow-over-100-vms": {"max_vms": 2.5},
+                "all": "strict",
+                "aws-ec2-instance-enforce-imdsv2": {
+                    "waivers": [{"resource": "x", "reason": "pilot", "expires": "2027-02-30"}]
+                },
+            }
+        )
+        + "\n"
+    )
+    out = tmp_path / "out.json"
+    extra = ["--json", str(out)] if command == "preview" else ["--format", "md", "-o", str(out)]
+    proc = run_cli(command, "p5-small", "--policy-config", str(cfg), *extra)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+    lines = [" ".join(line.split()) for line in proc.stderr.strip().splitlines()]
+    assert lines == [
+        f'error: {cfg}: {BUDGET}.monthly_usd: got "lots"; must be a finite number greater than 0',
+        f"error: {cfg}: {BUDGET}.montly_usd: no such setting; allowed: monthly_usd, waivers, enforcementLevel "
+        '(did you mean "monthly_usd"?)',
+        f'error: {cfg}: {BUDGET}.enforcementLevel: got "blocking"; must be one of "advisory", "disabled", '
+        '"mandatory", "remediate"',
+        f"error: {cfg}: aicluster-cluster-enforce-power-budget.power_kw: got -5; must be a finite number greater "
+        "than 0",
+        f"error: {cfg}: azure-compute-vmss-disallow-over-100-vms.max_vms: got 2.5; must be a whole number at least 1 "
+        "and at most 300",
+        f'error: {cfg}: all: got "strict"; must be an enforcement level: advisory, disabled, mandatory, remediate',
+        f'error: {cfg}: aws-ec2-instance-enforce-imdsv2.waivers[0].expires: got "2027-02-30"; must be a date '
+        "(YYYY-MM-DD)",
+        "7 problems found; nothing was written.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(_budget("Infinity"), "got Infinity; numbers must be finite", id="inf"),
+        pytest.param(_budget("NaN"), "got NaN; numbers must be finite", id="nan"),
+        pytest.param(_budget("true"), "got true; must be a finite number", id="bool"),
+        pytest.param(_budget("1" + "0" * 5000), "a number with 5001 digits; no input takes a number that large", id="digits"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "nested more than 32 levels deep", id="deep"),
+        pytest.param(json.dumps({BUDGET: 3}), "got 3; must be an enforcement level (advisory", id="entry"),
+    ],
+)
+def test_policy_config_values_that_are_no_setting(tmp_path: Path, content: str, message: str) -> None:
+    cfg = tmp_path / "pc.json"
+    cfg.write_text(content)
+    proc = run_cli("preview", "p5-small", "--policy-config", str(cfg))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert message in " ".join(proc.stderr.split())
+    assert str(cfg) in proc.stderr
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "sarif", "junit", "json"])
@@ -180,3 +255,36 @@ def test_offline_preview_judges_with_what_the_stack_implies_like_the_cli_config(
         "scale set nd-large-h100-ib0 asks for 250 VMs; one InfiniBand placement group holds at most 100: split the "
         "pool into scale sets of up to 100 (or have Azure support raise the limit, up to 300, and set max_vms)"
     ]
+
+
+def test_rules_that_never_applied_are_reported_not_applicable_in_every_format(tmp_path: Path) -> None:
+    """Issue 13 #5: an AWS-only stack's reports listed the Azure and GCP rules as passed."""
+    preview = tmp_path / "preview.json"
+    proc = run_cli("preview", "p5-small", "--json", str(preview))
+    assert proc.returncode == 0, proc.stderr
+    azure, gcp = "azure-compute-vmss-enforce-infiniband-placement", "gcp-compute-instance-missing-gpu-nics"
+    assert "not applicable (11): " in " ".join(proc.stdout.split())
+    doc = json.loads(preview.read_text())
+    na = {n["policy"]: n["reason"] for n in doc["policy"]["not_applicable"]}
+    assert na[azure] == "no azure-native:compute:VirtualMachineScaleSet in the stack"
+    assert {azure, gcp} <= set(na)
+    assert not {azure, gcp} & set(doc["policy"]["passed"])
+    md = render(doc, "md")
+    passed_md, na_md = md.split("<summary>Passed policies")[1].split("<summary>Not applicable (11)</summary>")
+    assert azure not in passed_md
+    assert f"- {azure}: no azure-native:compute:VirtualMachineScaleSet in the stack" in na_md
+    html = render(doc, "html")
+    passed_html, na_html = html.split("<h3>Passed (")[1].split("<h3>Not applicable (11)</h3>")
+    assert azure not in passed_html
+    assert gcp in na_html.split("</ul>")[0]
+    cases = {c.get("name"): c for c in ET.fromstring(render(doc, "junit")).iter("testcase")}
+    skipped = cases[azure].find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == "not applicable: no azure-native:compute:VirtualMachineScaleSet in the stack"
+    assert cases["aws-ec2-instance-enforce-imdsv2"].find("skipped") is None
+    results = json.loads(render(doc, "sarif"))["runs"][0]["results"]
+    assert {r["ruleId"] for r in results if r.get("kind") == "notApplicable"} == set(na)
+    report = json.loads(render(doc, "json"))
+    assert report["verdict"]["not_applicable"] == 11
+    assert report["verdict"]["passed"] == len(doc["policy"]["passed"]) == 18
+    assert report["verdict"]["text"] == "all 18 applicable policies passed, 11 not applicable"

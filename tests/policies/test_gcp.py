@@ -16,6 +16,7 @@ from aicluster.preview.engine import UNKNOWN, Capture, run_program
 from aicluster.stackfile import find_project, load_cluster, read_stack
 from policies.cost import bill, monthly_total
 from policies.facts import AICLUSTER_TYPE, Res, Stack, gcp_region, tpu_slice
+from policies.rule import NotApplicable
 from tests.conftest import ROOT, write_stack
 
 from .conftest import capture_of, findings, res, stack_findings
@@ -460,14 +461,21 @@ def test_tpu_spot_slice_needs_a_shared_filesystem() -> None:
 def test_managed_lustre_takes_tpu_checkpoints() -> None:
     name = "aicluster-filesystem-enforce-checkpoint-throughput"
     # 128 v5p chips x 95 GB HBM / 2 = 6,080 GB at 144,000 GiB x 500 MB/s per TiB = 70.3 GB/s: 86 s
-    assert stack_findings(name, [queued(), lustre()]) == []
-    assert stack_findings(name, [queued(), lustre()], {"checkpoint_seconds": 60}) == [
-        "a 6,080 GB checkpoint takes 86 s at 70.3 GB/s, over the 60 s target; raise the file system's capacity or "
-        "throughput_mb_s_per_tib"
+    near = lustre()
+    near.props["location"] = "us-east5-a"  # the slice's region: one job can mount it
+    assert stack_findings(name, [queued(), near]) == []
+    assert stack_findings(name, [queued(), near], {"checkpoint_seconds": 60}) == [
+        "s0 (128 TPU chips in us-east5): a 6,080 GB checkpoint takes 86 s at 70.3 GB/s on scratch, over the 60 s "
+        "target; raise the file system's capacity or throughput_mb_s_per_tib"
+    ]
+    assert stack_findings(name, [queued(), lustre()]) == [  # in us-central1: another region's file system
+        "s0 (128 TPU chips in us-east5): no parallel file system on their network: a 6,080 GB checkpoint has "
+        "nowhere fast to go (scratch is on another network, cloud or region); add storage (kind: lustre) in the "
+        "pool's cloud and region"
     ]
     assert stack_findings(name, [queued(), filestore()]) == [
-        "128 TPU chips and no parallel file system in the stack: a 6,080 GB checkpoint has nowhere fast to go; add "
-        "storage (kind: lustre)"
+        "s0 (128 TPU chips in us-east5): no parallel file system on their network: a 6,080 GB checkpoint has "
+        "nowhere fast to go; add storage (kind: lustre) in the pool's cloud and region"
     ]
 
 
@@ -657,7 +665,8 @@ def audit_config(**changes: Any) -> Res:
 
 def test_data_access_audit_config_satisfies_the_audit_rule() -> None:
     assert stack_findings(AUDIT, [controller(), audit_config()], SOC2) == []
-    assert stack_findings(AUDIT, [controller()]) == []  # held to no framework
+    with pytest.raises(NotApplicable, match="no framework that requires audit logs"):  # held to none
+        stack_findings(AUDIT, [controller()])
 
 
 def test_gcp_stack_without_an_audit_config() -> None:

@@ -107,13 +107,14 @@ def test_disabled_policy_does_not_run(p5_small: Capture) -> None:
     [
         pytest.param(
             {"aws-ec2-instance-enforce-imdsv3": "mandatory"},
-            "policy config names no policy 'aws-ec2-instance-enforce-imdsv3'; "
-            'did you mean "aws-ec2-instance-enforce-imdsv2"?',
+            "policy config: aws-ec2-instance-enforce-imdsv3: no such policy in the pack (`aicluster policies` "
+            'lists them; `all` sets every policy\'s level) (did you mean "aws-ec2-instance-enforce-imdsv2"?)',
             id="typo",
         ),
         pytest.param(
             {IMDS: "blocking"},
-            f"{IMDS}: enforcement level 'blocking'; allowed: advisory, disabled, mandatory, remediate",
+            f'policy config: {IMDS}: got "blocking"; must be an enforcement level: advisory, disabled, mandatory, '
+            "remediate",
             id="level",
         ),
     ],

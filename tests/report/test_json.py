@@ -36,6 +36,7 @@ def test_carries_verdict_budgets_pools_and_policy(failing_doc: dict[str, Any]) -
         "advisory": 1,
         "waived": 1,
         "passed": 2,
+        "not_applicable": 1,
     }
     assert report["budgets"] == [
         {"name": "monthly_usd", "budget": 250000.0, "actual": 299300.0, "used_pct": 119.72},

@@ -74,7 +74,7 @@ def test_driver_is_the_pack_and_rules_are_every_policy(failing_doc: dict[str, An
 def test_violations_are_results_at_the_resource_and_the_stack_file(failing_doc: dict[str, Any]) -> None:
     run = sarif(failing_doc)["runs"][0]
     rules = run["tool"]["driver"]["rules"]
-    results = [r for r in run["results"] if "suppressions" not in r]
+    results = [r for r in run["results"] if "suppressions" not in r and r.get("kind", "fail") == "fail"]
     assert [(r["ruleId"], r["level"]) for r in results] == [
         ("aws-ec2-launchtemplate-disallow-public-ip", "error"),
         ("aws-ec2-launchtemplate-disallow-public-ip", "error"),
@@ -121,7 +121,8 @@ def test_waived_findings_are_suppressed_results(failing_doc: dict[str, Any]) -> 
 
 def test_fingerprints_are_stable_and_distinct(failing_doc: dict[str, Any]) -> None:
     def prints(doc: dict[str, Any]) -> list[str]:
-        return [r["partialFingerprints"]["aiclusterFinding/v1"] for r in sarif(doc)["runs"][0]["results"]]
+        results = sarif(doc)["runs"][0]["results"]
+        return [r["partialFingerprints"]["aiclusterFinding/v1"] for r in results if "partialFingerprints" in r]
 
     first = prints(failing_doc)
     assert len(set(first)) == len(first)
@@ -154,3 +155,16 @@ def test_a_finding_from_a_stack_field_carries_its_line(failing_doc: dict[str, An
     assert results[0]["properties"]["stackField"] == "pools[1]"
     assert "region" not in results[1]["locations"][0]["physicalLocation"]
     assert "stackField" not in results[1]["properties"]
+
+
+def test_not_applicable_policies_are_not_applicable_results_not_passes(failing_doc: dict[str, Any]) -> None:
+    """Issue 13 #5: SARIF 2.1.0 has a result kind for a rule that had nothing to judge (3.27.9)."""
+    log = sarif(failing_doc)
+    assert validator().is_valid(log)
+    run = log["runs"][0]
+    na = [r for r in run["results"] if r.get("kind") == "notApplicable"]
+    assert [(r["ruleId"], r["level"], r["message"]["text"]) for r in na] == [
+        ("cluster-tags-missing-owner", "none", "not applicable: the stack sets no tags")
+    ]
+    assert run["tool"]["driver"]["rules"][na[0]["ruleIndex"]]["id"] == "cluster-tags-missing-owner"
+    assert na[0]["locations"][0]["logicalLocations"][0]["kind"] == "stack"
