@@ -150,7 +150,7 @@ def test_policy_config_is_checked_against_the_pack_schemas_all_problems_at_once(
         pytest.param(_budget("Infinity"), "got Infinity; numbers must be finite", id="inf"),
         pytest.param(_budget("NaN"), "got NaN; numbers must be finite", id="nan"),
         pytest.param(_budget("true"), "got true; must be a finite number", id="bool"),
-        pytest.param(_budget("1" + "0" * 5000), "a number with 5001 digits; no input takes a number that large", id="digits"),
+        pytest.param(_budget("1" + "0" * 5000), "a number with 5001 digits", id="digits"),
         pytest.param("[" * 100_000 + "]" * 100_000, "nested more than 32 levels deep", id="deep"),
         pytest.param(json.dumps({BUDGET: 3}), "got 3; must be an enforcement level (advisory", id="entry"),
     ],
