@@ -19,7 +19,14 @@ from typing import Any
 from pulumi_policy.proxy import UnknownValueError
 
 from aicluster.catalog import Catalog, InstanceType, Region, StorageTier, TpuType, load_catalog
-from aicluster.catalog.pricing import compute_price, hourly_month, service_month, storage_month, storage_price
+from aicluster.catalog.pricing import (
+    compute_price,
+    hourly_month,
+    service_month,
+    service_price,
+    storage_month,
+    storage_price,
+)
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
 STORAGE_TAG = "aicluster:storage"  # the tag naming the stack's storage entry a file system was made for
@@ -329,8 +336,11 @@ class Stack:
         return storage_month(storage_price(fs.tier, fs.region, self.overrides), fs.capacity_gib)
 
     def service_month(self, provider: str, service: str, region: str | None, quantity: float) -> float | None:
-        """USD per month of `quantity` units of a catalog service (the planner's cost model); None: not priced."""
-        return service_month(self.catalog, provider, service, region, quantity)
+        """USD per month of `quantity` units of a catalog service at a declared override, else the catalog's
+        list price (the planner's cost model); None: not priced."""
+        return service_month(
+            self.catalog, service_price(self.catalog, provider, service, region, self.overrides), quantity
+        )
 
 
 @dataclass(frozen=True)
