@@ -49,10 +49,12 @@ def test_overrides_price_root_volumes_fsx_and_nat_exactly(catalog: Catalog) -> N
     assert not any("pricing.overrides" in w for w in cp.warnings)
     p5 = before.pools[0].instances_usd_per_month
     controller = before.controller.instance_usd_per_month if before.controller else None
-    assert p5 is not None and controller is not None
+    assert p5 is not None
+    assert controller is not None
     # root volumes: 4 x 500 GiB x $0.08 = $160.00; controller 100 GiB x $0.08 = $8.00
     assert cp.pools[0].volumes_usd_per_month == 160.00
-    assert cp.controller is not None and cp.controller.volume_usd_per_month == 8.00
+    assert cp.controller is not None
+    assert cp.controller.volume_usd_per_month == 8.00
     # FSx: 48,000 GiB x $0.145 = $6,960.00
     assert cp.filesystems[0].capacity_gib == 48_000
     assert cp.filesystems[0].cost_usd_per_month == 6960.00
