@@ -78,7 +78,7 @@ GCP_AUDIT = (
 # GCP resources that are not regional say so with this location (log buckets, global addresses, ...).
 GLOBAL_LOCATION = "global"
 # A GCP zone is its region plus a one-letter suffix: us-central1-a is in us-central1.
-_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+_GCP_ZONE = re.compile(r"([a-z]+-[a-z]+[0-9]+)-[a-z]")  # full match: "$" lets "\n" through
 
 # Pulumi package (the type token's first segment) -> the catalog's provider.
 CATALOG_PROVIDER = {"aws": "aws", "gcp": "gcp", "azure-native": "azure"}
@@ -531,7 +531,7 @@ def _netapp_pool(stack: Stack, pool: Res) -> Filesystem:
 def gcp_region(location: str) -> str:
     """A GCP location as a region: a zone stands for its region (us-central1-a -> us-central1); regions,
     `global` and multi-regions (US, EU) are themselves."""
-    found = _GCP_ZONE.match(location)
+    found = _GCP_ZONE.fullmatch(location)
     return found.group(1) if found else location
 
 
