@@ -217,6 +217,7 @@ class CostLine:
 
     what: str
     usd_per_month: float | None
+    fix: str | None = None  # the pricing.overrides line that would price it, where one can be named
 
 
 @dataclass(frozen=True)

@@ -97,3 +97,12 @@ def test_the_budget_is_judged_on_the_overridden_total(
     if fails:
         assert found[0].startswith(f"monthly cost ${planned.totals.cost_usd_per_month:,.2f} exceeds")
         assert "not counted" not in found[0]
+
+
+def test_the_missing_prices_finding_names_the_override_lines_for_services(
+    stacks: dict[bool, tuple[ClusterPlan, Capture]],
+) -> None:
+    (finding,) = messages(judge(stacks[False][1], [MISSING]))
+    assert finding.endswith(
+        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-east-2, usd_per_gib_month: ...)"
+    )
