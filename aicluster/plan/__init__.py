@@ -1191,7 +1191,7 @@ def _check_overrides(ctx: _Ctx) -> None:
     services: dict[str, list[str]] = {}
     for p, name in sorted(cat.services):
         services.setdefault(name, []).append(p)
-    used = {pool.provider for pool in ctx.spec.pools}
+    used: set[str] = {pool.provider for pool in ctx.spec.pools}
     for j, o in enumerate(ctx.spec.pricing.overrides):
         base: tuple[str | int, ...] = ("pricing", "overrides", j)
         if o.sku in instance_providers:
