@@ -806,18 +806,27 @@ class PriceOverride(Strict):
         str,
         Field(
             pattern=SKU_RE,
-            description="Instance type (e.g. `p5.48xlarge`) or storage tier (e.g. `fsx-lustre/PERSISTENT_2/250`).",
+            description=(
+                "Instance type (e.g. `p5.48xlarge`), TPU generation (`tpu-v5p`), storage tier (e.g. "
+                "`fsx-lustre/PERSISTENT_2/250`) or catalog service (root disks `ebs-gp3`, "
+                "`managed-disk-premium-ssd`, `pd-balanced`, `hyperdisk-balanced`; `nat-gateway`; `public-ipv4`)."
+            ),
         ),
     ]
     region: Annotated[RegionName | None, Field(description="Only in this region. Default: every region.")] = None
     market: Annotated[Market | None, Field(description="Only for this market. Default: every market.")] = None
     usd_per_hour: Annotated[
         float | None,
-        Field(gt=0, le=100_000, allow_inf_nan=False, description="Per node-hour, for instance types."),
+        Field(
+            gt=0,
+            le=100_000,
+            allow_inf_nan=False,
+            description="Per node-hour (instance types), chip-hour (TPUs) or hour (NAT gateways, public addresses).",
+        ),
     ] = None
     usd_per_gib_month: Annotated[
         float | None,
-        Field(gt=0, le=1_000, allow_inf_nan=False, description="Per GiB-month, for storage tiers."),
+        Field(gt=0, le=1_000, allow_inf_nan=False, description="Per GiB-month, for storage tiers and disks."),
     ] = None
 
     @model_validator(mode="after")
@@ -825,7 +834,8 @@ class PriceOverride(Strict):
         if (self.usd_per_hour is None) == (self.usd_per_gib_month is None):
             raise PydanticCustomError(
                 "price",
-                "give exactly one of usd_per_hour (instance types) or usd_per_gib_month (storage)",
+                "give exactly one of usd_per_hour (instance types, NAT gateways, addresses) or usd_per_gib_month "
+                "(storage, disks)",
                 {},
             )
         return self

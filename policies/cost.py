@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from aicluster.catalog.pricing import CostLine, CostTotal, cents, money, total
+from aicluster.catalog.pricing import CostLine, CostTotal, cents, money, service_override_hint, total
 
 from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, GCP_ROUTER_NAT, NAT_GATEWAY, Fleet, Res, Stack, items
 from .rule import Ctx, Meta, NotApplicable, StackRule
@@ -47,7 +47,8 @@ def bill(stack: Stack) -> list[CostLine]:
         if f.root_volume_gib:
             service, what = _root_disks(f)
             volumes = stack.service_month(f.provider, service, f.region, f.root_volume_gib * f.nodes)
-            lines.append(CostLine(f"{f.res.name}: {_gib(f.root_volume_gib * f.nodes)} GiB {what}", volumes))
+            what = f"{f.res.name}: {_gib(f.root_volume_gib * f.nodes)} GiB {what}"
+            lines.append(CostLine(what, volumes, _fix(stack, f.provider, service, f.region)))
     for fs in stack.filesystems:
         size = f"{_gib(fs.capacity_gib)} GiB " if fs.capacity_gib is not None else "(size not declared) "
         lines.append(CostLine(f"{fs.res.name}: {size}{fs.service}", stack.filesystem_price(fs)))
@@ -56,8 +57,16 @@ def bill(stack: Stack) -> list[CostLine]:
             count = _nat_addresses(r) if type_ == GCP_ROUTER_NAT and service == "public-ipv4" else 1
             shown = f"{count} x {what}" if count != 1 else what
             one = stack.service_month(r.catalog_provider, service, r.region, 1)
-            lines.append(CostLine(f"{r.name}: {shown}", cents(one * count) if one is not None else None))
+            month = cents(one * count) if one is not None else None
+            lines.append(CostLine(f"{r.name}: {shown}", month, _fix(stack, r.catalog_provider, service, r.region)))
     return lines
+
+
+def _fix(stack: Stack, provider: str, service: str, region: str | None) -> str | None:
+    """The override line that prices a catalog service in a region (None: not a catalog service, or no region)."""
+    if region is None or stack.catalog.service_unit(provider, service) is None:
+        return None
+    return service_override_hint(stack.catalog, provider, service, region)
 
 
 def _nat_addresses(nat: Res) -> int:
@@ -162,13 +171,15 @@ spot_checkpoints = StackRule(
 
 
 def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    cost = monthly_total(stack)
+    lines = bill(stack)
+    cost = total(lines)
     if cost.unpriced:
+        fixes = list(dict.fromkeys(x.fix for x in lines if x.usd_per_month is None and x.fix))
         yield (
             None,
             f"no catalog price for {', '.join(cost.unpriced)}: the monthly cost "
             f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; add your rates under "
-            "pricing.overrides",
+            "pricing.overrides" + (f": {', '.join(fixes)}" if fixes else ""),
         )
 
 
@@ -180,7 +191,10 @@ missing_prices = StackRule(
         concern="cost",
         severity=Severity.MEDIUM,
         enforcement=EnforcementLevel.ADVISORY,
-        remediation="Add your rates under pricing.overrides (sku, usd_per_hour or usd_per_gib_month).",
+        remediation=(
+            "Add your rates under pricing.overrides (sku: the instance type, storage tier or service such as ebs-gp3 "
+            "or nat-gateway; region; usd_per_hour or usd_per_gib_month, in the unit the catalog bills it in)."
+        ),
     ),
     _unpriced,
 )

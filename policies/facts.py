@@ -19,7 +19,14 @@ from typing import Any
 from pulumi_policy.proxy import UnknownValueError
 
 from aicluster.catalog import Catalog, InstanceType, Region, StorageTier, TpuType, load_catalog
-from aicluster.catalog.pricing import compute_price, hourly_month, service_month, storage_month, storage_price
+from aicluster.catalog.pricing import (
+    compute_price,
+    hourly_month,
+    service_month,
+    service_price,
+    storage_month,
+    storage_price,
+)
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
 STORAGE_TAG = "aicluster:storage"  # the tag naming the stack's storage entry a file system was made for
@@ -71,7 +78,7 @@ GCP_AUDIT = (
 # GCP resources that are not regional say so with this location (log buckets, global addresses, ...).
 GLOBAL_LOCATION = "global"
 # A GCP zone is its region plus a one-letter suffix: us-central1-a is in us-central1.
-_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+_GCP_ZONE = re.compile(r"([a-z]+-[a-z]+[0-9]+)-[a-z]")  # full match: "$" lets "\n" through
 
 # Pulumi package (the type token's first segment) -> the catalog's provider.
 CATALOG_PROVIDER = {"aws": "aws", "gcp": "gcp", "azure-native": "azure"}
@@ -329,8 +336,11 @@ class Stack:
         return storage_month(storage_price(fs.tier, fs.region, self.overrides), fs.capacity_gib)
 
     def service_month(self, provider: str, service: str, region: str | None, quantity: float) -> float | None:
-        """USD per month of `quantity` units of a catalog service (the planner's cost model); None: not priced."""
-        return service_month(self.catalog, provider, service, region, quantity)
+        """USD per month of `quantity` units of a catalog service at a declared override, else the catalog's
+        list price (the planner's cost model); None: not priced."""
+        return service_month(
+            self.catalog, service_price(self.catalog, provider, service, region, self.overrides), quantity
+        )
 
 
 @dataclass(frozen=True)
@@ -521,7 +531,7 @@ def _netapp_pool(stack: Stack, pool: Res) -> Filesystem:
 def gcp_region(location: str) -> str:
     """A GCP location as a region: a zone stands for its region (us-central1-a -> us-central1); regions,
     `global` and multi-regions (US, EU) are themselves."""
-    found = _GCP_ZONE.match(location)
+    found = _GCP_ZONE.fullmatch(location)
     return found.group(1) if found else location
 
 

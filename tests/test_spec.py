@@ -189,8 +189,8 @@ def test_spec_is_frozen() -> None:
         ),
         pytest.param(
             cluster(pricing={"overrides": [{"sku": "p5.48xlarge"}]}),
-            "stacks/Pulumi.t.yaml: pricing.overrides[0]: give exactly one of usd_per_hour (instance types) or "
-            "usd_per_gib_month (storage)",
+            "stacks/Pulumi.t.yaml: pricing.overrides[0]: give exactly one of usd_per_hour (instance types, NAT "
+            "gateways, addresses) or usd_per_gib_month (storage, disks)",
             id="override-without-price",
         ),
         pytest.param(

@@ -125,6 +125,11 @@ class Catalog:
         rec = self.services.get((provider, service))
         return rec.unit if rec else None
 
+    def service_source(self, provider: str, service: str) -> str | None:
+        """The source id of a service's list prices; None: not in the catalog."""
+        rec = self.services.get((provider, service))
+        return rec.source_of("prices_usd") if rec else None
+
     def cite(self, record: Sourced, figure: str) -> Source:
         return self.sources[record.source_of(figure)]
 

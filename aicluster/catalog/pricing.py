@@ -36,8 +36,8 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    usd: float  # per node-hour (compute) or per GiB-month (storage)
-    unit: Literal["node-hour", "chip-hour", "gib-month"]
+    usd: float  # per node-hour (compute), per GiB-month (storage, disks) or per hour (gateways, addresses)
+    unit: Literal["node-hour", "chip-hour", "gib-month", "hour"]
     basis: str  # e.g. "catalog on-demand us-east-1", "override pricing.overrides[0]"
     source: str | None  # catalog source id, None for overrides
 
@@ -151,6 +151,39 @@ class _Services(Protocol):
     def hours_per_month(self) -> float: ...
     def service_price(self, provider: str, service: str, region: str) -> float | None: ...
     def service_unit(self, provider: str, service: str) -> str | None: ...
+    def service_source(self, provider: str, service: str) -> str | None: ...
+
+
+# The override field that carries a service's rate, by the unit the catalog bills the service in.
+SERVICE_FIELD = {"hour": "usd_per_hour", "gib-month": "usd_per_gib_month"}
+
+
+def service_price(
+    catalog: _Services, provider: str, service: str, region: str | None, overrides: Sequence[Override]
+) -> Resolved:
+    """The rate of a catalog service (root disks, NAT gateways, public addresses) in a region: a negotiated
+    override (sku: the service's name, in the unit the catalog bills it in), else the catalog's list price."""
+    unit = catalog.service_unit(provider, service)
+    if unit is None or region is None:
+        return Resolved(None)
+    price_unit: Literal["hour", "gib-month"] = "hour" if unit == "hour" else "gib-month"
+    found = _override(overrides, service, region, None, SERVICE_FIELD[price_unit])
+    if found is not None:
+        i, o = found
+        usd = getattr(o, SERVICE_FIELD[price_unit])
+        return Resolved(Price(usd=usd, unit=price_unit, basis=f"pricing.overrides[{i}]", source=None))
+    listed = catalog.service_price(provider, service, region)
+    if listed is None:
+        return Resolved(None)
+    return Resolved(
+        Price(usd=listed, unit=price_unit, basis=f"catalog {region}", source=catalog.service_source(provider, service))
+    )
+
+
+def service_override_hint(catalog: _Services, provider: str, service: str, region: str) -> str:
+    """The override line that prices a service where the catalog has no rate for it."""
+    field = SERVICE_FIELD.get(catalog.service_unit(provider, service) or "", "usd_per_hour")
+    return f"(sku: {service}, region: {region}, {field}: ...)"
 
 
 def cents(usd: float) -> float:
@@ -163,13 +196,12 @@ def hourly_month(usd_per_hour: float, units: float, hours_per_month: float) -> f
     return cents(usd_per_hour * units * hours_per_month)
 
 
-def service_month(catalog: _Services, provider: str, service: str, region: str | None, quantity: float) -> float | None:
-    """USD per month of `quantity` units (GiB, gateways, addresses) of a catalog service; None: not priced."""
-    price = catalog.service_price(provider, service, region) if region else None
-    unit = catalog.service_unit(provider, service)
-    if price is None or unit is None:
+def service_month(catalog: _Services, resolved: Resolved, quantity: float) -> float | None:
+    """USD per month of `quantity` units (GiB, gateways, addresses) of a catalog service at a resolved rate
+    (`service_price`); None: not priced."""
+    if resolved.price is None:
         return None
-    return cents(quantity * price * (catalog.hours_per_month if unit == "hour" else 1.0))
+    return cents(quantity * resolved.price.usd * (catalog.hours_per_month if resolved.price.unit == "hour" else 1.0))
 
 
 def storage_month(resolved: Resolved, capacity_gib: float | None) -> float | None:
@@ -185,6 +217,7 @@ class CostLine:
 
     what: str
     usd_per_month: float | None
+    fix: str | None = None  # the pricing.overrides line that would price it, where one can be named
 
 
 @dataclass(frozen=True)

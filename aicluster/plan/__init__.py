@@ -23,6 +23,8 @@ from aicluster.catalog.pricing import (
     compute_price,
     hourly_month,
     service_month,
+    service_override_hint,
+    service_price,
     storage_month,
     storage_price,
     total,
@@ -34,6 +36,7 @@ from aicluster.spec import (
     GcpPool,
     LustreStorage,
     NfsStorage,
+    PriceOverride,
     Problem,
     SlurmScheduler,
     SpecError,
@@ -119,6 +122,8 @@ class _Ctx:
     dedicated: dict[tuple[str, str], int] = field(default_factory=dict)
     # network key -> (pool index, existing resource group) of the first pool that names one
     resource_groups: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # the rates of the service charges priced so far (root disks, NAT gateways, addresses): which overrides apply
+    service_prices: list[Price] = field(default_factory=list)
 
     def problem(
         self,
@@ -573,13 +578,18 @@ UNPRICED_NOTE = "shown as unpriced; the totals are a lower bound"
 
 
 def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity: float, what: str) -> float | None:
-    """Monthly cost of `quantity` units (GiB or items) of a catalog service; None (never 0), with a warning,
-    if the catalog has no price for it."""
-    month = service_month(ctx.catalog, provider, service, region, quantity)
+    """Monthly cost of `quantity` units (GiB or items) of a catalog service, at the stack's override or the
+    catalog's list price; None (never 0), with a warning that names the override to add, if neither has one."""
+    resolved = service_price(ctx.catalog, provider, service, region, ctx.spec.pricing.overrides)
+    if resolved.price is not None:
+        ctx.service_prices.append(resolved.price)
+    month = service_month(ctx.catalog, resolved, quantity)
     if month is None:
+        known = ctx.catalog.service_unit(provider, service) is not None
+        hint = service_override_hint(ctx.catalog, provider, service, region)
         ctx.warnings.append(
             f"the catalog has no {provider} {service} price in {region}, so the cost leaves out {what} "
-            f"({UNPRICED_NOTE})"
+            f"({UNPRICED_NOTE})" + (f"; add your rate under pricing.overrides {hint}" if known else "")
         )
     return month
 
@@ -793,7 +803,7 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
         ctx.warnings.append(
             f"storage[{i}] ({st.name}): the catalog has no {tier.service} {tier.deployment} price in {reg.name}, so "
             f"the file system is left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
-            f"(sku: {tier.sku}, usd_per_gib_month: ...)"
+            f"(sku: {tier.sku}, region: {reg.name}, usd_per_gib_month: ...)"
         )
     role = _STORAGE_SUBNETS.get((provider, tier.service), "compute")
     first = ctx.dedicated.setdefault((f"{provider}-{reg.name}", role), i) if role == "lustre" else i
@@ -1172,41 +1182,78 @@ def _gcp_vpcs(ctx: _Ctx, key: str, roles: dict[str, int]) -> dict[str, object]:
 
 
 def _check_overrides(ctx: _Ctx) -> None:
-    """Every negotiated rate must be able to apply: known SKU, the SKU's unit, a known region."""
+    """Every negotiated rate must be able to apply: a known SKU (instance type, TPU generation, storage tier or
+    catalog service), the SKU's unit, a known region, and no doubt about which provider's service it prices."""
     cat = ctx.catalog
     instance_providers = {n: p for (p, n) in cat.instance_types}
     instance_providers.update({t.accelerator: t.provider for t in cat.tpu_types.values()})
     storage = {t.sku: t.provider for t in cat.storage_tiers}
+    services: dict[str, list[str]] = {}
+    for p, name in sorted(cat.services):
+        services.setdefault(name, []).append(p)
+    used: set[str] = {pool.provider for pool in ctx.spec.pools}
     for j, o in enumerate(ctx.spec.pricing.overrides):
         base: tuple[str | int, ...] = ("pricing", "overrides", j)
         if o.sku in instance_providers:
-            provider = instance_providers[o.sku]
+            providers = [instance_providers[o.sku]]
             if o.usd_per_gib_month is not None:
                 ctx.problem(
                     (*base, "usd_per_gib_month"), f"{o.sku} is an instance type: give usd_per_hour", o.usd_per_gib_month
                 )
         elif o.sku in storage:
-            provider = storage[o.sku]
+            providers = [storage[o.sku]]
             if o.usd_per_hour is not None:
                 ctx.problem(
                     (*base, "usd_per_hour"), f"{o.sku} is a storage tier: give usd_per_gib_month", o.usd_per_hour
                 )
             if o.market is not None:
                 ctx.problem((*base, "market"), "storage has no market; drop it", o.market)
+        elif o.sku in services:
+            providers = services[o.sku]
+            _check_service_override(ctx, base, o, providers, used)
         else:
-            known = sorted({*instance_providers, *storage})
+            known = sorted({*instance_providers, *storage, *services})
             ctx.problem(
-                (*base, "sku"), "not an instance type or storage tier in the catalog", o.sku, did_you_mean(o.sku, known)
+                (*base, "sku"),
+                "not an instance type, storage tier or service (disk, NAT gateway, public address) in the catalog",
+                o.sku,
+                did_you_mean(o.sku, known),
             )
             continue
-        if o.region is not None and cat.region(provider, o.region) is None:
-            names = cat.region_names(provider)
+        if o.region is not None and not any(cat.region(p, o.region) for p in providers):
+            names = sorted({n for p in providers for n in cat.region_names(p)})
             ctx.problem(
                 (*base, "region"),
-                f"the catalog has no {provider} region of that name",
+                f"the catalog has no {' or '.join(providers)} region of that name",
                 o.region,
                 did_you_mean(o.region, names),
             )
+
+
+def _check_service_override(
+    ctx: _Ctx, base: tuple[str | int, ...], o: PriceOverride, providers: list[str], used: set[str]
+) -> None:
+    """A service's rate is in the unit the catalog bills it in, has no market, and names its region where
+    the service's name is shared by several providers of the stack (nat-gateway on AWS and Azure)."""
+    units = {u for p in providers if (u := ctx.catalog.service_unit(p, o.sku)) is not None}
+    for unit, wrong, right in (
+        ("hour", "usd_per_gib_month", "usd_per_hour"),
+        ("gib-month", "usd_per_hour", "usd_per_gib_month"),
+    ):
+        given = getattr(o, wrong)
+        if unit in units and given is not None:
+            per = "per hour" if unit == "hour" else "per GiB-month"
+            ctx.problem((*base, wrong), f"{o.sku} is billed {per}: give {right}", given)
+    if o.market is not None:
+        ctx.problem((*base, "market"), f"{o.sku} is a service and has no market; drop it", o.market)
+    sharing = [p for p in providers if p in used]
+    if o.region is None and len(sharing) > 1:
+        ctx.problem(
+            (*base, "region"),
+            f"{o.sku} is a service of {' and '.join(sharing)}, which this cluster both uses: give the region it "
+            "prices (one override per region)",
+            has_value=False,
+        )
 
 
 # Frameworks whose controls require an audit trail of API activity: SOC 2 CC7.2, HIPAA 164.312(b),
@@ -1219,10 +1266,13 @@ def _needs_audit_log(spec: ClusterSpec) -> bool:
 
 
 def _unused_overrides(ctx: _Ctx, prices: list[Price]) -> None:
-    used = {p.basis for p in prices}
+    used = {p.basis for p in [*prices, *ctx.service_prices]}
     for j, _ in enumerate(ctx.spec.pricing.overrides):
         if f"pricing.overrides[{j}]" not in used:
-            ctx.warnings.append(f"pricing.overrides[{j}] matches no pool, file system or controller of this cluster")
+            ctx.warnings.append(
+                f"pricing.overrides[{j}] matches no pool, file system, controller, disk or network charge of this "
+                "cluster"
+            )
 
 
 # ------------------------------------------------------------------------------------------------

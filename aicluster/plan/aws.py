@@ -14,12 +14,13 @@ from .models import AwsPoolDetails, Nic
 IMDS_HOP_LIMIT = 2
 CONTROLLER_IMDS_HOP_LIMIT = 1
 CONTROLLER_ROOT_VOLUME_GIB = 100
-_PINNED_SSM = re.compile(r"^resolve:ssm:.+:[0-9]+$")
+# full-match semantics: "$" would also match before a trailing newline
+_PINNED_SSM = re.compile(r"resolve:ssm:\S+:[0-9]+")
 
 
 def image_pinned(image: str) -> bool:
     """An AMI id or a versioned SSM parameter always launches the same image."""
-    return not image.startswith("resolve:ssm:") or bool(_PINNED_SSM.match(image))
+    return not image.startswith("resolve:ssm:") or bool(_PINNED_SSM.fullmatch(image))
 
 
 def efa_nics(it: InstanceType) -> tuple[Nic, ...]:

@@ -26,11 +26,12 @@ OS_DISK_TYPE = "Premium_LRS"  # encrypted at rest with platform-managed keys, li
 CONTROLLER_ROOT_VOLUME_GIB = 128
 # Spot max price -1: pay up to the pay-as-you-go price and never be evicted for price, only for capacity.
 SPOT_MAX_PRICE = -1.0
-_URN = re.compile(r"^[^:]+:[^:]+:[^:]+:[^:]+$")
+# full-match semantics (not "$", which matches before a trailing newline), and no whitespace in a part
+_URN = re.compile(r"[^:\s]+:[^:\s]+:[^:\s]+:[^:\s]+")
 
 
 def is_image_urn(image: str) -> bool:
-    return bool(_URN.match(image))
+    return bool(_URN.fullmatch(image))
 
 
 def image_pinned(urn: str) -> bool:

@@ -118,7 +118,10 @@ def test_overrides_that_could_never_apply_are_errors(catalog: Catalog, override:
 
 def test_override_that_matches_nothing_is_warned(catalog: Catalog) -> None:
     cp = planned(catalog, pricing={"overrides": [{"sku": "p4d.24xlarge", "usd_per_hour": 10.0}]})
-    assert "pricing.overrides[0] matches no pool, file system or controller of this cluster" in cp.warnings
+    assert (
+        "pricing.overrides[0] matches no pool, file system, controller, disk or network charge of this cluster"
+        in cp.warnings
+    )
 
 
 def test_storage_price_override(catalog: Catalog) -> None:
@@ -262,8 +265,8 @@ def test_nfs_maps_to_efs(catalog: Catalog) -> None:
         ),
         pytest.param(
             {"pricing": {"overrides": [{"sku": "p5.48xlage", "usd_per_hour": 1}]}},
-            'pricing.overrides[0].sku: got "p5.48xlage"; not an instance type or storage tier in the catalog '
-            '(did you mean "p5.48xlarge"?)',
+            'pricing.overrides[0].sku: got "p5.48xlage"; not an instance type, storage tier or service (disk, NAT '
+            'gateway, public address) in the catalog (did you mean "p5.48xlarge"?)',
             id="unknown-override-sku",
         ),
         pytest.param(
