@@ -438,7 +438,7 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
 
     from . import discover
 
-    work = project.root / ".work" / stack.stack
+    work = _work_dir(project, stack.stack)
     try:
         configs = discover.plugin_configs(plan, stack.config)
     except discover.DiscoveryError as exc:
@@ -504,42 +504,58 @@ def _slurm_version(text: str | None) -> tuple[int, int]:
     return version
 
 
-def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan]:
-    """Plan the stack and write its inventory (files 0600 in a work directory); the directory and the plan."""
-    from .inventory import inventory
+def _work_dir(project: Project, stack: str) -> Path:
+    """.work/<stack>: the stack's own work directory, never anywhere else (a stack named `..` or `a/b` is refused
+    here too, whatever the stack file's checks say)."""
+    work = project.root / ".work"
+    target = work / stack
+    if not stack or stack in (".", "..") or Path(stack).name != stack or "\\" in stack:
+        raise UsageError(
+            f'stack "{stack}": not a name aicluster can keep work under (.work/<stack>/); rename the stack'
+        )
+    if target.resolve().parent != work.resolve():
+        raise UsageError(f"{target}: resolves outside {work}; remove the link or rename the stack")
+    return target
+
+
+def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan, dict[str, str]]:
+    """Plan the stack and write its inventory (files 0600 in a work directory); the directory, the plan and the
+    nodes' addresses. Addresses an earlier run was given (--hosts, --discover) are kept when this one gives none."""
+    from . import inventory as inv
     from .preview import offline_outputs, plan_stack
 
     slurm_version = _slurm_version(getattr(args, "slurm_version", None))  # bad input fails before any write
     project, stack = _stack(args)
-    target = Path(args.out) if args.out else project.root / ".work" / stack.stack / "inventory"
+    work = _work_dir(project, stack.stack)
+    target = Path(args.out) if args.out else work / "inventory"
+    shown = args.out or str(target)
     playbooks = (project.root / "playbooks").resolve()
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
     plan = plan_stack(stack)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
-    addresses = _addresses(args.hosts, names)
+    given = _addresses(args.hosts, names)
+    kept = {k: v for k, v in inv.previous_addresses(target).items() if k in names} if not target.is_symlink() else {}
     outputs = _live_outputs(project, stack.stack)
     source = "pulumi stack output"
     if outputs is None:
         outputs = offline_outputs(stack)
         source = "offline preview"
     if getattr(args, "discover", False):
-        addresses = {**_discover(project, stack, plan, outputs), **addresses}  # --hosts wins
-    files = inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
-    target.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(target, 0o700)
-    stale = set(target.glob("group_vars/*.yml")) - {target / rel for rel in files}
-    for path in stale:
-        path.unlink()
-    for rel, text in files.items():
-        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(target / rel, text, mode=0o600)
+        given = {**_discover(project, stack, plan, outputs), **given}  # --hosts wins
+    addresses = {**kept, **given}
+    files = inv.inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
+    try:
+        inv.write(target, files, addresses, shown=shown)
+    except inv.InventoryDirError as exc:
+        raise UsageError(f"--out {exc}" if args.out else str(exc)) from None
     hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
+    reused = len(set(kept) - set(given))
     out.print(
         f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {len(addresses)} with "
-        f"an address; outputs from the {source}"
+        f"an address{f' ({reused} kept from the previous inventory)' if reused else ''}; outputs from the {source}"
     )
-    return project, stack, target, plan
+    return project, stack, target, plan, addresses
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -600,8 +616,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
-    project, stack, inventory_dir, _ = _write_inventory(args)
-    work = project.root / ".work" / stack.stack / "runner"
+    project, stack, inventory_dir, _, addresses = _write_inventory(args)
+    work = _work_dir(project, stack.stack) / "runner"
     with Live(console=out, transient=True, auto_refresh=False) as live:
 
         def show(board: tune.Scoreboard) -> None:

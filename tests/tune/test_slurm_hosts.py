@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aicluster.inventory import read_yaml
 from tests.conftest import IN_CI, ROOT
 from tests.tune.hosts import Node, ansible_env, missing_tools, slurm_rootfs_tar, ssh, ssh_hosts
 
@@ -189,7 +190,7 @@ def test_tune_slurm_hosts_then_slurmd_registers_by_its_slurm_name(tools: None, p
         assert run(ctl, key, "stat -c '%U:%G %a' /var/spool/slurmctld") == "slurm:slurm 750"
 
         # Every Slurm host: the inventory's Slurm files, the scripts executable.
-        inventory = yaml.safe_load((project / ".work/good/inventory/group_vars/all.yml").read_text())
+        inventory = read_yaml((project / ".work/good/inventory/group_vars/all.yml").read_text())
         slurm_files: dict[str, str] = inventory["slurm_files"]
         assert "/etc/slurm/slurm.conf" in slurm_files
         for node in nodes:
