@@ -606,6 +606,58 @@ def _extra_vars(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _check_targets(args: argparse.Namespace, target: Any, playbook: Path, inventory_dir: Path, local: bool) -> None:
+    """Before anything runs: known tags, at least one host under --limit, an address for every host (unless the
+    connection is local)."""
+    from .inventory import read_yaml
+    from .tune import SPECIAL_TAGS
+
+    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
+    known = set(target.tags) | set(SPECIAL_TAGS)
+    unknown = [t for t in tags if t not in known]
+    if unknown:
+        from .spec import did_you_mean
+
+        hint = did_you_mean(unknown[0], sorted(target.tags))
+        raise UsageError(
+            f"--tags {args.tags}: {', '.join(unknown)} not a tag of {playbook.name}"
+            + (f" ({hint})" if hint else "")
+            + (f"; known tags: {', '.join(target.tags)}" if target.tags else "; the playbook has no tags")
+        )
+    if not target.hosts:
+        doc = read_yaml((inventory_dir / "hosts.yml").read_text(encoding="utf-8"))
+        groups = sorted((doc.get("all") or {}).get("children") or {})
+        where = f"--limit {args.limit}: no host of the inventory matched" if args.limit else "no host to run on"
+        raise UsageError(f"{where}; give a node name, a group ({', '.join(groups[:10])}) or a pattern (h100-00*)")
+    if local:
+        return
+    addressed = _addressed(read_yaml((inventory_dir / "hosts.yml").read_text(encoding="utf-8")))
+    missing = [h for h in target.hosts if h not in addressed]
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" ... ({len(missing)} in all)" if len(missing) > 8 else "")
+        raise UsageError(
+            f"no address for {shown}: give them with --hosts FILE (node name -> address) or --discover, "
+            f"or leave them out with --limit"
+        )
+
+
+def _addressed(doc: Any) -> set[str]:
+    """Hosts of an inventory document that have an `ansible_host`."""
+    found: set[str] = set()
+
+    def walk(group: Any) -> None:
+        if not isinstance(group, dict):
+            return
+        for name, hostvars in (group.get("hosts") or {}).items():
+            if isinstance(hostvars, dict) and hostvars.get("ansible_host"):
+                found.add(str(name))
+        for child in (group.get("children") or {}).values():
+            walk(child)
+
+    walk(doc.get("all") if isinstance(doc, dict) else None)
+    return found
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from rich.live import Live
 
@@ -616,18 +668,36 @@ def cmd_tune(args: argparse.Namespace) -> int:
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
-    project, stack, inventory_dir, _, addresses = _write_inventory(args)
+    project, stack, inventory_dir, _, _ = _write_inventory(args)
+    roles_path = playbook.parent / "roles"
+    try:
+        target = tune.targets(playbook, inventory_dir / "hosts.yml", roles_path=roles_path, limit=args.limit)
+    except tune.TuneError as exc:
+        raise UsageError(f"{playbook}: {exc}") from None
+    local = os.environ.get("ANSIBLE_TRANSPORT") == "local" or extravars.get("ansible_connection") == "local"
+    _check_targets(args, target, playbook, inventory_dir, local)
     work = _work_dir(project, stack.stack) / "runner"
+    printed = 0
+
+    def lines(board: tune.Scoreboard) -> None:  # no terminal (CI): a line per play and per host that drops out
+        nonlocal printed
+        for line in board.progress[printed:]:
+            out.print(escape(line), soft_wrap=True)
+        printed = len(board.progress)
+
     with Live(console=out, transient=True, auto_refresh=False) as live:
 
         def show(board: tune.Scoreboard) -> None:
+            if not out.is_terminal:
+                lines(board)
+                return
             live.update(_score_table(board.hosts, f"tuning {stack.stack}: {board.task}", running=True), refresh=True)
 
         result = tune.run(
             playbook,
             inventory_dir / "hosts.yml",
             work,
-            roles_path=playbook.parent / "roles",
+            roles_path=roles_path,
             limit=args.limit,
             tags=args.tags,
             check=args.check,
@@ -637,9 +707,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     mode = " (check mode: nothing changed)" if args.check else ""
     out.print(_score_table(result.hosts, f"tune {stack.stack}{mode}: {result.tasks} task(s) in {result.seconds:.1f} s"))
     out.print(f"[dim]artifacts: {result.artifacts}[/]")
-    if result.failed_hosts or result.status != "successful":
+    idle = [h for h in target.hosts if h not in result.failed_hosts and not result.hosts.get(h, tune.HostScore()).ran]
+    if result.failed_hosts or result.status != "successful" or idle or not result.hosts:
         failed = ",".join(result.failed_hosts)
-        out.print(f"[red]{len(result.failed_hosts)} host(s) failed: {escape(failed) or result.status}[/]")
+        if failed or result.status != "successful":
+            out.print(f"[red]{len(result.failed_hosts)} host(s) failed: {escape(failed) or result.status}[/]")
+        if idle:
+            shown = ", ".join(idle[:8]) + (" ..." if len(idle) > 8 else "")
+            out.print(f"[red]{len(idle)} host(s) ran no task: {escape(shown)} (check --tags and --limit)[/]")
         if failed:
             out.print(f"retry them: aicluster tune {stack.stack} --limit {failed}")
         return EXIT_FAILED
