@@ -33,9 +33,8 @@ pytestmark = pytest.mark.slow
 
 CONTROLLER = "llm-dev-slurmctld"  # p5-small's ClusterPlan.controller_host(), slurm.conf's SlurmctldHost
 COMPUTES = ["h100-000", "h100-001"]
-PREFIX, SUBNET = "aicslurm", "10.77.10"  # not the harness's defaults: test_tune_hosts.py may run beside this one
 # A cloud names its VMs itself (ip-10-0-1-5, <prefix>-abcd): slurmd learns which Slurm node it is only from -N.
-HOSTNAMES = {name: f"ip-{SUBNET.replace('.', '-')}-{12 + i}" for i, name in enumerate(COMPUTES)}
+HOSTNAMES = {name: f"ip-10-0-1-{12 + i}" for i, name in enumerate(COMPUTES)}
 # The nodes have no route out: Debian's packages are in the root filesystem and apt must not refresh its lists.
 NO_APT_UPDATE = [f"slurm_{role}_apt_cache_valid_time=315360000" for role in ("common", "controller", "compute")]
 
@@ -154,8 +153,7 @@ def test_tune_slurm_hosts_then_slurmd_registers_by_its_slurm_name(tools: None, p
         [CONTROLLER, *COMPUTES],
         tmp_path / "nodes",
         rootfs=slurm_rootfs_tar(),
-        prefix=PREFIX,
-        subnet=SUBNET,
+        purpose="slurm-hosts",
         hostnames=HOSTNAMES,
     ) as (nodes, key):
         by_name = {n.name: n for n in nodes}
