@@ -287,22 +287,25 @@ def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], 
         target.mkdir(parents=True, mode=0o700)
         os.chmod(target, 0o700)  # mkdir's mode is masked by the umask; this directory is ours
     root = target.resolve()
-    for rel in files:
-        if Path(rel).is_absolute() or ".." in Path(rel).parts:
-            raise InventoryDirError(f"{shown}: {rel} would be written outside the inventory directory")
+
+    def inside(rel: str) -> bool:  # a relative path whose directory is this one's, not reached through a link
+        parent = (target / rel).parent
+        if Path(rel).is_absolute() or ".." in Path(rel).parts or (parent.exists() and parent.is_symlink()):
+            return False
+        resolved = parent.resolve()
+        return resolved == root or root in resolved.parents
+
+    outside = [rel for rel in files if not inside(rel)]
+    if outside:  # checked before anything is written
+        raise InventoryDirError(f"{shown}: {outside[0]} would be written outside it (a link or a `..`)")
     before = [str(f) for f in (marker or {}).get("files", []) if isinstance(f, str)]
     for rel in sorted(set(before) - set(files)):  # what an earlier run wrote that this one does not
         old = target / rel
-        if ".." not in Path(rel).parts and not Path(rel).is_absolute() and (old.is_file() or old.is_symlink()):
+        if inside(rel) and (old.is_file() or old.is_symlink()):
             old.unlink()
     for rel, text in files.items():
-        path = target / rel
-        parent = path.parent
-        if not parent.exists():
-            parent.mkdir(parents=True, mode=0o700)
-        if parent.is_symlink() or root not in (parent.resolve(), *parent.resolve().parents):
-            raise InventoryDirError(f"{shown}: {parent.name}/ is a symbolic link out of the inventory directory")
-        write_atomic(path, text, mode=0o600)
+        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(target / rel, text, mode=0o600)
     record = {"written_by": "aicluster", "files": sorted(files), "addresses": dict(sorted(addresses.items()))}
     write_atomic(target / MARKER, json.dumps(record, indent=2) + "\n", mode=0o600)
     return Written(target, sorted(files), dict(addresses))

@@ -372,3 +372,19 @@ def test_addresses_given_once_are_kept(project: Path, tmp_path: Path) -> None:
     assert "2 with an address (2 kept from the previous inventory)" in proc.stdout
     doc = read_yaml((project / ".work/good/inventory/hosts.yml").read_text())
     assert doc["all"]["children"]["pool_h100"]["hosts"]["h100-001"]["ansible_host"] == "10.0.0.11"
+
+
+def test_the_writer_never_follows_a_link_out_of_its_directory(catalog: Catalog, tmp_path: Path) -> None:
+    p = plan_of(catalog, azure_cluster(pools=[pool(nodes=1)]))
+    files = inventory(p, {}, {}, "x")
+    target = tmp_path / "inv"
+    write(target, files, {}, shown="inv")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "all.yml").write_text("theirs\n")
+    shutil.rmtree(target / "group_vars")
+    (target / "group_vars").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match="would be written outside it"):
+        write(target, files, {}, shown="inv")
+    assert (elsewhere / "all.yml").read_text() == "theirs\n"
+    assert sorted(f.name for f in elsewhere.iterdir()) == ["all.yml"]
