@@ -55,7 +55,7 @@ def chroot_inventory(stack: str, host: str, rootfs: Path, tmp: Path) -> tuple[Pa
     inv = render_inventory(stack, tmp / f"inventory-{stack}")
     pool_vars: dict[str, Any] = {}
     for path in (inv / "group_vars").glob("pool_*.yml"):
-        pool_vars |= yaml.safe_load(path.read_text())
+        pool_vars |= read_yaml(path.read_text())
     all_vars = read_yaml((inv / "group_vars" / "all.yml").read_text())
     hostvars: dict[str, Any] = {
         "ansible_connection": "community.general.chroot",
