@@ -543,14 +543,17 @@ def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, Clus
         source = "offline preview"
     if getattr(args, "discover", False):
         given = {**_discover(project, stack, plan, outputs), **given}  # --hosts wins
-    addresses = {**kept, **given}
+    discovering = bool(getattr(args, "discover", False))
+    # Addresses this run gives (--hosts, --discover) replace the earlier ones; a run that gives none (`tune` after
+    # `inventory --hosts`) keeps them, rather than losing every address.
+    addresses = given if (args.hosts or discovering) else kept
     files = inv.inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
     try:
         inv.write(target, files, addresses, shown=shown)
     except inv.InventoryDirError as exc:
         raise UsageError(f"--out {exc}" if args.out else str(exc)) from None
     hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
-    reused = len(set(kept) - set(given))
+    reused = 0 if (args.hosts or discovering) else len(kept)
     out.print(
         f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {len(addresses)} with "
         f"an address{f' ({reused} kept from the previous inventory)' if reused else ''}; outputs from the {source}"
