@@ -589,7 +589,7 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
 
     from . import discover
 
-    work = project.root / ".work" / stack.stack
+    work = _work_dir(project, stack.stack)
     try:
         configs = discover.plugin_configs(plan, stack.config)
     except discover.DiscoveryError as exc:
@@ -655,42 +655,61 @@ def _slurm_version(text: str | None) -> tuple[int, int]:
     return version
 
 
-def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan]:
-    """Plan the stack and write its inventory (files 0600 in a work directory); the directory and the plan."""
-    from .inventory import inventory
+def _work_dir(project: Project, stack: str) -> Path:
+    """.work/<stack>: the stack's own work directory, never anywhere else (a stack named `..` or `a/b` is refused
+    here too, whatever the stack file's checks say)."""
+    work = project.root / ".work"
+    target = work / stack
+    if not stack or stack in (".", "..") or Path(stack).name != stack or "\\" in stack:
+        raise UsageError(
+            f'stack "{stack}": not a name aicluster can keep work under (.work/<stack>/); rename the stack'
+        )
+    if target.resolve().parent != work.resolve():
+        raise UsageError(f"{target}: resolves outside {work}; remove the link or rename the stack")
+    return target
+
+
+def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan, dict[str, str]]:
+    """Plan the stack and write its inventory (files 0600 in a work directory); the directory, the plan and the
+    nodes' addresses. Addresses an earlier run was given (--hosts, --discover) are kept when this one gives none."""
+    from . import inventory as inv
     from .preview import offline_outputs, plan_stack
 
     slurm_version = _slurm_version(getattr(args, "slurm_version", None))  # bad input fails before any write
     project, stack = _stack(args)
-    target = Path(args.out) if args.out else project.root / ".work" / stack.stack / "inventory"
+    work = _work_dir(project, stack.stack)
+    target = Path(args.out) if args.out else work / "inventory"
+    shown = args.out or str(target)
     playbooks = (project.root / "playbooks").resolve()
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
     plan = plan_stack(stack)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
-    addresses = _addresses(args.hosts, names)
+    given = _addresses(args.hosts, names)
+    kept = {k: v for k, v in inv.previous_addresses(target).items() if k in names} if not target.is_symlink() else {}
     outputs = _live_outputs(project, stack.stack)
     source = "pulumi stack output"
     if outputs is None:
         outputs = offline_outputs(stack)
         source = "offline preview"
     if getattr(args, "discover", False):
-        addresses = {**_discover(project, stack, plan, outputs), **addresses}  # --hosts wins
-    files = inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
-    target.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(target, 0o700)
-    stale = set(target.glob("group_vars/*.yml")) - {target / rel for rel in files}
-    for path in stale:
-        path.unlink()
-    for rel, text in files.items():
-        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(target / rel, text, mode=0o600)
+        given = {**_discover(project, stack, plan, outputs), **given}  # --hosts wins
+    discovering = bool(getattr(args, "discover", False))
+    # Addresses this run gives (--hosts, --discover) replace the earlier ones; a run that gives none (`tune` after
+    # `inventory --hosts`) keeps them, rather than losing every address.
+    addresses = given if (args.hosts or discovering) else kept
+    files = inv.inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
+    try:
+        inv.write(target, files, addresses, shown=shown)
+    except inv.InventoryDirError as exc:
+        raise UsageError(f"--out {exc}" if args.out else str(exc)) from None
     hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
+    reused = 0 if (args.hosts or discovering) else len(kept)
     out.print(
         f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {len(addresses)} with "
-        f"an address; outputs from the {source}"
+        f"an address{f' ({reused} kept from the previous inventory)' if reused else ''}; outputs from the {source}"
     )
-    return project, stack, target, plan
+    return project, stack, target, plan, addresses
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -741,6 +760,58 @@ def _extra_vars(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _check_targets(args: argparse.Namespace, target: Any, playbook: Path, inventory_dir: Path, local: bool) -> None:
+    """Before anything runs: known tags, at least one host under --limit, an address for every host (unless the
+    connection is local)."""
+    from .inventory import read_yaml
+    from .tune import SPECIAL_TAGS
+
+    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
+    known = set(target.tags) | set(SPECIAL_TAGS)
+    unknown = [t for t in tags if t not in known]
+    if unknown:
+        from .spec import did_you_mean
+
+        hint = did_you_mean(unknown[0], sorted(target.tags))
+        raise UsageError(
+            f"--tags {args.tags}: {', '.join(unknown)} not a tag of {playbook.name}"
+            + (f" ({hint})" if hint else "")
+            + (f"; known tags: {', '.join(target.tags)}" if target.tags else "; the playbook has no tags")
+        )
+    if not target.hosts:
+        doc = read_yaml((inventory_dir / "hosts.yml").read_text(encoding="utf-8"))
+        groups = sorted((doc.get("all") or {}).get("children") or {})
+        where = f"--limit {args.limit}: no host of the inventory matched" if args.limit else "no host to run on"
+        raise UsageError(f"{where}; give a node name, a group ({', '.join(groups[:10])}) or a pattern (h100-00*)")
+    if local:
+        return
+    addressed = _addressed(read_yaml((inventory_dir / "hosts.yml").read_text(encoding="utf-8")))
+    missing = [h for h in target.hosts if h not in addressed]
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" ... ({len(missing)} in all)" if len(missing) > 8 else "")
+        raise UsageError(
+            f"no address for {shown}: give them with --hosts FILE (node name -> address) or --discover, "
+            f"or leave them out with --limit"
+        )
+
+
+def _addressed(doc: Any) -> set[str]:
+    """Hosts of an inventory document that have an `ansible_host`."""
+    found: set[str] = set()
+
+    def walk(group: Any) -> None:
+        if not isinstance(group, dict):
+            return
+        for name, hostvars in (group.get("hosts") or {}).items():
+            if isinstance(hostvars, dict) and hostvars.get("ansible_host"):
+                found.add(str(name))
+        for child in (group.get("children") or {}).values():
+            walk(child)
+
+    walk(doc.get("all") if isinstance(doc, dict) else None)
+    return found
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from rich.live import Live
 
@@ -751,18 +822,36 @@ def cmd_tune(args: argparse.Namespace) -> int:
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
-    project, stack, inventory_dir, _ = _write_inventory(args)
-    work = project.root / ".work" / stack.stack / "runner"
+    project, stack, inventory_dir, _, _ = _write_inventory(args)
+    roles_path = playbook.parent / "roles"
+    try:
+        target = tune.targets(playbook, inventory_dir / "hosts.yml", roles_path=roles_path, limit=args.limit)
+    except tune.TuneError as exc:
+        raise UsageError(f"{playbook}: {exc}") from None
+    local = os.environ.get("ANSIBLE_TRANSPORT") == "local" or extravars.get("ansible_connection") == "local"
+    _check_targets(args, target, playbook, inventory_dir, local)
+    work = _work_dir(project, stack.stack) / "runner"
+    printed = 0
+
+    def lines(board: tune.Scoreboard) -> None:  # no terminal (CI): a line per play and per host that drops out
+        nonlocal printed
+        for line in board.progress[printed:]:
+            out.print(escape(line), soft_wrap=True)
+        printed = len(board.progress)
+
     with Live(console=out, transient=True, auto_refresh=False) as live:
 
         def show(board: tune.Scoreboard) -> None:
+            if not out.is_terminal:
+                lines(board)
+                return
             live.update(_score_table(board.hosts, f"tuning {stack.stack}: {board.task}", running=True), refresh=True)
 
         result = tune.run(
             playbook,
             inventory_dir / "hosts.yml",
             work,
-            roles_path=playbook.parent / "roles",
+            roles_path=roles_path,
             limit=args.limit,
             tags=args.tags,
             check=args.check,
@@ -772,9 +861,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     mode = " (check mode: nothing changed)" if args.check else ""
     out.print(_score_table(result.hosts, f"tune {stack.stack}{mode}: {result.tasks} task(s) in {result.seconds:.1f} s"))
     out.print(f"[dim]artifacts: {result.artifacts}[/]")
-    if result.failed_hosts or result.status != "successful":
+    idle = [h for h in target.hosts if h not in result.failed_hosts and not result.hosts.get(h, tune.HostScore()).ran]
+    if result.failed_hosts or result.status != "successful" or idle or not result.hosts:
         failed = ",".join(result.failed_hosts)
-        out.print(f"[red]{len(result.failed_hosts)} host(s) failed: {escape(failed) or result.status}[/]")
+        if failed or result.status != "successful":
+            out.print(f"[red]{len(result.failed_hosts)} host(s) failed: {escape(failed) or result.status}[/]")
+        if idle:
+            shown = ", ".join(idle[:8]) + (" ..." if len(idle) > 8 else "")
+            out.print(f"[red]{len(idle)} host(s) ran no task: {escape(shown)} (check --tags and --limit)[/]")
         if failed:
             out.print(f"retry them: aicluster tune {stack.stack} --limit {failed}")
         return EXIT_FAILED

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -211,15 +212,26 @@ def _plain(value: Any) -> Any:
 
 
 def _plugin_failure(stderr: str) -> str:
-    """The plugin's own reason, shortened, and what to install when it is a missing collection or SDK."""
+    """The plugin's own reason, line by line and never cut mid-word, and what to install when it is a missing
+    collection or SDK."""
+    requirements = "ansible-galaxy collection install -r playbooks/requirements.yml"
+    by_plugin = {plugin: provider for provider, (plugin, _) in PLUGINS.items()}
+    missing = dict(re.findall(r"Error loading plugin '([\w.]+)': ([^\n]+)", stderr))
+    unloaded = [(p, why.strip()) for p, why in missing.items() if p in by_plugin]
+    if unloaded:
+        return "discovery failed:\n" + "\n".join(
+            f"  the inventory plugin {plugin} did not load ({why}); install it: {requirements}, "
+            f"then {PLUGIN_NEEDS[by_plugin[plugin]]}"
+            for plugin, why in unloaded
+        )
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.lstrip().startswith("[DEPRECATION")]
-    reason = " ".join(lines)[-600:] or "no message"
+    shown = [ln if len(ln) <= 300 else ln[:300].rsplit(" ", 1)[0] + " ..." for ln in lines[:8]]
+    reason = "\n".join(f"  {ln}" for ln in shown) + ("\n  ..." if len(lines) > 8 else "") or "  no message"
     hints = []
     for provider, (plugin, _) in PLUGINS.items():
         if plugin in stderr or plugin.rsplit(".", 1)[1] in stderr:
-            hints.append(f"{provider}: ansible-galaxy collection install -r playbooks/requirements.yml; "
-                         f"{PLUGIN_NEEDS[provider]}; and the cloud's credentials")  # fmt: skip
-    return f"discovery failed: {reason}" + (f" (needs: {' | '.join(hints)})" if hints else "")
+            hints.append(f"{provider}: {requirements}; {PLUGIN_NEEDS[provider]}; and the cloud's credentials")
+    return f"discovery failed:\n{reason}" + (f"\n  needs: {' | '.join(hints)}" if hints else "")
 
 
 def instances(listing: Mapping[str, Any]) -> list[Instance]:

@@ -12,13 +12,18 @@ left out rather than written as placeholders; secret outputs are never written.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from aicluster.catalog import Catalog, load_catalog
+from aicluster.files import write_atomic
 from aicluster.plan import ClusterPlan, PlannedPool
 from aicluster.render import nccl, slurm
 
@@ -185,15 +190,122 @@ def inventory(
 
 
 class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (rendered files) as literal blocks, so group_vars stay readable."""
+    """Every string is written `!unsafe`: a value from the stack or the plan is data to Ansible, never a template
+    (a `{{ lookup('pipe', ...) }}` in a mount path stays that text; Ansible never evaluates it on the controller).
+    Multi-line strings (rendered files) are literal blocks, so group_vars stay readable."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    return dumper.represent_scalar(UNSAFE, value, style="|" if "\n" in value else None)
 
 
+def _dict(dumper: yaml.SafeDumper, value: Mapping[Any, Any]) -> yaml.MappingNode:
+    pairs = [(yaml.ScalarNode("tag:yaml.org,2002:str", str(k)), dumper.represent_data(v)) for k, v in value.items()]
+    return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
+
+
+UNSAFE = "!unsafe"
 _Dumper.add_representer(str, _str)
+_Dumper.add_representer(dict, _dict)
 
 
 def _yaml(data: Any) -> str:
+    # Keys stay plain (they are names); only values carry the tag.
     return "---\n" + yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+class _Loader(yaml.SafeLoader):
+    """Reads the files `inventory` writes: `!unsafe` strings as the plain strings they are."""
+
+
+_Loader.add_constructor(UNSAFE, lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+def read_yaml(text: str) -> Any:
+    """A hosts.yml or group_vars file as `inventory` wrote it, as plain data."""
+    return yaml.load(text, Loader=_Loader)
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing the files: only into a directory aicluster made (or an empty one), and cleaning only what it wrote
+# ------------------------------------------------------------------------------------------------
+
+MARKER = ".aicluster-inventory.json"  # what aicluster wrote here: its files and the addresses it was given
+
+
+class InventoryDirError(ValueError):
+    """The directory cannot take an inventory (not aicluster's, a symbolic link, a path that escapes)."""
+
+
+@dataclass(frozen=True)
+class Written:
+    target: Path
+    files: list[str]
+    addresses: dict[str, str]  # the node addresses this inventory was written with (--hosts, --discover)
+
+
+def previous_addresses(target: Path) -> dict[str, str]:
+    """The addresses the last inventory written to `target` was given; {} when there is none (or it is not ours)."""
+    marker = _read_marker(target)
+    found = marker.get("addresses") if marker else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): str(v) for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _read_marker(target: Path) -> dict[str, Any] | None:
+    path = target / MARKER
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("written_by") == "aicluster" else None
+
+
+def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], *, shown: str) -> Written:
+    """Write `files` (relative path -> text, 0600) under `target`, which must be a directory aicluster made
+    (it carries MARKER), an empty one, or not exist yet (then it is made 0700). Files an earlier run wrote that
+    this one does not are removed; nothing else is ever removed, and an existing directory's mode is never
+    changed. `shown` is how messages name the directory (the user's spelling)."""
+    if target.is_symlink():
+        raise InventoryDirError(
+            f"{shown}: is a symbolic link; give the directory itself (aicluster never writes through a link)"
+        )
+    marker = None
+    if target.exists():
+        if not target.is_dir():
+            raise InventoryDirError(f"{shown}: exists and is not a directory; give a new or empty directory")
+        marker = _read_marker(target)
+        if marker is None and any(target.iterdir()):
+            raise InventoryDirError(
+                f"{shown}: a non-empty directory aicluster did not write (no {MARKER} in it); give a new or empty "
+                "directory (e.g. .work/<stack>/inventory, the default)"
+            )
+    else:
+        target.mkdir(parents=True, mode=0o700)
+        os.chmod(target, 0o700)  # mkdir's mode is masked by the umask; this directory is ours
+    root = target.resolve()
+
+    def inside(rel: str) -> bool:  # a relative path whose directory is this one's, not reached through a link
+        parent = (target / rel).parent
+        if Path(rel).is_absolute() or ".." in Path(rel).parts or (parent.exists() and parent.is_symlink()):
+            return False
+        resolved = parent.resolve()
+        return resolved == root or root in resolved.parents
+
+    outside = [rel for rel in files if not inside(rel)]
+    if outside:  # checked before anything is written
+        raise InventoryDirError(f"{shown}: {outside[0]} would be written outside it (a link or a `..`)")
+    before = [str(f) for f in (marker or {}).get("files", []) if isinstance(f, str)]
+    for rel in sorted(set(before) - set(files)):  # what an earlier run wrote that this one does not
+        old = target / rel
+        if inside(rel) and (old.is_file() or old.is_symlink()):
+            old.unlink()
+    for rel, text in files.items():
+        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(target / rel, text, mode=0o600)
+    record = {"written_by": "aicluster", "files": sorted(files), "addresses": dict(sorted(addresses.items()))}
+    write_atomic(target / MARKER, json.dumps(record, indent=2) + "\n", mode=0o600)
+    return Written(target, sorted(files), dict(addresses))

@@ -8,6 +8,8 @@ stats into a per-host summary, the exit code and the hint that retries just the 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +39,11 @@ class HostScore:
     def bad(self) -> bool:
         return self.failed > 0 or self.unreachable > 0
 
+    @property
+    def ran(self) -> bool:
+        """A task ran on the host (skipped ones do not count)."""
+        return self.ok + self.changed + self.failed + self.unreachable > 0
+
 
 @dataclass
 class TuneResult:
@@ -50,13 +57,16 @@ class TuneResult:
 
 
 class Scoreboard:
-    """Turns ansible-runner events into per-host counters; `on_change` is called after each one."""
+    """Turns ansible-runner events into per-host counters; `on_change` is called after each one. `progress` holds
+    one line per play started and per host that drops out (failed or unreachable), in order, for a display
+    without a terminal (CI) that prints lines as they come rather than redrawing a table."""
 
     def __init__(self, on_change: Callable[[Scoreboard], None] | None = None) -> None:
         self.hosts: dict[str, HostScore] = {}
         self.task = ""
         self.tasks = 0
         self.on_change = on_change
+        self.progress: list[str] = []
 
     def __call__(self, event: Mapping[str, Any]) -> bool:
         kind = event.get("event", "")
@@ -64,6 +74,8 @@ class Scoreboard:
         if kind == "playbook_on_task_start":
             self.task = str(data.get("task", ""))
             self.tasks += 1
+        elif kind == "playbook_on_play_start":
+            self.progress.append(f"play: {data.get('play', '')}")
         host = data.get("host")
         if host and kind in ("runner_on_start", *_COUNTERS):
             score = self.hosts.setdefault(str(host), HostScore())
@@ -76,11 +88,97 @@ class Scoreboard:
             if kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
                 res = data.get("res") or {}
                 score.message = str(res.get("msg") or res.get("stderr") or "")[:300]
+                what = "unreachable" if kind == "runner_on_unreachable" else "failed"
+                self.progress.append(
+                    f"{host}: {what} at {score.task}: {score.message.splitlines()[0] if score.message else ''}"
+                )
             elif kind == "runner_on_failed":
                 score.failed -= 1  # ignore_errors: not a failure of the host
         if self.on_change is not None:
             self.on_change(self)
         return True  # keep the event in the artifacts
+
+
+class TuneError(Exception):
+    """The playbook cannot be listed over the inventory (a syntax error, a missing role)."""
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What `ansible-playbook --list-hosts --list-tags` says before anything runs."""
+
+    hosts: list[str]  # the hosts the plays target under --limit, sorted
+    tags: list[str]  # every tag of the plays, roles and tasks
+
+
+# Tags Ansible itself understands in --tags (https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_tags.html)
+SPECIAL_TAGS = ("all", "tagged", "untagged", "always", "never")
+
+
+def _env(roles_path: Path, envvars: Mapping[str, str] | None) -> dict[str, str]:
+    # ansible-runner runs `ansible-playbook` from PATH: the one installed next to this Python.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {"PATH": path, "ANSIBLE_ROLES_PATH": str(roles_path), "ANSIBLE_HOST_KEY_CHECKING": "False"}
+    # Ansible's own configuration from the caller's environment applies (ANSIBLE_PRIVATE_KEY_FILE, ...).
+    env.update({k: v for k, v in os.environ.items() if k.startswith("ANSIBLE_") and k not in env})
+    env.update(envvars or {})
+    return env
+
+
+def parse_listing(text: str) -> Targets:
+    """The hosts and tags in `ansible-playbook --list-hosts --list-tags` output."""
+    hosts: dict[str, None] = {}
+    tags: set[str] = set()
+    in_hosts = False
+    for line in text.splitlines():
+        s = line.strip()
+        if re.fullmatch(r"hosts \(\d+\):", s):
+            in_hosts = True
+            continue
+        found = re.findall(r"TAGS: \[([^\]]*)\]", s)
+        if found or s.startswith(("play #", "pattern:", "playbook:")) or not s:
+            in_hosts = False
+            for part in found:
+                tags.update(t.strip() for t in part.split(",") if t.strip())
+            continue
+        if in_hosts:
+            hosts[s] = None
+    return Targets(sorted(hosts), sorted(tags))
+
+
+def targets(
+    playbook: Path,
+    inventory: Path,
+    *,
+    roles_path: Path,
+    limit: str | None = None,
+    envvars: Mapping[str, str] | None = None,
+) -> Targets:
+    """The hosts the playbook would run on and the tags it knows, from Ansible itself (nothing runs)."""
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "--list-hosts",
+        "--list-tags",
+        "-i",
+        str(inventory.resolve()),
+        *(["--limit", limit] if limit else []),
+        str(playbook.resolve()),
+    ]
+    if not Path(cmd[0]).exists():
+        cmd[0] = "ansible-playbook"
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, check=False, env={**os.environ, **_env(roles_path, envvars)}
+    )
+    errors = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip().startswith(("ERROR", "[ERROR]"))]
+    if any("no hosts to target" in e for e in errors) or (
+        proc.returncode == 0 and not parse_listing(proc.stdout).hosts
+    ):
+        # --limit matched nothing (Ansible exits 0 or 1 on that, by version): the tags from a listing without it
+        tags = targets(playbook, inventory, roles_path=roles_path, envvars=envvars).tags if limit else []
+        return Targets([], tags)
+    if proc.returncode != 0:
+        raise TuneError(" ".join(errors) or proc.stderr.strip()[-300:] or f"ansible-playbook exited {proc.returncode}")
+    return parse_listing(proc.stdout)
 
 
 def run(
@@ -101,12 +199,7 @@ def run(
     import ansible_runner
 
     board = Scoreboard(on_change)
-    # ansible-runner runs `ansible-playbook` from PATH: the one installed next to this Python.
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = {"PATH": path, "ANSIBLE_ROLES_PATH": str(roles_path), "ANSIBLE_HOST_KEY_CHECKING": "False"}
-    # Ansible's own configuration from the caller's environment applies (ANSIBLE_PRIVATE_KEY_FILE, ...).
-    env.update({k: v for k, v in os.environ.items() if k.startswith("ANSIBLE_") and k not in env})
-    env.update(envvars or {})
+    env = _env(roles_path, envvars)
     cmdline = ["--check", "--diff"] if check else []
     work.mkdir(parents=True, exist_ok=True, mode=0o700)
     start = time.perf_counter()

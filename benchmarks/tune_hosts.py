@@ -86,7 +86,7 @@ def main() -> None:
             (work / "project").mkdir()
             where = project(work / "project")
             t = time.perf_counter()
-            with ssh_hosts(NODES, work / "nodes") as (nodes, key):
+            with ssh_hosts(NODES, work / "nodes", purpose="benchmark") as (nodes, key):
                 ups.append(time.perf_counter() - t)
                 hosts = work / "hosts.yml"
                 hosts.write_text(yaml.safe_dump({n.name: n.address for n in nodes}))

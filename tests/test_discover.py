@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.discover import DiscoveryError, Instance, assign, instances, plugin_configs
+from aicluster.discover import DiscoveryError, Instance, assign, instances, list_hosts, plugin_configs
 from aicluster.plan import ClusterPlan
 from tests.conftest import ROOT, run_cli, write_stack
 from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
@@ -295,3 +295,20 @@ def test_cli_discovery_of_gcp_without_the_project_is_bad_input(project: Path) ->
     assert "discovering GCP nodes needs the project: set gcp:project" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (project / ".work" / "gcp").exists()  # nothing written
+
+
+def test_a_missing_collection_names_the_plugin_and_the_install_line(tmp_path: Path) -> None:
+    """Without the cloud's collection the message names the plugin and what to install, whole lines (it used to
+    keep the last 600 characters of Ansible's output, starting mid-word: "ws_ec2': No module named ...")."""
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "aws_ec2.yml").write_text("plugin: amazon.aws.aws_ec2\nregions: [us-east-1]\n")
+    (tmp_path / "collections").mkdir()
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"), "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "False"}
+    with pytest.raises(DiscoveryError) as raised:
+        list_hosts(tmp_path / "configs", env=env)
+    message = str(raised.value)
+    assert message.splitlines()[0] == "discovery failed:"
+    assert (
+        "  the inventory plugin amazon.aws.aws_ec2 did not load (No module named 'ansible_collections.amazon'); "
+        "install it: ansible-galaxy collection install -r playbooks/requirements.yml, then pip install boto3"
+    ) in message.splitlines()

@@ -13,16 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from aicluster.catalog import Catalog
-from aicluster.inventory import group_name, inventory, known
+from aicluster.inventory import group_name, inventory, known, read_yaml, write
 from tests.conftest import run_cli
 from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
 
 
 def load(files: dict[str, str], rel: str) -> dict[str, object]:
-    doc = yaml.safe_load(files[rel])
+    doc = read_yaml(files[rel])
     assert isinstance(doc, dict)
     return doc
 
@@ -121,6 +120,7 @@ def test_cli_writes_owner_only_files_in_a_work_dir(project: Path) -> None:
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
     files = sorted(p for p in out.rglob("*") if p.is_file())
     assert [p.relative_to(out).as_posix() for p in files] == [
+        ".aicluster-inventory.json",  # what aicluster wrote here (a later run removes only those)
         "group_vars/all.yml",
         "group_vars/pool_h100.yml",
         "group_vars/slurm_controller.yml",
@@ -185,7 +185,7 @@ def test_cli_reads_live_outputs_through_the_pulumi_cli(project: Path, tmp_path: 
     )
     assert proc.returncode == 0, proc.stderr
     assert "outputs from the pulumi stack output" in proc.stdout
-    gv = yaml.safe_load((project / ".work" / "good" / "inventory" / "group_vars" / "pool_h100.yml").read_text())
+    gv = read_yaml((project / ".work" / "good" / "inventory" / "group_vars" / "pool_h100.yml").read_text())
     assert gv["outputs"] == {"asg_name": "llm-dev-h100"}
 
 
@@ -200,7 +200,11 @@ def test_ansible_reads_the_inventory(project: Path) -> None:
     data = json.loads(proc.stdout)
     assert data["pool_h100"]["hosts"] == ["h100-000", "h100-001", "h100-002", "h100-003"]
     assert data["slurm_compute"]["children"] == ["pool_h100"]
-    host = data["_meta"]["hostvars"]["h100-002"]
+    # values are data to Ansible, never templates: `ansible-inventory` shows them as the unsafe values they are
+    host = {
+        k: v["__ansible_unsafe"] if isinstance(v, dict) and "__ansible_unsafe" in v else v
+        for k, v in data["_meta"]["hostvars"]["h100-002"].items()
+    }
     assert host["node_index"] == 2
     assert host["efa_devices"] == 32  # group_vars of its pool
     assert host["cluster"] == "llm-dev"  # group_vars/all
@@ -239,7 +243,7 @@ def test_the_controller_address_comes_from_the_outputs_unless_given(catalog: Cat
 def test_cli_renders_the_slurm_files_for_the_nodes_slurm_release(project: Path) -> None:
     proc = run_cli("inventory", "good", "--slurm-version", "23.11", cwd=project)
     assert proc.returncode == 0, proc.stderr
-    gv = yaml.safe_load((project / ".work/good/inventory/group_vars/all.yml").read_text())
+    gv = read_yaml((project / ".work/good/inventory/group_vars/all.yml").read_text())
     assert gv["slurm_version"] == "23.11"
     assert "TopologyPlugin=topology/block" in gv["slurm_files"]["/etc/slurm/slurm.conf"]
     for bad, message in (("23", "expected a Slurm release as YY.MM"), ("20.02", "for 20.11 and later")):
@@ -247,3 +251,140 @@ def test_cli_renders_the_slurm_files_for_the_nodes_slurm_release(project: Path) 
         assert proc.returncode == 2, proc.stdout
         assert message in proc.stderr
         assert not (project / "other").exists()
+
+
+def inventory_cli(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", "inventory", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "200", **env},
+    )
+
+
+def test_no_event_loop_is_left_to_the_garbage_collector(project: Path) -> None:
+    """The offline outputs run the Pulumi program: every asyncio loop it used is closed before exit (one left open
+    printed "Exception ignored in: BaseEventLoop.__del__ ... Invalid file descriptor: -1" now and then)."""
+    proc = inventory_cli(project, "good", PYTHONWARNINGS="always::ResourceWarning")
+    assert proc.returncode == 0, proc.stderr
+    assert "unclosed event loop" not in proc.stderr
+    assert "Exception ignored" not in proc.stderr
+
+
+def test_stack_values_are_data_to_ansible_never_templates(catalog: Catalog, tmp_path: Path) -> None:
+    """A template in a stack value (here a mount path, built past the spec's own checks) reaches Ansible as the
+    literal text: ansible-playbook prints and writes it, and never runs the lookup on the controller."""
+    exe = shutil.which("ansible-playbook", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("ansible-core is not installed (pip install -e '.[dev]')")
+    p = plan_of(catalog, azure_cluster(pools=[pool(nodes=1)]))
+    evil = "/fsx{{ lookup('pipe', 'echo PWNED') }}"
+    fs = p.filesystems[0].model_copy(update={"mount": evil})
+    p = p.model_copy(update={"filesystems": (fs, *p.filesystems[1:])})
+    files = inventory(p, {}, {"h100-000": "{{ 'PWNED' }}"}, "x")
+    assert evil in read_yaml(files["group_vars/all.yml"])["filesystems"][0]["mount"]
+    write(tmp_path / "inv", files, {}, shown="inv")
+    result = tmp_path / "result.txt"
+    (tmp_path / "play.yml").write_text(
+        "- hosts: h100-000\n  connection: local\n  gather_facts: false\n  tasks:\n"
+        '    - ansible.builtin.debug:\n        msg: "{{ filesystems[0].mount }}"\n'
+        "    - ansible.builtin.copy:\n"
+        f"        dest: {result}\n"
+        '        content: "{{ filesystems[0].mount }}\\n{{ ansible_host }}\\n"\n        mode: "0600"\n'
+    )
+    env = {
+        **os.environ,
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+        "PATH": f"{Path(exe).parent}:{os.environ['PATH']}",
+    }
+    proc = subprocess.run(
+        [exe, "-i", str(tmp_path / "inv" / "hosts.yml"), str(tmp_path / "play.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PWNED" not in proc.stdout.replace("echo PWNED", "").replace("'PWNED'", "")
+    assert result.read_text() == f"{evil}\n{{{{ 'PWNED' }}}}\n"
+
+
+def test_inventory_never_writes_outside_the_stacks_work_directory(project: Path) -> None:
+    shutil.copy(project / "stacks" / "Pulumi.good.yaml", project / "stacks" / "Pulumi....yaml")  # stack ".."
+    proc = inventory_cli(project, "..")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (project / "inventory").exists()
+    assert not (project / ".work").exists()
+
+
+def test_out_refuses_a_directory_it_does_not_own_and_a_link(project: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    (mine / "group_vars").mkdir(parents=True)
+    (mine / "group_vars" / "site.yml").write_text("keep: me\n")
+    mine.chmod(0o755)
+    proc = inventory_cli(project, "good", "--out", str(mine))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"--out {mine}: a non-empty directory aicluster did not write" in proc.stderr
+    assert (mine / "group_vars" / "site.yml").read_text() == "keep: me\n"
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o755
+    assert not (mine / "hosts.yml").exists()
+
+    link = tmp_path / "link"
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o755)
+    empty.chmod(0o755)
+    link.symlink_to(empty)
+    proc = inventory_cli(project, "good", "--out", str(link))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"--out {link}: is a symbolic link" in proc.stderr
+    assert stat.S_IMODE(empty.stat().st_mode) == 0o755
+    assert not any(empty.iterdir())
+
+    proc = inventory_cli(project, "good", "--out", str(empty))  # an empty directory: written, its mode kept
+    assert proc.returncode == 0, proc.stderr
+    assert (empty / "hosts.yml").is_file()
+    assert stat.S_IMODE(empty.stat().st_mode) == 0o755
+
+
+def test_rewriting_removes_only_what_aicluster_wrote(project: Path, tmp_path: Path) -> None:
+    text = (project / "stacks" / "Pulumi.good.yaml").read_text()
+    (project / "stacks" / "Pulumi.other.yaml").write_text(text.replace("name: h100", "name: gpu"))
+    out = tmp_path / "inv"
+    assert inventory_cli(project, "good", "--out", str(out)).returncode == 0
+    assert (out / "group_vars" / "pool_h100.yml").is_file()
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700  # made by aicluster: only the owner reads it
+    (out / "group_vars" / "site.yml").write_text("keep: me\n")  # the user's own
+    proc = inventory_cli(project, "other", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / "group_vars" / "pool_h100.yml").exists()  # aicluster's, no longer part of it
+    assert (out / "group_vars" / "site.yml").read_text() == "keep: me\n"
+
+
+def test_addresses_given_once_are_kept(project: Path, tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text("h100-000: 10.0.0.10\nh100-001: 10.0.0.11\n")
+    assert inventory_cli(project, "good", "--hosts", str(hosts)).returncode == 0
+    proc = inventory_cli(project, "good")  # as `tune` rewrites it, without --hosts
+    assert proc.returncode == 0, proc.stderr
+    assert "2 with an address (2 kept from the previous inventory)" in proc.stdout
+    doc = read_yaml((project / ".work/good/inventory/hosts.yml").read_text())
+    assert doc["all"]["children"]["pool_h100"]["hosts"]["h100-001"]["ansible_host"] == "10.0.0.11"
+
+
+def test_the_writer_never_follows_a_link_out_of_its_directory(catalog: Catalog, tmp_path: Path) -> None:
+    p = plan_of(catalog, azure_cluster(pools=[pool(nodes=1)]))
+    files = inventory(p, {}, {}, "x")
+    target = tmp_path / "inv"
+    write(target, files, {}, shown="inv")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "all.yml").write_text("theirs\n")
+    shutil.rmtree(target / "group_vars")
+    (target / "group_vars").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match="would be written outside it"):
+        write(target, files, {}, shown="inv")
+    assert (elsewhere / "all.yml").read_text() == "theirs\n"
+    assert sorted(f.name for f in elsewhere.iterdir()) == ["all.yml"]

@@ -11,11 +11,13 @@ never unwrapped into the capture.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.metadata
 import os
 import runpy
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -191,6 +193,10 @@ class _Monitor(mocks.MockMonitor):
         return f"urn:pulumi:{self.stack}::{self.project}::{type_}::{name}"
 
     def RegisterResource(self, request: Any) -> Any:
+        with _worker_loop():
+            return self._register(request)
+
+    def _register(self, request: Any) -> Any:
         resp = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != ROOT_TYPE:
             inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
@@ -221,6 +227,38 @@ class _Monitor(mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on `loop` and close it, so that no loop is left for the garbage collector (its __del__
+    at interpreter exit printed "Exception ignored in: BaseEventLoop.__del__ ... Invalid file descriptor")."""
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+@contextlib.contextmanager
+def _worker_loop() -> Iterator[None]:
+    """The mock monitor's calls come on executor threads, where Pulumi makes an event loop per thread and never
+    closes it: give each call a loop of its own and close it after."""
+    if threading.current_thread() is threading.main_thread():
+        yield
+        return
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        # Nothing ever runs this loop (what Pulumi schedules on it never ran before either): close it as it is.
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 @contextlib.contextmanager
 def _program_environment(project_dir: Path) -> Iterator[None]:
     """cwd and sys.path as the Python language host sets them for the program."""
@@ -244,6 +282,8 @@ def run(
 ) -> Capture:
     """Run a Pulumi program function under the capturing mocks, in preview mode."""
     start = time.perf_counter()
+    loop = asyncio.new_event_loop()  # this run's own, closed when it ends
+    asyncio.set_event_loop(loop)
     monitor = _Monitor(project, stack, dict(config or {}), secret_keys)
     pulumi.runtime.set_all_config(dict(config or {}), sorted(secret_keys))
     mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=True, monitor=monitor)
@@ -259,6 +299,7 @@ def run(
     finally:
         settings.set_root_resource(None)  # type: ignore[arg-type]
         pulumi.runtime.set_all_config({}, [])
+        _close(loop)
     # Registration order depends on asyncio scheduling; sort so that two previews of the same
     # program are identical (reports and diffs compare them).
     resources = sorted([*monitor.captured, *monitor.default_providers.values()], key=lambda r: r.urn)

@@ -82,7 +82,10 @@ class SlurmSettings:
     cred_type: str = "cred/munge"
     proctrack_type: str = "proctrack/cgroup"
     task_plugin: str = "task/affinity,task/cgroup"
-    job_acct_gather_type: str = "jobacct_gather/cgroup"
+    # A coherent pair: the stack runs no slurmdbd, so nothing is stored, and nothing is gathered either
+    # (slurmctld logs "error: Job accounting information gathered, but not stored" for cgroup + none).
+    job_acct_gather_type: str = "jobacct_gather/none"
+    accounting_storage_type: str = "accounting_storage/none"
     mail_prog: str = "/bin/true"  # cluster nodes have no MTA
     resume_program: str = "/bin/true"  # Pulumi creates the nodes; Slurm only waits for them to register
     suspend_program: str = "/bin/true"
@@ -90,6 +93,16 @@ class SlurmSettings:
     health_check_interval_s: int = 300
     device_dir: str = "/dev"  # where gres.conf finds /dev/nvidia0.. (the test points it at fake devices)
     topology: TopologyPlugin | None = None  # None: tree before Slurm 23.11, block from 23.11
+
+    def __post_init__(self) -> None:
+        if (
+            self.accounting_storage_type == "accounting_storage/none"
+            and self.job_acct_gather_type != "jobacct_gather/none"
+        ):
+            raise ValueError(
+                f"JobAcctGatherType={self.job_acct_gather_type} with AccountingStorageType=accounting_storage/none: "
+                "job accounting gathered but never stored; gather with jobacct_gather/none, or store it (slurmdbd)"
+            )
 
 
 DEFAULT_SETTINGS = SlurmSettings()

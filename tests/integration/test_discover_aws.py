@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aicluster.inventory import read_yaml
 from tests.targets import ansible_collections
 
 boto3 = pytest.importorskip("boto3", reason="install the dev extras: pip install -e '.[dev]'")
@@ -65,7 +66,7 @@ def discover(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[
 
 
 def addresses(project: Path) -> dict[str, str]:
-    hosts = yaml.safe_load((project / ".work/good/inventory/hosts.yml").read_text())
+    hosts = read_yaml((project / ".work/good/inventory/hosts.yml").read_text())
     pool = hosts["all"]["children"]["pool_h100"]["hosts"]
     return {name: hv["ansible_host"] for name, hv in pool.items() if "ansible_host" in hv}
 
@@ -92,7 +93,7 @@ def test_discover_names_the_stack_vms_and_keeps_names_across_replacements(
     ids = yaml.safe_load(state.read_text())
     assert sorted(ids.values()) == sorted(i["InstanceId"] for i in mine)
     assert state.stat().st_mode & 0o777 == 0o600
-    config = yaml.safe_load((project / ".work/good/discover/aws_ec2.yml").read_text())
+    config = read_yaml((project / ".work/good/discover/aws_ec2.yml").read_text())
     assert config["filters"]["tag:aicluster:cluster"] == CLUSTER
 
     # h100-001's VM dies and the Auto Scaling group launches another

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aicluster.inventory import read_yaml
 from tests.playbooks.conftest import fresh_rootfs, munge_key, render_inventory, run_playbook
 
 pytestmark = pytest.mark.slow
@@ -54,8 +55,8 @@ def chroot_inventory(stack: str, host: str, rootfs: Path, tmp: Path) -> tuple[Pa
     inv = render_inventory(stack, tmp / f"inventory-{stack}")
     pool_vars: dict[str, Any] = {}
     for path in (inv / "group_vars").glob("pool_*.yml"):
-        pool_vars |= yaml.safe_load(path.read_text())
-    all_vars = yaml.safe_load((inv / "group_vars" / "all.yml").read_text())
+        pool_vars |= read_yaml(path.read_text())
+    all_vars = read_yaml((inv / "group_vars" / "all.yml").read_text())
     hostvars: dict[str, Any] = {
         "ansible_connection": "community.general.chroot",
         "ansible_host": str(rootfs),

@@ -425,3 +425,19 @@ def test_epilog_runs_dcgm_level_2_after_a_failed_job(tmp_path: Path) -> None:
     failed = run_script(text, tmp_path, "h100-001", stubs, SLURM_JOB_GPUS="0,1", SLURM_JOB_EXIT_CODE="256")
     assert failed.returncode == 0
     assert (tmp_path / "dcgmi.log").read_text() == "diag -r 2 -i 0,1\n"
+
+
+def test_job_accounting_is_gathered_only_where_it_is_stored() -> None:
+    """slurmctld logs "error: Job accounting information gathered, but not stored" for jobacct_gather/cgroup with
+    accounting_storage/none: the defaults are a coherent pair, and an incoherent one is refused."""
+    from aicluster.render.slurm import DEFAULT_SETTINGS, SlurmSettings
+
+    assert (DEFAULT_SETTINGS.job_acct_gather_type, DEFAULT_SETTINGS.accounting_storage_type) == (
+        "jobacct_gather/none",
+        "accounting_storage/none",
+    )
+    with pytest.raises(ValueError, match="gathered but never stored"):
+        SlurmSettings(job_acct_gather_type="jobacct_gather/cgroup")
+    assert SlurmSettings(
+        job_acct_gather_type="jobacct_gather/cgroup", accounting_storage_type="accounting_storage/slurmdbd"
+    )

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.targets import CACHE, debian_rootfs, locked, unavailable
 
-SUBNET = "10.77.9"
-PREFIX = "aictune"  # namespaces aictune-<i>, bridge br-aictune, host-side veths aict<i>h
 # Debian's Slurm 22.05 and munge, for SSH hosts that run the Slurm roles (the nodes cannot download).
 SLURM_PACKAGES = ("munge", "slurm-client", "slurmd", "slurmctld")
 
@@ -78,6 +77,44 @@ def slurm_rootfs_tar() -> Path:
 
 
 @dataclass(frozen=True)
+class Allocation:
+    """One harness user's names and addresses: namespaces <prefix>-<i>, bridge br-<prefix>, host-side veths
+    <prefix><i>h, and the /24 <subnet>.0 (nodes at .11, .12, ...)."""
+
+    prefix: str
+    subnet: str
+
+
+def _taken(allocation: Allocation) -> bool:
+    """Whether this machine already has the bridge or a route into the /24 (another harness user's set)."""
+    bridge = subprocess.run(["ip", "link", "show", f"br-{allocation.prefix}"], capture_output=True, check=False)
+    route = subprocess.run(
+        ["ip", "-4", "route", "show", "to", "match", f"{allocation.subnet}.1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    routed = any(not line.startswith("default") for line in route.stdout.splitlines() if line.strip())
+    return bridge.returncode == 0 or routed
+
+
+def allocate(purpose: str, pid: int | None = None, taken: Callable[[Allocation], bool] = _taken) -> Allocation:
+    """A prefix and a /24 of its own for each harness user: derived from the user id, the purpose (tests, a
+    benchmark) and the process, so that a benchmark, the tests and pytest-xdist workers side by side never share
+    (and never delete) each other's namespaces, bridge or addresses; one that this machine already uses is passed
+    over. Names fit Linux's 15-character interface names (br-<8>, <8><i>h)."""
+    key = f"{os.getuid()}:{purpose}:{os.getpid() if pid is None else pid}"
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+    for attempt in range(64):
+        n = seed + attempt * 7919
+        digits = "".join("0123456789abcdefghijklmnopqrstuvwxyz"[(n // 36**k) % 36] for k in range(6))
+        allocation = Allocation(prefix=f"ai{digits}", subnet=f"10.{100 + (n >> 20) % 100}.{(n >> 8) % 256}")
+        if not taken(allocation):
+            return allocation
+    raise RuntimeError(f"no free prefix and /24 for {purpose} after 64 tries (ip link; ip route)")
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     address: str
@@ -95,17 +132,17 @@ def ssh_hosts(
     work: Path,
     *,
     rootfs: Path | None = None,
-    prefix: str = PREFIX,
-    subnet: str = SUBNET,
+    purpose: str = "tests",
     hostnames: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[list[Node], Path]]:
     """Start one SSH host per name; yields the nodes and the private key that logs in as root.
 
-    rootfs: the root filesystem tarball (default rootfs_tar()); prefix and subnet: this set's namespaces
-    (<prefix>-<i>), bridge (br-<prefix>) and /24 (<subnet>.11, .12, ...), so that two sets (two pytest-xdist
-    workers) never meet; hostnames: a node's host name where it is not its inventory name (a cloud's
-    ip-10-0-1-5)."""
-    bridge, veth = f"br-{prefix}", prefix[:4]
+    rootfs: the root filesystem tarball (default rootfs_tar()); purpose: who runs the set (tests, a benchmark),
+    which with the user and the process picks its own namespaces, bridge and /24 (allocate()), so that two sets
+    never meet; hostnames: a node's host name where it is not its inventory name (a cloud's ip-10-0-1-5)."""
+    own = allocate(purpose)
+    prefix, subnet = own.prefix, own.subnet
+    bridge, veth = f"br-{prefix}", prefix
     base = work / "rootfs"
     base.mkdir(parents=True)
     with tarfile.open(rootfs or rootfs_tar()) as tar:
@@ -121,15 +158,13 @@ def ssh_hosts(
     (base / "usr" / "sbin" / "policy-rc.d").chmod(0o755)
     nodes: list[Node] = []
     procs: list[subprocess.Popen[bytes]] = []
-    subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
-    _sh("ip", "link", "add", bridge, "type", "bridge")
+    _sh("ip", "link", "add", bridge, "type", "bridge")  # fails rather than take over one that exists
     _sh("ip", "addr", "add", f"{subnet}.1/24", "dev", bridge)
     _sh("ip", "link", "set", bridge, "up")
     try:
         for i, name in enumerate(names):
             ns, host_end = f"{prefix}-{i}", f"{veth}{i}h"
             address = f"{subnet}.{11 + i}"
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
             _sh("ip", "netns", "add", ns)
             _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
             _sh("ip", "link", "set", host_end, "master", bridge, "up")

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aicluster.inventory import read_yaml
 from tests.conftest import IN_CI, ROOT
 from tests.tune.hosts import Node, ansible_env, missing_tools, slurm_rootfs_tar, ssh, ssh_hosts
 
@@ -32,9 +33,8 @@ pytestmark = pytest.mark.slow
 
 CONTROLLER = "llm-dev-slurmctld"  # p5-small's ClusterPlan.controller_host(), slurm.conf's SlurmctldHost
 COMPUTES = ["h100-000", "h100-001"]
-PREFIX, SUBNET = "aicslurm", "10.77.10"  # not the harness's defaults: test_tune_hosts.py may run beside this one
 # A cloud names its VMs itself (ip-10-0-1-5, <prefix>-abcd): slurmd learns which Slurm node it is only from -N.
-HOSTNAMES = {name: f"ip-{SUBNET.replace('.', '-')}-{12 + i}" for i, name in enumerate(COMPUTES)}
+HOSTNAMES = {name: f"ip-10-0-1-{12 + i}" for i, name in enumerate(COMPUTES)}
 # The nodes have no route out: Debian's packages are in the root filesystem and apt must not refresh its lists.
 NO_APT_UPDATE = [f"slurm_{role}_apt_cache_valid_time=315360000" for role in ("common", "controller", "compute")]
 
@@ -153,8 +153,7 @@ def test_tune_slurm_hosts_then_slurmd_registers_by_its_slurm_name(tools: None, p
         [CONTROLLER, *COMPUTES],
         tmp_path / "nodes",
         rootfs=slurm_rootfs_tar(),
-        prefix=PREFIX,
-        subnet=SUBNET,
+        purpose="slurm-hosts",
         hostnames=HOSTNAMES,
     ) as (nodes, key):
         by_name = {n.name: n for n in nodes}
@@ -189,7 +188,7 @@ def test_tune_slurm_hosts_then_slurmd_registers_by_its_slurm_name(tools: None, p
         assert run(ctl, key, "stat -c '%U:%G %a' /var/spool/slurmctld") == "slurm:slurm 750"
 
         # Every Slurm host: the inventory's Slurm files, the scripts executable.
-        inventory = yaml.safe_load((project / ".work/good/inventory/group_vars/all.yml").read_text())
+        inventory = read_yaml((project / ".work/good/inventory/group_vars/all.yml").read_text())
         slurm_files: dict[str, str] = inventory["slurm_files"]
         assert "/etc/slurm/slurm.conf" in slurm_files
         for node in nodes:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aicluster.inventory import read_yaml
 from tests.conftest import IN_CI, ROOT
 from tests.tune.hosts import ansible_env, missing_tools, ssh_hosts
 from tests.tune.test_tune_local import rows
@@ -72,7 +73,7 @@ def test_tune_four_ssh_hosts_with_one_failing(tools: None, project: Path, tmp_pa
         assert table["h100-002"][2] == "1", first.stdout  # failed
         assert all(table[n][2:4] == ["0", "0"] for n in NODES if n != "h100-002")  # no failure, reachable
         assert "retry them: aicluster tune good --limit h100-002" in first.stdout
-        inventory = yaml.safe_load((project / ".work/good/inventory/group_vars/pool_h100.yml").read_text())
+        inventory = read_yaml((project / ".work/good/inventory/group_vars/pool_h100.yml").read_text())
         for node in nodes:
             if node.name != "h100-002":
                 assert inventory["nccl_conf"] in (node.upper / "etc" / "nccl.conf").read_text()

@@ -30,14 +30,16 @@ def rows(stdout: str) -> dict[str, list[str]]:
     """The summary table's rows: host -> [ok, changed, failed, unreachable, skipped, last failure]."""
     out = {}
     for line in stdout.splitlines():
+        if "│" not in line:
+            continue  # progress lines, messages
         cells = [c.strip() for c in line.strip("│ ").split("│")]
         if cells and cells[0].startswith("h100-"):
             out[cells[0]] = cells[1:]
     return out
 
 
-def tune(project: Path, faults: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "FAULT_DIR": str(faults), "ANSIBLE_TRANSPORT": "local"}
+def tune(project: Path, faults: Path, *args: str, transport: str = "local") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "FAULT_DIR": str(faults), "ANSIBLE_TRANSPORT": transport}
     env["ANSIBLE_PYTHON_INTERPRETER"] = sys.executable
     return subprocess.run(
         [sys.executable, "-m", "aicluster.cli", "tune", "good", "--playbook", str(project / "play.yml"), *args],
@@ -65,6 +67,9 @@ def test_one_failing_host_does_not_stop_the_others(project: Path, tmp_path: Path
         assert table[host][:5] == ["1", "0", "0", "0", "1"], table[host]
     assert table["h100-002"] == ["0", "0", "1", "0", "0", "fault injected on h100-002"]
     assert "1 host(s) failed: h100-002" in proc.stdout
+    # no terminal (CI): progress comes as lines while it runs, before the summary table
+    progress = proc.stdout.index("h100-002: failed at Fail where a fault file exists: fault injected on h100-002")
+    assert proc.stdout.index("play: Injected faults") < progress < proc.stdout.index("tune good")
     assert "retry them: aicluster tune good --limit h100-002" in proc.stdout
     artifacts = project / ".work" / "good" / "runner" / "artifacts"
     assert any(artifacts.iterdir())  # kept for the post-mortem
@@ -78,7 +83,7 @@ def test_one_failing_host_does_not_stop_the_others(project: Path, tmp_path: Path
 
 def test_check_mode_and_missing_playbook(project: Path, tmp_path: Path) -> None:
     (project / "play.yml").write_text(PLAYBOOK)
-    proc = tune(project, tmp_path, "--check", "--tags", "never-matches")
+    proc = tune(project, tmp_path, "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "(check mode: nothing changed)" in proc.stdout
     proc = tune(project, tmp_path, "-e", "not a pair")
@@ -91,3 +96,61 @@ def test_check_mode_and_missing_playbook(project: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "play.yml: no such playbook" in proc.stderr
     assert not (project / ".work").exists()  # nothing written
+
+
+TAGGED = """\
+- name: Tagged
+  hosts: slurm_compute
+  gather_facts: false
+  tags: [base]
+  tasks:
+    - name: Only on the first node
+      ansible.builtin.debug:
+        msg: first
+      when: inventory_hostname == 'h100-000'
+"""
+
+
+def test_unknown_tags_and_limits_are_refused_before_running(project: Path, tmp_path: Path) -> None:
+    (project / "play.yml").write_text(TAGGED)
+    proc = tune(project, tmp_path, "--check", "--tags", "nosuchtag")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--tags nosuchtag: nosuchtag not a tag of play.yml; known tags: base" in proc.stderr
+    assert "tuned" not in proc.stdout
+    assert not (project / ".work" / "good" / "runner").exists()  # nothing ran
+    proc = tune(project, tmp_path, "--limit", "nosuchhost")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--limit nosuchhost: no host of the inventory matched" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_host_that_ran_no_task_is_not_tuned(project: Path, tmp_path: Path) -> None:
+    (project / "play.yml").write_text(TAGGED)
+    proc = tune(project, tmp_path, "--tags", "base")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "3 host(s) ran no task: h100-001, h100-002, h100-003" in proc.stdout
+    assert "tuned" not in proc.stdout
+    proc = tune(project, tmp_path, "--tags", "base", "--limit", "h100-000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 host(s) tuned" in proc.stdout
+
+
+def test_hosts_without_an_address_are_refused_over_ssh(project: Path, tmp_path: Path) -> None:
+    (project / "play.yml").write_text(PLAYBOOK)
+    proc = tune(project, tmp_path, "--limit", "slurm_compute", transport="ssh")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no address for h100-000, h100-001, h100-002, h100-003: give them with --hosts FILE" in proc.stderr
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text("h100-000: 192.0.2.10\n")
+    proc = tune(project, tmp_path, "--hosts", str(hosts), "--limit", "h100-000", "--check", transport="local")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the address given once is kept: a later run without --hosts still knows it
+    proc = tune(
+        project,
+        tmp_path,
+        "--limit",
+        "h100-000",
+        "--check",
+        transport="ssh",
+    )
+    assert "no address" not in proc.stderr
