@@ -1,5 +1,7 @@
 """Writing files the CLI produces: atomically (temp file in the same directory + rename).
 
+A symbolic link is followed: its target is replaced and the link stays. What is not a regular file (a
+device such as /dev/null, a named pipe, a socket) is written into as it is, never replaced by a file.
 A failed write names the path the user gave and the cause in words, never the temporary file, and
 leaves nothing behind: no temporary file and no directory it created for the write.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -66,8 +69,12 @@ def check_target(path: str | Path, flag: str | None = None) -> Path:
 def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None = None) -> None:
     """Write `text` to `path` atomically, creating missing parent directories. Raises WriteError (naming
     `path`, after `flag` where given, e.g. "--json out.json") and removes what it created on failure."""
-    path = Path(path)
-    label = _label(path, flag)
+    label = _label(Path(path), flag)
+    path = Path(os.path.realpath(path))  # a link: write its target, keep the link
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():
+            _write_in_place(path, text, label)
+            return
     created: list[Path] = []
     tmp: str | None = None
     done = False
@@ -97,6 +104,15 @@ def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None =
                 Path(tmp).unlink(missing_ok=True)
             for directory in reversed(created):
                 _rmdir_quietly(directory)
+
+
+def _write_in_place(path: Path, text: str, label: str) -> None:
+    """A device, pipe or socket is written into (a rename would replace it with a plain file)."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise WriteError(f"{label}: cannot write: {_cause(exc, path)}") from None
 
 
 def _rmdir_quietly(directory: Path) -> None:
