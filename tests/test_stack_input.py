@@ -319,3 +319,54 @@ def test_a_bad_stack_name_writes_nothing(project: Path, capsys: pytest.CaptureFi
     assert code == 2
     assert '".." is not a stack name' in err
     assert sorted(str(p) for p in project.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(
+            "monthly_usd: 250000",
+            "monthly_usd: 1000",
+            ":27: budgets.monthly_usd: got 1000; the plan costs $171,295.64/month, $170,295.64 over this budget "
+            "(policy aicluster-cluster-enforce-monthly-budget fails in preview)",
+            id="monthly-budget",
+        ),
+        pytest.param(
+            "power_kw: 60",
+            "power_kw: 5",
+            ":28: budgets.power_kw: got 5; the plan draws ",
+            id="power-budget",
+        ),
+        pytest.param(
+            "rack_kw: 40",
+            "rack_kw: 5",
+            ":29: budgets.rack_kw: got 5",  # the planner refuses it (a node above the rack limit)
+            id="rack-kw",
+        ),
+    ],
+)
+def test_validate_finds_what_the_budget_policies_fail_from_the_plan(
+    project: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, expected: str
+) -> None:
+    """Issue 13 #12: validate passed stacks that preview then failed on from the stack alone (budgets)."""
+    assert old in GOOD
+    write_stack(project, "over", GOOD.replace(old, new))
+    code, _, err = cli(project, capsys, "validate", "over")
+    assert code == 2
+    assert expected in " ".join(err.split())
+    assert "1 problem found; nothing was written." in err
+
+
+def test_validate_finds_a_spot_pool_with_nowhere_to_checkpoint(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = "    storage:\n      - name: scratch\n        kind: lustre\n        capacity_tib: 48\n"
+    storage += "        throughput_mb_s_per_tib: 250\n        mount: /fsx\n"
+    assert storage in GOOD
+    write_stack(project, "spot", GOOD.replace(storage, "").replace("market: on-demand", "market: spot"))
+    code, _, err = cli(project, capsys, "validate", "spot")
+    assert code == 2
+    assert (
+        ':17: pools[0].market: got "spot"; a spot pool with no shared file system in the stack to checkpoint to '
+        "(policy aicluster-spot-missing-checkpoint-storage fails in preview)"
+    ) in " ".join(err.split())

@@ -11,11 +11,14 @@ from __future__ import annotations
 import dataclasses
 
 from aicluster.catalog import REQUIRED_TAGS, load_catalog
+from aicluster.catalog.pricing import money
 from aicluster.plan import ClusterPlan, plan
 from aicluster.spec import ClusterSpec, Problem, SpecError, check_cluster, gcp_label
 from aicluster.spec import Path as SpecPath
 from aicluster.stackfile import StackConfig, cluster_data
 from policies.compliance import allowed_regions, azure_required_tags, gcp_required_labels, required_tags
+from policies.cost import monthly_budget, spot_checkpoints
+from policies.power import power_budget
 
 from .policy import waiver_problems
 
@@ -37,6 +40,8 @@ def check_stack(stack: StackConfig, *, policy_checks: bool = False) -> ClusterPl
                 cluster_plan = plan(spec, load_catalog())
             except SpecError as exc:
                 later.extend(exc.problems)
+            if policy_checks and cluster_plan is not None:
+                later += plan_policy_problems(spec, cluster_plan)
         # a section left out (back to its default) is not judged again: its own problems are already listed
         wrong = {p.path[0] for p in checked.problems if p.path}
         later = [dataclasses.replace(p, path=checked.original(p.path)) for p in later]
@@ -44,6 +49,65 @@ def check_stack(stack: StackConfig, *, policy_checks: bool = False) -> ClusterPl
     if problems or cluster_plan is None:
         raise SpecError(stack.source, problems, stack.lines)
     return cluster_plan
+
+
+def _as_written(x: float) -> float | int:
+    """A whole number as the stack wrote it (`1000`, not `1000.0`)."""
+    return int(x) if x.is_integer() else x
+
+
+def plan_policy_problems(spec: ClusterSpec, cluster_plan: ClusterPlan) -> list[Problem]:
+    """What the pack's mandatory budget, power and spot-checkpoint policies would fail in preview, from the
+    plan's figures: the pack and the plan share one cost and one power model, so they agree. (The planner
+    itself refuses a node above budgets.rack_kw.)"""
+    waived = {w.policy for w in spec.compliance.waivers}
+    problems: list[Problem] = []
+    totals, budgets = cluster_plan.totals, spec.budgets
+    if (
+        budgets.monthly_usd is not None
+        and monthly_budget.meta.name not in waived
+        and totals.cost_usd_per_month > budgets.monthly_usd
+    ):
+        over = totals.cost_usd_per_month - budgets.monthly_usd
+        problems.append(
+            Problem(
+                ("budgets", "monthly_usd"),
+                f"the plan costs {money(totals.cost_usd_per_month, bool(totals.unpriced))}/month, "
+                f"{money(over)} over this budget (policy {monthly_budget.meta.name} fails in preview); "
+                "shrink a pool, use spot or reserved capacity, or raise budgets.monthly_usd",
+                _as_written(budgets.monthly_usd),
+                True,
+            )
+        )
+    if (
+        budgets.power_kw is not None
+        and power_budget.meta.name not in waived
+        and totals.power_kw_facility > budgets.power_kw
+    ):
+        problems.append(
+            Problem(
+                ("budgets", "power_kw"),
+                f"the plan draws {totals.power_kw_facility:,.1f} kW at the facility (IT kW x PUE), "
+                f"{totals.power_kw_facility - budgets.power_kw:,.1f} kW over this budget (policy "
+                f"{power_budget.meta.name} fails in preview); shrink a pool or raise budgets.power_kw",
+                _as_written(budgets.power_kw),
+                True,
+            )
+        )
+    if not spec.storage and spot_checkpoints.meta.name not in waived:
+        for i, p in enumerate(cluster_plan.pools):
+            if p.market == "spot" and p.gpus:
+                problems.append(
+                    Problem(
+                        ("pools", i, "market"),
+                        f"a spot pool with no shared file system in the stack to checkpoint to (policy "
+                        f"{spot_checkpoints.meta.name} fails in preview); add storage (kind: lustre) or use "
+                        "on-demand",
+                        p.market,
+                        True,
+                    )
+                )
+    return problems
 
 
 def policy_problems(spec: ClusterSpec) -> list[Problem]:
