@@ -96,6 +96,21 @@ def monthly_total(stack: Stack) -> CostTotal:
     return total(bill(stack))
 
 
+def _largest(lines: list[CostLine], n: int = 3) -> list[tuple[str, float]]:
+    """The `n` costliest resources, each line of one resource (a fleet's instances and its root disks) summed,
+    so a fleet's figure is the pool's cost the plan shows: `name (its lines) $total`."""
+    by_res: dict[str, tuple[list[str], list[float]]] = {}
+    for x in lines:
+        if x.usd_per_month is None:
+            continue
+        name, _, what = x.what.partition(": ")
+        parts, costs = by_res.setdefault(name, ([], []))
+        parts.append(what)
+        costs.append(x.usd_per_month)
+    summed = [(f"{name} ({', '.join(parts)})", cents(sum(costs))) for name, (parts, costs) in by_res.items()]
+    return sorted(summed, key=lambda item: -item[1])[:n]
+
+
 def _budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     budget = ctx.setting("monthly_usd", ("budgets", "monthly_usd"))
     if budget is None:
@@ -104,11 +119,10 @@ def _budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     cost = total(lines)
     limit = float(budget)
     if cost.usd_per_month > limit:
-        top = sorted((x for x in lines if x.usd_per_month), key=lambda x: -(x.usd_per_month or 0))[:3]
         over = cents(cost.usd_per_month - limit)
         # whole dollars, unless they would hide the difference (a total a few cents over the budget)
         d = 0 if over >= 1 else 2
-        biggest = "; ".join(f"{x.what} {money(x.usd_per_month, decimals=d)}" for x in top)
+        biggest = "; ".join(f"{what} {money(usd, decimals=d)}" for what, usd in _largest(lines))
         yield (
             None,
             f"monthly cost {money(cost.usd_per_month, bool(cost.unpriced), d)} exceeds the budget "

@@ -203,14 +203,16 @@ def test_budget_costs_scale_sets_os_disks_nat_and_public_ip() -> None:
     over = total - 250_000
     expected = (
         f"monthly cost ${total:,.0f} exceeds the budget $250,000 by ${over:,.0f} ({over / 250_000:.1%}); largest: "
-        f"gpu: 4 x {ND_H100} on-demand ${gpus:,.0f}; gpu: 2048 GiB Premium_LRS OS disks ${disks:,.0f}; "
-        f"nat: NAT gateway ${nat_gw:,.0f}. Shrink or remove a pool, move it to spot or reserved capacity, or raise "
+        f"gpu (4 x {ND_H100} on-demand, 2048 GiB Premium_LRS OS disks) ${gpus + disks:,.0f}; "
+        f"nat (NAT gateway) ${nat_gw:,.0f}; nat-ip (public IPv4) ${ip:,.0f}. "
+        "Shrink or remove a pool, move it to spot or "
+        "reserved capacity, or raise "
         "budgets.monthly_usd"
     )
     assert stack_findings(BUDGET, stack) == [expected]
     assert expected.startswith(
-        "monthly cost $287,424 exceeds the budget $250,000 by $37,424 (15.0%); largest: gpu: 4 x "
-        "Standard_ND96isr_H100_v5 on-demand $287,094; gpu: 2048 GiB Premium_LRS OS disks $293; nat: NAT gateway $33."
+        "monthly cost $287,424 exceeds the budget $250,000 by $37,424 (15.0%); largest: gpu (4 x "
+        "Standard_ND96isr_H100_v5 on-demand, 2048 GiB Premium_LRS OS disks) $287,387; nat (NAT gateway) $33;"
     )
     assert stack_findings(BUDGET, stack, {"monthly_usd": 300_000}) == []
 
@@ -235,8 +237,8 @@ def test_unpriced_managed_lustre_is_named_until_an_override_prices_it() -> None:
         "check) leaves them out; add your rates under pricing.overrides"
     ]
     assert stack_findings(BUDGET, [cluster(budgets={"monthly_usd": 200_000.0}), *resources]) == [
-        "monthly cost $287,387 + unpriced items exceeds the budget $200,000 by $87,387 (43.7%); largest: gpu: 4 x "
-        f"{ND_H100} on-demand $287,094; gpu: 2048 GiB Premium_LRS OS disks $293. Shrink or remove a pool, move it "
+        "monthly cost $287,387 + unpriced items exceeds the budget $200,000 by $87,387 (43.7%); largest: gpu (4 x "
+        f"{ND_H100} on-demand, 2048 GiB Premium_LRS OS disks) $287,387. Shrink or remove a pool, move it "
         "to spot or reserved capacity, or raise budgets.monthly_usd (not counted, no price: lustre: 16384 GiB "
         "azure-managed-lustre)"
     ]
@@ -247,9 +249,9 @@ def test_unpriced_managed_lustre_is_named_until_an_override_prices_it() -> None:
     total = gpus_etc + lustre  # 291,483.26
     assert stack_findings(BUDGET, [priced, *resources]) == [
         f"monthly cost ${total:,.0f} exceeds the budget $290,000 by ${total - 290_000:,.0f} "
-        f"({(total - 290_000) / 290_000:.1%}); largest: gpu: 4 x {ND_H100} on-demand $287,094; lustre: 16384 GiB "
-        "azure-managed-lustre $4,096; gpu: 2048 GiB Premium_LRS OS disks $293. Shrink or remove a pool, move it to "
-        "spot or reserved capacity, or raise budgets.monthly_usd"
+        f"({(total - 290_000) / 290_000:.1%}); largest: gpu (4 x {ND_H100} on-demand, 2048 GiB "
+        "Premium_LRS OS disks) $287,387; lustre (16384 GiB azure-managed-lustre) $4,096. Shrink or remove a "
+        "pool, move it to spot or reserved capacity, or raise budgets.monthly_usd"
     ]
     assert stack_findings(BUDGET, [priced, *resources], {"monthly_usd": 300_000}) == []
 

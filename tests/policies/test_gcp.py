@@ -310,7 +310,8 @@ def test_budget_costs_migs_boot_disks_controller_and_cloud_nat() -> None:
     (message,) = stack_findings(BUDGET, stack)
     assert message.startswith(
         f"monthly cost ${total:,.0f} exceeds the budget $100,000 by ${total - 100_000:,.0f} "
-        f"({(total - 100_000) / 100_000:.1%}); largest: gpu: 4 x {A3_MEGA} on-demand ${gpus:,.0f}; "
+        f"({(total - 100_000) / 100_000:.1%}); largest: gpu (4 x {A3_MEGA} on-demand, 2000 GiB pd-balanced boot disks) "
+        f"${gpus + disks:,.0f}; "
     )
     assert stack_findings(BUDGET, stack, {"monthly_usd": total + 1}) == []
 

@@ -152,9 +152,11 @@ CASES = [
     pytest.param(
         "aicluster-cluster-enforce-monthly-budget",
         {CLUSTER: _set("budgets.monthly_usd", 100000.0)},
-        "monthly cost $171,296 exceeds the budget $100,000 by $71,296 (71.3%); largest: llm-dev-h100-asg: 4 x "
-        "p5.48xlarge on-demand $160,717; llm-dev-scratch-fs: 48000 GiB fsx-lustre $10,080; llm-dev-slurmctld-vm: "
-        "1 x m7i.2xlarge on-demand $294. Shrink or remove a pool, move it to spot or reserved capacity, or raise "
+        "monthly cost $171,296 exceeds the budget $100,000 by $71,296 (71.3%); largest: llm-dev-h100-asg (4 x "
+        "p5.48xlarge on-demand, 2000 GiB root volumes) $160,877; llm-dev-scratch-fs (48000 GiB fsx-lustre) $10,080; "
+        "llm-dev-slurmctld-vm (1 x m7i.2xlarge on-demand, 100 GiB root volumes) $302. "
+        "Shrink or remove a pool, move it to spot or reserved "
+        "capacity, or raise "
         "budgets.monthly_usd",
         id="over-budget",
     ),
