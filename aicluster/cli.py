@@ -109,9 +109,13 @@ def _group_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 
 def _print_warnings(plan: ClusterPlan) -> None:
-    """The plan's warnings on stderr: one line for a single warning; else one header and the warnings grouped
-    by the stack item they are about. `--quiet` hides them."""
-    warnings = list(plan.warnings)
+    """The plan's warnings on stderr (see `_warn`)."""
+    _warn(list(plan.warnings))
+
+
+def _warn(warnings: list[str]) -> None:
+    """Warnings on stderr: one line for a single warning; else one header and the warnings grouped by the stack
+    item they are about. `--quiet` hides them. Every warning the CLI prints goes through here."""
     if settings.quiet or not warnings:
         return
     if len(warnings) == 1:
@@ -547,8 +551,7 @@ def _live_outputs(project: Project, stack: str) -> dict[str, Any] | None:
         check=False,
     )
     if proc.returncode != 0:
-        reason = escape(proc.stderr.strip()[:200])
-        err.print(f"[yellow]note:[/] pulumi stack output failed ({reason}); using the offline preview")
+        _warn([f"pulumi stack output failed ({proc.stderr.strip()[:200]}); using the offline preview"])
         return None
     try:
         data = json.loads(proc.stdout or "{}")
@@ -611,7 +614,7 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
         except yaml.YAMLError:
             doc = None
         if not isinstance(doc, dict):
-            err.print(f"[yellow]warning:[/] {escape(str(state))} is not a node -> VM id mapping; naming the VMs afresh")
+            _warn([f"{state} is not a node -> VM id mapping; naming the VMs afresh"])
             doc = {}
         previous = {str(k): str(v) for k, v in doc.items()}
     try:

@@ -171,6 +171,23 @@ def test_cli_falls_back_to_the_offline_preview_when_the_stack_is_not_deployed(pr
     assert "outputs from the offline preview" in proc.stdout
 
 
+def test_quiet_hides_the_offline_preview_fallback_warning(project: Path, tmp_path: Path) -> None:
+    """--quiet hides every warning, also the ones inventory/tune print about the Pulumi CLI and --discover state."""
+    env = with_fake_pulumi(tmp_path, "echo 'error: no stack named good found' >&2; exit 255")
+    proc = subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", "--quiet", "inventory", "good"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pulumi stack output failed" not in proc.stderr
+    assert proc.stderr == ""
+    assert "outputs from the offline preview" in proc.stdout
+
+
 def test_cli_reads_live_outputs_through_the_pulumi_cli(project: Path, tmp_path: Path) -> None:
     """With `pulumi` on PATH the deployed stack's outputs are used (a stand-in CLI prints them here)."""
     outputs = {"pools": {"h100": {"asg_name": "llm-dev-h100"}}, "controller": {"private_ip": "10.8.0.9"}}
