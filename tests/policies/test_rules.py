@@ -282,3 +282,32 @@ def test_policy_config_beats_the_declared_budget(p5_small: Capture) -> None:
     assert result.violations[0].message.startswith("monthly cost $171,296 exceeds the budget $1,000 by $170,296")
     assert result.violations[0].resource == CLUSTER
     assert result.violations[0].enforcement == "mandatory"
+
+
+def test_an_async_policy_leaves_no_event_loop_open(p5_small: Capture) -> None:
+    """A policy whose validate is a coroutine function (the SDK allows it) runs on the run's one loop, which is
+    closed when the run ends: no "unclosed event loop" ResourceWarning is left for the garbage collector."""
+    import gc
+    import warnings
+
+    from aicluster.preview.policy import evaluate
+    from policies import StackRule
+
+    base = next(p for p in POLICIES if p.name == "aicluster-cluster-enforce-monthly-budget")
+    assert isinstance(base, StackRule)
+    ran: list[str] = []
+
+    async def validate(args: Any, report: Any) -> None:
+        ran.append("stack")
+        report("async finding")
+
+    rule = StackRule(base.meta, base.check)
+    rule.validate = validate
+    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        result = evaluate(p5_small, policies=[rule, rule])
+        gc.collect()
+    assert ran == ["stack", "stack"]
+    assert [v.message for v in result.violations] == ["async finding", "async finding"]
+    assert [str(w.message) for w in caught if "event loop" in str(w.message)] == []
