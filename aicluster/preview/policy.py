@@ -113,8 +113,8 @@ _TYPES = {
     "integer": "a whole number",
     "string": "a string",
     "boolean": "true or false",
-    "array": "a list",
-    "object": "a mapping",
+    "array": "an array",
+    "object": "an object",
 }
 _FORMATS = {"date": "a date (YYYY-MM-DD)"}
 _MAX_SHOWN_DIGITS = 40
@@ -134,10 +134,10 @@ def _json_show(value: Any) -> str:
         shown = json.dumps(value[:200])  # escapes control characters: one problem, one line
         return shown[:-1] + '..."' if len(value) > 200 else shown
     if isinstance(value, Mapping):
-        return "a mapping"
+        return "an object"
     if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
+        return "an array"
+    return "a value JSON does not have"
 
 
 def _ecma(pattern: str) -> re.Pattern[str]:
@@ -271,7 +271,7 @@ def config_problems(config: Any, policies: Sequence[Rule] = POLICIES) -> list[Pr
             out.append(
                 Problem(
                     (name,),
-                    f"got {_json_show(entry)}; must be an enforcement level ({LEVELS_TEXT}) or a mapping of settings",
+                    f"got {_json_show(entry)}; must be an enforcement level ({LEVELS_TEXT}) or an object of settings",
                 )
             )
             continue
