@@ -564,25 +564,9 @@ def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
     """--hosts FILE: node name -> address, for nodes the cloud outputs do not address (on-prem, tests)."""
     if path is None:
         return {}
-    import yaml
+    from .inventory import read_hosts
 
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise UsageError(f"--hosts {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
-        raise UsageError(f"--hosts {path}: expected a mapping of node name -> address (e.g. h100-000: 10.0.0.5)")
-    unknown = sorted(set(doc) - names)
-    if unknown:
-        from .spec import did_you_mean
-
-        hint = did_you_mean(unknown[0], sorted(names))
-        raise UsageError(
-            f"--hosts {path}: {', '.join(unknown)} not a node of this stack"
-            + (f" ({hint})" if hint else "")
-            + f"; nodes: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''}"
-        )
-    return {str(k): str(v) for k, v in doc.items()}
+    return read_hosts(Path(path), names)
 
 
 def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[str, Any]) -> dict[str, str]:

@@ -138,7 +138,7 @@ def test_cli_refuses_playbooks_and_unknown_hosts(project: Path, tmp_path: Path) 
     hosts.write_text("h100-000: 10.0.0.1\nh100-0009: 10.0.0.2\n")
     proc = run_cli("inventory", "good", "--hosts", str(hosts), cwd=project)
     assert proc.returncode == 2
-    assert "h100-0009 not a node of this stack" in proc.stderr
+    assert "hosts.yml:2: h100-0009: not a node of this stack" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (project / ".work").exists()  # nothing written
     hosts.write_text("- not a mapping\n")
