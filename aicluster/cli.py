@@ -425,12 +425,15 @@ def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _verdict(result: Any) -> tuple[int, str]:
     """Exit code and one line for a policy result: mandatory violations fail the run."""
+    from .report import in_groups, waived_in_groups
+
     pol = result.policy
     mandatory, advisory = len(pol.mandatory), len(pol.violations) - len(pol.mandatory)
+    # findings counted one by one, and the groups (table rows) they make where those are fewer
     summary = (
         f"policy pack {pol.pack['name']}@{pol.pack['version']}: {len(pol.passed)} passed, "
-        f"{mandatory} mandatory and {advisory} advisory violation(s), {len(pol.waived)} waived, "
-        f"{len(pol.not_applicable)} not applicable"
+        f"{mandatory} mandatory and {advisory} advisory violation(s){in_groups(pol.violations)}, "
+        f"{len(pol.waived)} waived{waived_in_groups(pol.waived)}, {len(pol.not_applicable)} not applicable"
     )
     return (EXIT_FAILED if mandatory else EXIT_OK), summary
 
@@ -448,8 +451,13 @@ def _not_applicable_line(result: Any) -> str | None:
 
 def _findings_table(result: Any) -> Table | None:
     """Findings grouped by policy and cause (one pool outside the allowed regions is one row naming
-    its resources, not 26 rows); waived findings one per row, with their waiver."""
-    from .report import group_findings
+    its resources, not 26 rows); waived findings likewise, by policy, cause and waiver."""
+    from .report import FindingGroup, group_findings, group_waived
+
+    def listed(g: FindingGroup[Any]) -> str:
+        names = g.resources()
+        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+        return shown if g.count == 1 else f"{g.count}: {shown}"
 
     pol = result.policy
     if not pol.violations and not pol.waived:
@@ -459,18 +467,18 @@ def _findings_table(result: Any) -> Table | None:
         t.add_column(col, overflow="fold")
     style = {"mandatory": "red", "advisory": "yellow"}
     for g in group_findings(pol.violations):
-        names = g.resources()
-        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
-        where = shown if g.count == 1 else f"{g.count}: {shown}"
         v = g.first
-        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(where), escape(g.summary))
-    for w in pol.waived:
+        t.add_row(
+            f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(listed(g)), escape(g.summary)
+        )
+    for wg in group_waived(pol.waived):
+        w = wg.first
         t.add_row(
             "[dim]waived[/]",
             w.severity,
             w.policy,
-            escape(w.resource),
-            escape(f"{w.message} [waived until {w.expires}: {w.reason}]"),
+            escape(listed(wg)),
+            escape(f"{wg.summary} [waived until {w.expires}: {w.reason}]"),
         )
     return t
 
