@@ -109,9 +109,13 @@ def _group_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 
 def _print_warnings(plan: ClusterPlan) -> None:
-    """The plan's warnings on stderr: one line for a single warning; else one header and the warnings grouped
-    by the stack item they are about. `--quiet` hides them."""
-    warnings = list(plan.warnings)
+    """The plan's warnings on stderr (see `_warn`)."""
+    _warn(list(plan.warnings))
+
+
+def _warn(warnings: list[str]) -> None:
+    """Warnings on stderr: one line for a single warning; else one header and the warnings grouped by the stack
+    item they are about. `--quiet` hides them. Every warning the CLI prints goes through here."""
     if settings.quiet or not warnings:
         return
     if len(warnings) == 1:
@@ -421,12 +425,15 @@ def _policy_config(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _verdict(result: Any) -> tuple[int, str]:
     """Exit code and one line for a policy result: mandatory violations fail the run."""
+    from .report import in_groups, waived_in_groups
+
     pol = result.policy
     mandatory, advisory = len(pol.mandatory), len(pol.violations) - len(pol.mandatory)
+    # findings counted one by one, and the groups (table rows) they make where those are fewer
     summary = (
         f"policy pack {pol.pack['name']}@{pol.pack['version']}: {len(pol.passed)} passed, "
-        f"{mandatory} mandatory and {advisory} advisory violation(s), {len(pol.waived)} waived, "
-        f"{len(pol.not_applicable)} not applicable"
+        f"{mandatory} mandatory and {advisory} advisory violation(s){in_groups(pol.violations)}, "
+        f"{len(pol.waived)} waived{waived_in_groups(pol.waived)}, {len(pol.not_applicable)} not applicable"
     )
     return (EXIT_FAILED if mandatory else EXIT_OK), summary
 
@@ -444,8 +451,13 @@ def _not_applicable_line(result: Any) -> str | None:
 
 def _findings_table(result: Any) -> Table | None:
     """Findings grouped by policy and cause (one pool outside the allowed regions is one row naming
-    its resources, not 26 rows); waived findings one per row, with their waiver."""
-    from .report import group_findings
+    its resources, not 26 rows); waived findings likewise, by policy, cause and waiver."""
+    from .report import FindingGroup, group_findings, group_waived
+
+    def listed(g: FindingGroup[Any]) -> str:
+        names = g.resources()
+        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+        return shown if g.count == 1 else f"{g.count}: {shown}"
 
     pol = result.policy
     if not pol.violations and not pol.waived:
@@ -455,18 +467,18 @@ def _findings_table(result: Any) -> Table | None:
         t.add_column(col, overflow="fold")
     style = {"mandatory": "red", "advisory": "yellow"}
     for g in group_findings(pol.violations):
-        names = g.resources()
-        shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
-        where = shown if g.count == 1 else f"{g.count}: {shown}"
         v = g.first
-        t.add_row(f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(where), escape(g.summary))
-    for w in pol.waived:
+        t.add_row(
+            f"[{style[v.enforcement]}]{v.enforcement}[/]", v.severity, v.policy, escape(listed(g)), escape(g.summary)
+        )
+    for wg in group_waived(pol.waived):
+        w = wg.first
         t.add_row(
             "[dim]waived[/]",
             w.severity,
             w.policy,
-            escape(w.resource),
-            escape(f"{w.message} [waived until {w.expires}: {w.reason}]"),
+            escape(listed(wg)),
+            escape(f"{wg.summary} [waived until {w.expires}: {w.reason}]"),
         )
     return t
 
@@ -547,8 +559,7 @@ def _live_outputs(project: Project, stack: str) -> dict[str, Any] | None:
         check=False,
     )
     if proc.returncode != 0:
-        reason = escape(proc.stderr.strip()[:200])
-        err.print(f"[yellow]note:[/] pulumi stack output failed ({reason}); using the offline preview")
+        _warn([f"pulumi stack output failed ({proc.stderr.strip()[:200]}); using the offline preview"])
         return None
     try:
         data = json.loads(proc.stdout or "{}")
@@ -561,25 +572,9 @@ def _addresses(path: str | None, names: set[str]) -> dict[str, str]:
     """--hosts FILE: node name -> address, for nodes the cloud outputs do not address (on-prem, tests)."""
     if path is None:
         return {}
-    import yaml
+    from .inventory import read_hosts
 
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise UsageError(f"--hosts {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
-        raise UsageError(f"--hosts {path}: expected a mapping of node name -> address (e.g. h100-000: 10.0.0.5)")
-    unknown = sorted(set(doc) - names)
-    if unknown:
-        from .spec import did_you_mean
-
-        hint = did_you_mean(unknown[0], sorted(names))
-        raise UsageError(
-            f"--hosts {path}: {', '.join(unknown)} not a node of this stack"
-            + (f" ({hint})" if hint else "")
-            + f"; nodes: {', '.join(sorted(names)[:8])}{' ...' if len(names) > 8 else ''}"
-        )
-    return {str(k): str(v) for k, v in doc.items()}
+    return read_hosts(Path(path), names)
 
 
 def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[str, Any]) -> dict[str, str]:
@@ -611,7 +606,7 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
         except yaml.YAMLError:
             doc = None
         if not isinstance(doc, dict):
-            err.print(f"[yellow]warning:[/] {escape(str(state))} is not a node -> VM id mapping; naming the VMs afresh")
+            _warn([f"{state} is not a node -> VM id mapping; naming the VMs afresh"])
             doc = {}
         previous = {str(k): str(v) for k, v in doc.items()}
     try:

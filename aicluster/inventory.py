@@ -12,6 +12,7 @@ left out rather than written as placeholders; secret outputs are never written.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -242,6 +243,110 @@ class Written:
     target: Path
     files: list[str]
     addresses: dict[str, str]  # the node addresses this inventory was written with (--hosts, --discover)
+
+
+# --hosts FILE: node name -> address. An address reaches Ansible as ansible_host and ssh's command line: an IP
+# literal or a DNS host name, nothing else (no whitespace, no `{{`, no shell).
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+_SCOPE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+MAX_HOST_PROBLEMS = 20  # one line each; past that, a count (a file of 100,000 wrong lines is one mistake)
+HOSTS_EXAMPLE = "h100-000: 10.0.0.5"
+
+
+def address_problem(value: str) -> str | None:
+    """Why `value` is not a node address (an IPv4 or IPv6 literal, or a DNS host name), or None."""
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        pass
+    else:
+        scope = getattr(ip, "scope_id", None)
+        if scope is not None and not _SCOPE_ID.fullmatch(scope):
+            return "an IPv6 zone (after %) is letters, digits, '_', '.' or '-'"
+        return None
+    labels = value.split(".")
+    if len(value) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
+        return (
+            "not an address: give an IPv4 or IPv6 address or a DNS host name (letters, digits, '-' and '.'; "
+            "no spaces, quotes, templates or shell characters)"
+        )
+    if labels[-1].isdigit():
+        return "not an IPv4 address (four numbers 0-255, e.g. 10.0.0.5) nor a DNS host name"
+    return None
+
+
+def _address_key(value: str) -> str:
+    """Two ways to write one address compare equal (10.0.0.5 / 10.0.0.5, ::1 / 0::1, Node-1 / node-1)."""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        return value.lower()
+
+
+def read_hosts(path: Path, names: set[str]) -> dict[str, str]:
+    """--hosts FILE: a YAML mapping of node name -> address, read with the stack file's hardened loader; every
+    key a node of the plan, every value an address, no address twice. SpecError naming the line otherwise."""
+    from .spec import Problem, SpecError, did_you_mean
+    from .stackfile import MAX_STACK_BYTES, MAX_VALUES, line_map, read_yaml_file
+
+    source = str(path)
+    data, root = read_yaml_file(
+        path,
+        source,
+        "a hosts file",
+        max_bytes=MAX_STACK_BYTES + 256 * len(names),  # a line per node
+        max_values=MAX_VALUES + 3 * len(names),
+    )
+    lines = line_map(root)
+    lines.pop((), None)  # a whole-file problem names the file, not line 1
+    shape = f"expected a mapping of node name -> address, one a line (e.g. {HOSTS_EXAMPLE})"
+    if not isinstance(data, Mapping) or not data:
+        got = "an empty file" if data is None else "an empty mapping" if isinstance(data, Mapping) else None
+        problem = Problem((), shape, data, has_value=got is None)
+        if got is not None:
+            problem = Problem((), f"{got}; {shape}")
+        raise SpecError(source, [problem], lines)
+    known = sorted(names)
+    listed = f"nodes: {', '.join(known[:8])}{' ...' if len(known) > 8 else ''}"
+    problems: list[Problem] = []
+    first_at: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        where: tuple[str | int, ...] = (key if isinstance(key, str) else str(key),)
+        if not isinstance(key, str) or key not in names:
+            hint = did_you_mean(key, known) if isinstance(key, str) and len(problems) < 5 else None
+            kind = "" if isinstance(key, str) else " (a node name is text, e.g. h100-000)"
+            problems.append(Problem(where, f"not a node of this stack{kind}; {listed}", hint=hint))
+            continue
+        if not isinstance(value, str):
+            problems.append(Problem(where, f"must be the node's address, e.g. {HOSTS_EXAMPLE}", value, has_value=True))
+            continue
+        why = address_problem(value)
+        if why is not None:
+            problems.append(Problem(where, why, value, has_value=True))
+            continue
+        same = first_at.setdefault(_address_key(value), key)
+        if same != key:
+            line = lines.get((same,))
+            problems.append(
+                Problem(
+                    where,
+                    f"the same address as {same}"
+                    + (f" (line {line})" if line else "")
+                    + "; each node needs its own address",
+                    value,
+                    has_value=True,
+                )
+            )
+            continue
+        out[key] = value
+    if problems:
+        shown = problems[:MAX_HOST_PROBLEMS]
+        if len(problems) > MAX_HOST_PROBLEMS:
+            more = len(problems) - MAX_HOST_PROBLEMS
+            shown.append(Problem((), f"{more} more line(s) like these; fix the ones above first"))
+        raise SpecError(source, shown, lines)
+    return out
 
 
 def previous_addresses(target: Path) -> dict[str, str]:

@@ -138,8 +138,10 @@ class _StackLoader(yaml.SafeLoader):
     - reads dates (`expires: 2027-12-31`) as the text written, as the Pulumi CLI hands them to a program.
     """
 
-    def __init__(self, stream: str):
+    def __init__(self, stream: str, what: str = "a stack file", max_values: int = MAX_VALUES):
         super().__init__(stream)
+        self._what = what  # "a stack file", "a hosts file": how messages name the file
+        self._max_values = max_values
         self._path: list[str | int] = []
         self._open: set[str] = set()
         self._sizes: dict[int, int] = {}
@@ -188,7 +190,7 @@ class _StackLoader(yaml.SafeLoader):
                 length, mark = next(((n, m) for n, m in self._nest_start if n >= cut), self._nest_start[-1])
                 raise self._refuse(
                     mark,
-                    f"nested more than {MAX_DEPTH} levels deep; a stack file needs a handful",
+                    f"nested more than {MAX_DEPTH} levels deep; {self._what} needs a handful",
                     tuple(self._path[:length]),
                 )
             self._nest_start.append((len(self._path), event.start_mark))
@@ -238,10 +240,10 @@ class _StackLoader(yaml.SafeLoader):
             elif isinstance(node, yaml.MappingNode):
                 size += sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
             self._sizes[id(node)] = size
-        if size > MAX_VALUES:
+        if size > self._max_values:
             raise self._refuse(
                 mark,
-                f"aliases expand to more than {MAX_VALUES} values; a stack file holds a few hundred: "
+                f"aliases expand to more than {self._max_values} values; {self._what} holds far fewer: "
                 "write the values out or use fewer aliases",
             )
 
@@ -254,7 +256,7 @@ class _StackLoader(yaml.SafeLoader):
             except TypeError:  # unhashable key: SafeLoader reports it
                 continue
             if first is not None and key != "<<":
-                shown = f'"{key}"' if isinstance(key, str) else str(key)
+                shown = _quoted(key) if isinstance(key, str) else str(key)  # unprintable characters escaped
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {shown} (first at line {first}); remove one", key_node.start_mark
                 )
@@ -355,6 +357,14 @@ def _line_map(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str 
             _line_map(item, (*path, i), out)
 
 
+def line_map(root: yaml.Node | None) -> dict[tuple[str | int, ...], int]:
+    """The line (1-based) of every key and item of a document read by `read_yaml_file`, by path."""
+    out: dict[tuple[str | int, ...], int] = {}
+    if root is not None:
+        _line_map(root, (), out)
+    return out
+
+
 def _cluster_lines(root: yaml.Node | None) -> dict[tuple[str | int, ...], int]:
     if not isinstance(root, yaml.MappingNode):
         return {}
@@ -378,7 +388,7 @@ def _user_path(path: tuple[str | int, ...]) -> tuple[str | int, ...]:
     return path
 
 
-def _control_problems(text: str) -> list[tuple[int, Problem]]:
+def _control_problems(text: str, what: str = "a stack file") -> list[tuple[int, Problem]]:
     """The first control character of each line that has one (lines as YAML counts them: LF, CR LF, CR)."""
     found = []
     last_line = 0
@@ -395,7 +405,7 @@ def _control_problems(text: str) -> list[tuple[int, Problem]]:
                 Problem(
                     (),
                     f"control character U+{ord(match.group()):04X} at column {column}; remove it "
-                    "(a stack file is plain text; write special characters as escapes in a quoted string)",
+                    f"({what} is plain text; write special characters as escapes in a quoted string)",
                 ),
             )
         )
@@ -425,31 +435,30 @@ def stack_file_name(path: Path) -> str | None:
     return None
 
 
-def read_stack(project: Project, stack: str, path: Path | None = None) -> StackConfig:
-    """The stack `stack` of the project, or the stack file at `path` (its name is Pulumi.<stack>.yaml)."""
-    if stack_name_problem(stack) is not None:
-        raise InvalidStackName(stack)
-    if path is None:
-        path = project.stack_path(stack)
-        if not path.is_file():
-            raise StackNotFound(stack, project.root, project.stacks())
-    source = project.relative(path)
+def read_yaml_file(
+    path: Path,
+    source: str,
+    what: str = "a stack file",
+    max_bytes: int = MAX_STACK_BYTES,
+    max_values: int = MAX_VALUES,
+) -> tuple[Any, yaml.Node | None]:
+    """A YAML file read with the hardened loader (bounded size, depth, aliases and numbers; plain tags only; no
+    control characters; no duplicate keys): its data and its root node (for line numbers). Anything else is a
+    SpecError naming `source` and the line. `what` names the file in messages ("a stack file")."""
     with path.open("rb") as fh:
-        raw = fh.read(MAX_STACK_BYTES + 1)
-    if len(raw) > MAX_STACK_BYTES:
-        raise SpecError(
-            source, [Problem((), f"larger than {MAX_STACK_BYTES // 1024} KiB; a stack file is a few KiB of YAML")]
-        )
+        raw = fh.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise SpecError(source, [Problem((), f"larger than {max_bytes // 1024} KiB; {what} is a few KiB of YAML")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(source, [Problem((), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8")]) from None
-    control = _control_problems(text)
+    control = _control_problems(text, what)
     if control:
         number, first = control[0]
         more = f"; {len(control) - 1} more line(s) have them too" if len(control) > 1 else ""
         raise SpecError(f"{source}:{number}", [Problem((), first.message + more)])
-    loader = _StackLoader(text)
+    loader = _StackLoader(text, what, max_values)
     try:
         root = loader.get_single_node()
         data = loader.construct_document(root) if root is not None else None
@@ -463,6 +472,19 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
         raise SpecError(where, [Problem((), f"not valid YAML: {problem}")]) from None
     finally:
         loader.dispose()
+    return data, root
+
+
+def read_stack(project: Project, stack: str, path: Path | None = None) -> StackConfig:
+    """The stack `stack` of the project, or the stack file at `path` (its name is Pulumi.<stack>.yaml)."""
+    if stack_name_problem(stack) is not None:
+        raise InvalidStackName(stack)
+    if path is None:
+        path = project.stack_path(stack)
+        if not path.is_file():
+            raise StackNotFound(stack, project.root, project.stacks())
+    source = project.relative(path)
+    data, root = read_yaml_file(path, source)
     data = data or {}
     if not isinstance(data, Mapping):
         raise SpecError(source, [Problem((), "a stack file must be a mapping with a `config:` key")])

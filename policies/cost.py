@@ -157,17 +157,19 @@ monthly_budget = StackRule(
 
 
 def _spot_checkpoints(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    spot = [f for f in stack.fleets if f.market == "spot" and f.accelerators]
+    if not spot:
+        raise NotApplicable("no spot GPU or TPU pool in the stack")
     if stack.filesystems:
         return
-    for f in stack.fleets:
-        if f.market == "spot" and f.accelerators:
-            what = f"{f.instance_type} TPU ({f.chips} chips)" if f.tpu is not None else f"{f.nodes} x {f.instance_type}"
-            yield (
-                f.res,
-                f"{f.res.name} runs {what} on spot with no shared file system in the stack: "
-                "an interruption loses all progress since the job started; add storage (kind: lustre) to "
-                "checkpoint to",
-            )
+    for f in spot:
+        what = f"{f.instance_type} TPU ({f.chips} chips)" if f.tpu is not None else f"{f.nodes} x {f.instance_type}"
+        yield (
+            f.res,
+            f"{f.res.name} runs {what} on spot with no shared file system in the stack: "
+            "an interruption loses all progress since the job started; add storage (kind: lustre) to "
+            "checkpoint to",
+        )
 
 
 spot_checkpoints = StackRule(

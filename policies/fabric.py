@@ -8,7 +8,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from aicluster.catalog import load_catalog
+from aicluster.catalog import InstanceType, load_catalog
 
 from .facts import (
     ASG,
@@ -26,7 +26,7 @@ from .facts import (
     items,
     template_market,
 )
-from .rule import Ctx, Meta, ResourceRule, StackRule
+from .rule import Ctx, Meta, NotApplicable, ResourceRule, StackRule
 
 MANDATORY = EnforcementLevel.MANDATORY
 EFA_TYPES = ("efa", "efa-only")
@@ -105,12 +105,13 @@ def _self_ingress_egress(sg: Res, stack: Stack) -> tuple[bool, bool]:
 
 
 def _efa_security_group(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    for lt in stack.of(LAUNCH_TEMPLATE):
-        if not _efa_interfaces(lt):
-            continue
-        groups = lt.linked("networkInterfaces", SECURITY_GROUP)
-        if not groups:
-            continue  # security groups given by id: not in this stack to judge
+    efa = [lt for lt in stack.of(LAUNCH_TEMPLATE) if _efa_interfaces(lt)]
+    if not efa:
+        raise NotApplicable("no launch template with EFA interfaces in the stack")
+    judged = [(lt, groups) for lt in efa if (groups := lt.linked("networkInterfaces", SECURITY_GROUP))]
+    if not judged:  # security groups given by id: not in this stack to judge
+        raise NotApplicable("the EFA interfaces' security groups are given by id, not declared in the stack")
+    for lt, groups in judged:
         checked = {sg.name: _self_ingress_egress(sg, stack) for sg in groups}
         if not any(i and e for i, e in checked.values()):
             detail = ", ".join(
@@ -143,10 +144,14 @@ efa_security_group = StackRule(
 
 
 def _efa_single_az(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    for asg in stack.of(ASG):
-        lts = asg.linked("launchTemplate", LAUNCH_TEMPLATE)
-        if not lts or not _efa_interfaces(lts[0]):
-            continue
+    efa = [
+        asg
+        for asg in stack.of(ASG)
+        if (lts := asg.linked("launchTemplate", LAUNCH_TEMPLATE)) and _efa_interfaces(lts[0])
+    ]
+    if not efa:
+        raise NotApplicable("no Auto Scaling group of EFA nodes in the stack")
+    for asg in efa:
         zones = {str(z) for z in items(asg.props, "availabilityZones")}
         subnets = asg.linked("vpcZoneIdentifiers", SUBNET)
         zones |= {str(z) for s in subnets if isinstance(z := s.get("availabilityZone"), str)}
@@ -181,6 +186,8 @@ PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
 
 
 def _capacity_block_placement(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
+    if not any(template_market(lt) == "capacity-block" for lt in stack.of(LAUNCH_TEMPLATE)):
+        raise NotApplicable("no capacity-block launch template in the stack")
     for asg in stack.of(ASG):
         lts = asg.linked("launchTemplate", LAUNCH_TEMPLATE)
         if not lts or template_market(lts[0]) != "capacity-block":
@@ -228,12 +235,10 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
     reference through the engine's property dependencies (which the engine reports for all NICs together, so a
     shortfall is certain, a match is all it can tell), and compares `network`/`subnetwork` values themselves
     where they are known."""
-    machine = res.get("machineType")
-    if not isinstance(machine, str):
+    it = _gcp_gpu_machine(res)
+    if it is None:
         return
-    it = load_catalog().instance_type("gcp", machine.rsplit("/", 1)[-1])
-    if it is None or not it.network.gpu_nics:
-        return
+    machine = str(res.get("machineType"))
     rdma = it.network.fabric == "gpudirect-rdma"
     system = 2 if rdma else 1
     expected = system + it.network.gpu_nics
@@ -298,12 +303,24 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
         )
 
 
+def _gcp_gpu_machine(res: Res) -> InstanceType | None:
+    """The catalog entry of a VM's or template's machine type when it has GPU NICs (A3, A4), else None."""
+    machine = res.get("machineType")
+    if not isinstance(machine, str):
+        return None
+    it = load_catalog().instance_type("gcp", machine.rsplit("/", 1)[-1])
+    return it if it is not None and it.network.gpu_nics else None
+
+
 def _gcp_kind(res: Res) -> str:
     return "instance template" if res.type in GCP_TEMPLATES else "VM"
 
 
 def _gcp_gpu_nics(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    for res in stack.of(*GCP_TEMPLATES, GCP_INSTANCE):
+    gpu = [res for res in stack.of(*GCP_TEMPLATES, GCP_INSTANCE) if _gcp_gpu_machine(res) is not None]
+    if not gpu:
+        raise NotApplicable("no VM or instance template of a machine type with GPU NICs (A3, A4) in the stack")
+    for res in gpu:
         for message in _gcp_nic_layout(res):
             yield res, message
 

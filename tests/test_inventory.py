@@ -138,7 +138,7 @@ def test_cli_refuses_playbooks_and_unknown_hosts(project: Path, tmp_path: Path) 
     hosts.write_text("h100-000: 10.0.0.1\nh100-0009: 10.0.0.2\n")
     proc = run_cli("inventory", "good", "--hosts", str(hosts), cwd=project)
     assert proc.returncode == 2
-    assert "h100-0009 not a node of this stack" in proc.stderr
+    assert "hosts.yml:2: h100-0009: not a node of this stack" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (project / ".work").exists()  # nothing written
     hosts.write_text("- not a mapping\n")
@@ -168,6 +168,23 @@ def test_cli_falls_back_to_the_offline_preview_when_the_stack_is_not_deployed(pr
     )
     assert proc.returncode == 0, proc.stderr
     assert "pulumi stack output failed (error: no stack named good found); using the offline preview" in proc.stderr
+    assert "outputs from the offline preview" in proc.stdout
+
+
+def test_quiet_hides_the_offline_preview_fallback_warning(project: Path, tmp_path: Path) -> None:
+    """--quiet hides every warning, also the ones inventory/tune print about the Pulumi CLI and --discover state."""
+    env = with_fake_pulumi(tmp_path, "echo 'error: no stack named good found' >&2; exit 255")
+    proc = subprocess.run(
+        [sys.executable, "-m", "aicluster.cli", "--quiet", "inventory", "good"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pulumi stack output failed" not in proc.stderr
+    assert proc.stderr == ""
     assert "outputs from the offline preview" in proc.stdout
 
 

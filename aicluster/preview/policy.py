@@ -113,8 +113,8 @@ _TYPES = {
     "integer": "a whole number",
     "string": "a string",
     "boolean": "true or false",
-    "array": "a list",
-    "object": "a mapping",
+    "array": "an array",
+    "object": "an object",
 }
 _FORMATS = {"date": "a date (YYYY-MM-DD)"}
 _MAX_SHOWN_DIGITS = 40
@@ -134,10 +134,10 @@ def _json_show(value: Any) -> str:
         shown = json.dumps(value[:200])  # escapes control characters: one problem, one line
         return shown[:-1] + '..."' if len(value) > 200 else shown
     if isinstance(value, Mapping):
-        return "a mapping"
+        return "an object"
     if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
+        return "an array"
+    return "a value JSON does not have"
 
 
 def _ecma(pattern: str) -> re.Pattern[str]:
@@ -271,7 +271,7 @@ def config_problems(config: Any, policies: Sequence[Rule] = POLICIES) -> list[Pr
             out.append(
                 Problem(
                     (name,),
-                    f"got {_json_show(entry)}; must be an enforcement level ({LEVELS_TEXT}) or a mapping of settings",
+                    f"got {_json_show(entry)}; must be an enforcement level ({LEVELS_TEXT}) or an object of settings",
                 )
             )
             continue
@@ -337,10 +337,28 @@ def _opts(parent: str | None) -> PolicyResourceOptions:
     return PolicyResourceOptions(False, [], False, [], PolicyCustomTimeouts(0, 0, 0), [], parent=parent)
 
 
-def _call(fn: Any, *args: Any) -> None:
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        asyncio.new_event_loop().run_until_complete(result)
+class _Loop:
+    """The event loop of one policy run, made when the first policy returns an awaitable (the SDK lets validate be
+    a coroutine function) and closed when the run ends: never one loop per call, never one left to the garbage
+    collector (as in `engine.run`)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def call(self, fn: Any, *args: Any) -> None:
+        result = fn(*args)
+        if inspect.isawaitable(result):
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(result)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            try:
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            finally:
+                self._loop.close()
+                self._loop = None
 
 
 def evaluate(
@@ -383,7 +401,7 @@ def evaluate(
 
     def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, args: Any) -> None:
         try:
-            _call(fn, args, reporter(policy, level, res))
+            loop.call(fn, args, reporter(policy, level, res))
             judged.add(policy.name)
         except UnknownValueError as e:
             judged.add(policy.name)
@@ -393,6 +411,7 @@ def evaluate(
         except _NotApplicableError as e:
             not_applicable.setdefault(policy.name, e.reason or "")
 
+    loop = _Loop()
     token = WAIVED.set(result.waived)
     try:
         active = [p for p in policies if levels[p.name] != EnforcementLevel.DISABLED]
@@ -421,6 +440,7 @@ def evaluate(
             guarded(sp, levels[sp.name], None, sp.validate, stack_args)
     finally:
         WAIVED.reset(token)
+        loop.close()
     result.violations.sort(key=lambda v: (v.policy, v.urn, v.message))
     result.waived.sort(key=lambda w: (w.policy, w.urn, w.message))
     result.passed = sorted(p.name for p in active if p.name not in failed and p.name not in not_applicable)

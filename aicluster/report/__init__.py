@@ -21,9 +21,19 @@ from ._doc import PolicyResults, PreviewDoc, parse
 from ._jsonreport import render_json
 from ._junit import render_junit
 from ._sarif import render_sarif
-from ._views import FindingGroup, group_findings
+from ._views import FindingGroup, group_findings, group_waived, in_groups, waived_in_groups
 
-__all__ = ["FORMATS", "DiffInputError", "FindingGroup", "diff_markdown", "group_findings", "render"]
+__all__ = [
+    "FORMATS",
+    "DiffInputError",
+    "FindingGroup",
+    "diff_markdown",
+    "group_findings",
+    "group_waived",
+    "in_groups",
+    "render",
+    "waived_in_groups",
+]
 
 FORMATS = ("md", "html", "sarif", "junit", "json")
 

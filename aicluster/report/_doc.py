@@ -247,7 +247,7 @@ class _Reader:
     def _list(self, key: str) -> Sequence[object]:
         value = self._get(key)
         if not isinstance(value, list | tuple):
-            raise ValueError(f"preview JSON: '{self._at(key)}' must be a list, got {_kind(value)}")
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be an array, got {_kind(value)}")
         return value
 
 
@@ -258,7 +258,18 @@ def _show(value: object) -> str:
 
 
 def _kind(value: object) -> str:
-    return "null" if value is None else type(value).__name__
+    """A value's JSON type in the words a reader of the JSON knows (never a Python type name)."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true, false
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "a value JSON does not have"
 
 
 def _string(value: object, path: str) -> str:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from ._doc import PreviewDoc
 from ._templates import render_html
-from ._views import budget_uses, grouped_by_framework, kw, number, pct, plural, usd, verdict
+from ._views import budget_uses, group_waived, grouped_by_framework, kw, number, pct, plural, usd, verdict
 
 CHART_WIDTH = 720
 LABEL_WIDTH = 180
@@ -123,5 +123,6 @@ def render_report(doc: PreviewDoc) -> str:
             bar_chart("Power by pool, kW (facility)", [(p.name, p.power_kw_facility) for p in doc.pools], kw),
         ],
         frameworks=grouped_by_framework(doc.policy) if doc.policy else [],
+        waived=group_waived(doc.policy.waived) if doc.policy else [],
         disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
     )

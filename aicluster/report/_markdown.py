@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ._doc import PreviewDoc
 from ._templates import render_markdown
-from ._views import BudgetUse, budget_uses, grouped, kw, number, pct, usd, verdict, whole
+from ._views import BudgetUse, budget_uses, group_waived, grouped, kw, number, pct, usd, verdict, whole
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ def render_report(doc: PreviewDoc) -> str:
         summary=summary_rows(doc),
         rack_kw=kw(rack_kw) if rack_kw else "",
         findings=grouped(doc.policy.violations) if doc.policy else [],
+        waived=group_waived(doc.policy.waived) if doc.policy else [],
         disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],
         usd=usd,
         number=number,

@@ -34,15 +34,18 @@ def verdict(results: PolicyResults | None) -> Verdict:
     """Fail on any mandatory violation, as the pack does; advisory findings and waivers never fail."""
     if results is None:
         return Verdict("not-run", "⚪", "policy checks not run", 0, 0, 0, 0)
-    mandatory = sum(v.enforcement == "mandatory" for v in results.violations)
-    advisory = len(results.violations) - mandatory
+    mandatory_found = [v for v in results.violations if v.enforcement == "mandatory"]
+    advisory_found = [v for v in results.violations if v.enforcement != "mandatory"]
+    mandatory, advisory = len(mandatory_found), len(advisory_found)
     counts = (mandatory, advisory, len(results.waived), len(results.passed), len(results.not_applicable))
     na = f", {len(results.not_applicable)} not applicable" if results.not_applicable else ""
     if mandatory:
-        text = plural(mandatory, "mandatory violation") + (f", {advisory} advisory" if advisory else "")
+        text = plural(mandatory, "mandatory violation") + in_groups(mandatory_found)
+        text += f", {advisory} advisory{in_groups(advisory_found)}" if advisory else ""
         return Verdict("fail", "❌", text, *counts)
     if advisory:
-        return Verdict("pass", "⚠️", f"no mandatory violations, {plural(advisory, 'advisory finding')}", *counts)
+        text = f"no mandatory violations, {plural(advisory, 'advisory finding')}{in_groups(advisory_found)}"
+        return Verdict("pass", "⚠️", text, *counts)
     applicable = "applicable " if results.not_applicable else ""
     passed = plural(len(results.passed), f"{applicable}policy", f"{applicable}policies")
     return Verdict("pass", "✅", f"all {passed} passed{na}", *counts)
@@ -120,6 +123,27 @@ def grouped_by_framework(results: PolicyResults) -> list[tuple[str, list[Severit
     ]
 
 
+def in_groups(findings: Sequence[Finding]) -> str:
+    """` in 2 groups` where the findings' table rows (groups by policy and cause) are fewer than the findings:
+    the verdict counts findings one by one, the tables show groups; say both."""
+    groups = len(group_findings(findings))
+    return f" in {plural(groups, 'group')}" if groups != len(findings) else ""
+
+
+def waived_in_groups(waived: Sequence[WaivedFinding]) -> str:
+    groups = len(group_waived(waived))
+    return f" in {plural(groups, 'group')}" if groups != len(waived) else ""
+
+
+class _Named(Protocol):
+    """What grouping reads of a finding: the resource it names and its message."""
+
+    @property
+    def resource(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
 class Finding(Protocol):
     """A policy finding as the preview records it (a report's Violation or the preview's own)."""
 
@@ -135,11 +159,30 @@ class Finding(Protocol):
     def message(self) -> str: ...
 
 
+class WaivedFinding(Protocol):
+    """A waived finding as the preview records it (a report's Waived or the pack's own)."""
+
+    @property
+    def policy(self) -> str: ...
+    @property
+    def severity(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def expires(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Named)
 F = TypeVar("F", bound=Finding)
+W = TypeVar("W", bound=WaivedFinding)
 _KIND_CHARS = 60  # a longer text before the resource name is a sentence, not its kind ("route table")
 
 
-def _split(finding: Finding) -> tuple[str, str]:
+def _split(finding: _Named) -> tuple[str, str]:
     """(kind, cause) of a message that names its resource: `subnet x lacks tags a` is kind `subnet`,
     cause `lacks tags a`; a message that does not name its resource is all cause."""
     if finding.resource:
@@ -152,15 +195,15 @@ def _split(finding: Finding) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class FindingGroup(Generic[F]):
+class FindingGroup(Generic[N]):
     """Findings of one policy with one cause (the message with its resource left out): one pool
     outside the allowed regions is one group of every resource it brings, not 26 findings."""
 
     cause: str
-    findings: tuple[F, ...]
+    findings: tuple[N, ...]
 
     @property
-    def first(self) -> F:
+    def first(self) -> N:
         return self.findings[0]
 
     @property
@@ -191,6 +234,15 @@ def group_findings(findings: Iterable[F]) -> list[FindingGroup[F]]:
     for f in findings:
         groups.setdefault((f.policy, f.enforcement, f.severity, _split(f)[1]), []).append(f)
     return [FindingGroup(key[3], tuple(found)) for key, found in groups.items()]
+
+
+def group_waived(waived: Iterable[W]) -> list[FindingGroup[W]]:
+    """Waived findings grouped as violations are (by policy, severity and cause), and by waiver (reason and
+    expiry): one waiver over a pool's 26 resources is one row; the JSON and SARIF keep every finding."""
+    groups: dict[tuple[str, str, str, str, str], list[W]] = {}
+    for w in waived:
+        groups.setdefault((w.policy, w.severity, _split(w)[1], w.reason, w.expires), []).append(w)
+    return [FindingGroup(key[2], tuple(found)) for key, found in groups.items()]
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

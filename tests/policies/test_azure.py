@@ -268,7 +268,8 @@ def test_unpriced_netapp_pool_is_named() -> None:
 def test_spot_scale_set_needs_a_shared_filesystem() -> None:
     name = "aicluster-spot-missing-checkpoint-storage"
     spot = vmss(priority="Spot")
-    assert stack_findings(name, [vmss()]) == []
+    with pytest.raises(NotApplicable, match="no spot GPU or TPU pool in the stack"):
+        stack_findings(name, [vmss()])  # nothing on spot: nothing to judge
     assert stack_findings(name, [spot, anf_pool()]) == []
     assert stack_findings(name, [spot, amlfs()]) == []
     assert stack_findings(name, [spot]) == [

@@ -245,3 +245,13 @@ def test_schema_problems_reports_each_place() -> None:
         "pc.json: monthly_usd: got 0; must be a finite number greater than 0",
         "pc.json: waivers[0].expires: got 1; must be a date (YYYY-MM-DD)",
     ]
+
+
+def test_schema_problems_name_json_types() -> None:
+    """The user wrote JSON: an array or an object is called that, never a Python list or dict."""
+    schema = entry_schema(next(p for p in POLICIES if p.name == "aicluster-cluster-enforce-monthly-budget"))
+    found = schema_problems(schema, {"monthly_usd": [1], "waivers": {"resource": "a"}})
+    assert [p.render("pc.json") for p in found] == [
+        "pc.json: monthly_usd: got an array; must be a finite number greater than 0",
+        "pc.json: waivers: got an object; must be an array",
+    ]

@@ -737,7 +737,6 @@ RDMA_TYPES = ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
             id="a3-ultra-ok",
         ),
         pytest.param("a4-highgpu-8g", nics("a4-highgpu-8g"), None, id="a4-unknown-networks"),
-        pytest.param("a2-ultragpu-8g", known("net-0"), None, id="a2-has-no-gpu-nics"),
         pytest.param(
             A3_MEGA,
             known("net-0"),
@@ -794,6 +793,12 @@ RDMA_TYPES = ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
 )
 def test_gpu_nic_layout(machine: str, nic_list: list[dict[str, Any]], expected: str | None) -> None:
     assert stack_findings(NICS, layout(machine, nic_list)) == ([expected] if expected else [])
+
+
+def test_a_machine_without_gpu_nics_is_not_applicable() -> None:
+    """A2 has no GPU NICs: nothing for the rule to judge, so not applicable (not passed)."""
+    with pytest.raises(NotApplicable, match=r"no VM or instance template of a machine type with GPU NICs"):
+        stack_findings(NICS, layout("a2-ultragpu-8g", known("net-0")))
 
 
 def test_gpu_nic_vpcs_through_property_dependencies() -> None:

@@ -42,6 +42,9 @@ def test_baseline_passes_every_policy(p5_small: Capture) -> None:
         "gcp:compute/instanceTemplate:InstanceTemplate or gcp:compute/regionInstanceTemplate:RegionInstanceTemplate "
         "in the stack",
         "gcp-resource-missing-required-labels": "no gcp resource in the stack",
+        # Follow-up of issue 13: an on-demand stack gives the spot and capacity-block rules nothing to judge
+        "aicluster-spot-missing-checkpoint-storage": "no spot GPU or TPU pool in the stack",
+        "aws-ec2-placementgroup-disallow-capacity-block": "no capacity-block launch template in the stack",
     }
     assert not set(na) & set(result.passed)
     assert "aws-ec2-instance-enforce-imdsv2" in result.passed
@@ -284,3 +287,76 @@ def test_policy_config_beats_the_declared_budget(p5_small: Capture) -> None:
     assert result.violations[0].message.startswith("monthly cost $171,296 exceeds the budget $1,000 by $170,296")
     assert result.violations[0].resource == CLUSTER
     assert result.violations[0].enforcement == "mandatory"
+
+
+def test_an_async_policy_leaves_no_event_loop_open(p5_small: Capture) -> None:
+    """A policy whose validate is a coroutine function (the SDK allows it) runs on the run's one loop, which is
+    closed when the run ends: no "unclosed event loop" ResourceWarning is left for the garbage collector."""
+    import gc
+    import warnings
+
+    from aicluster.preview.policy import evaluate
+    from policies import StackRule
+
+    base = next(p for p in POLICIES if p.name == "aicluster-cluster-enforce-monthly-budget")
+    assert isinstance(base, StackRule)
+    ran: list[str] = []
+
+    async def validate(args: Any, report: Any) -> None:
+        ran.append("stack")
+        report("async finding")
+
+    rule = StackRule(base.meta, base.check)
+    rule.validate = validate
+    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        result = evaluate(p5_small, policies=[rule, rule])
+        gc.collect()
+    assert ran == ["stack", "stack"]
+    assert [v.message for v in result.violations] == ["async finding", "async finding"]
+    assert [str(w.message) for w in caught if "event loop" in str(w.message)] == []
+
+
+@pytest.mark.parametrize(
+    ("names", "reason"),
+    [
+        pytest.param(
+            ["aws-ec2-securitygroup-enforce-efa-self-reference"],
+            "no launch template with EFA interfaces in the stack",
+            id="efa-security-group",
+        ),
+        pytest.param(
+            ["aws-autoscaling-group-enforce-efa-single-az"],
+            "no Auto Scaling group of EFA nodes in the stack",
+            id="efa-single-az",
+        ),
+    ],
+)
+def test_a_stack_without_efa_is_not_applicable_to_the_efa_rules(
+    p5_small: Capture, names: list[str], reason: str
+) -> None:
+    """A rule that had nothing to judge is not applicable, with its reason; never passed."""
+    no_efa = mutated(p5_small, {LT: lambda i: i.update(networkInterfaces=[{"deviceIndex": 0}])})
+    result = judge(no_efa, names)
+    assert result.passed == []
+    assert result.not_applicable == [{"policy": names[0], "reason": reason}]
+
+
+def test_a_spot_stack_is_judged_by_the_checkpoint_storage_rule(p5_small: Capture) -> None:
+    name = "aicluster-spot-missing-checkpoint-storage"
+    spot = mutated(p5_small, {LT: _set("instanceMarketOptions", {"marketType": "spot"})})
+    result = judge(spot, [name])
+    assert (result.passed, result.not_applicable) == ([name], [])
+
+
+def test_a_tpu_stack_is_not_applicable_to_the_gpu_nic_rule() -> None:
+    """gcp-tpu-v5p: TPU hosts and an n2 controller VM: the A3/A4 NIC rule has no machine to judge."""
+    from .conftest import capture_of
+
+    name = "gcp-compute-instance-missing-gpu-nics"
+    result = judge(capture_of("gcp-tpu-v5p"), [name])
+    assert result.passed == []
+    assert result.not_applicable == [
+        {"policy": name, "reason": "no VM or instance template of a machine type with GPU NICs (A3, A4) in the stack"}
+    ]

@@ -254,3 +254,17 @@ def outside_regions(n: int = 26) -> dict[str, Any]:
     doc["policy"]["violations"] = found
     doc["policy"]["passed"] = [p for p in doc["policy"]["passed"] if p != REGIONS]
     return doc
+
+
+def waived_outside_regions(n: int = 4) -> dict[str, Any]:
+    """`outside_regions`, waived: one waiver over the pool's n resources (one cause), and the file system's own."""
+    doc = outside_regions(n)
+    reason, expires = "moving to us-west-2 in Q3", "2027-09-30"
+    doc["policy"]["waived"] = [
+        {k: x for k, x in v.items() if k != "enforcement"} | {"reason": reason, "expires": expires}
+        for v in doc["policy"]["violations"]
+    ]
+    doc["policy"]["waived"][-1]["reason"] = "the file system is deleted on Friday"
+    doc["policy"]["violations"] = []
+    doc["policy"]["passed"] = [*doc["policy"]["passed"], REGIONS]
+    return doc

@@ -15,7 +15,7 @@ from tests.report.previews import PASSING
     ("bad", "problem"),
     [
         pytest.param({}, "missing key 'stack'", id="empty-object"),
-        pytest.param([], "the document must be an object, got list", id="a-list"),
+        pytest.param([], "the document must be an object, got an array", id="a-list"),
         pytest.param(
             {**PASSING, "summary": {**PASSING["summary"], "gpus": "many"}},
             "'summary.gpus' must be a whole number, got \"many\"",

@@ -35,3 +35,30 @@ def test_findings_of_one_cause_are_one_row(project: Path) -> None:
     assert f"{len(in_regions)} resources, each is in us-east-1" in proc.stdout
     assert f"and {len(in_regions) - 5} more" in proc.stdout
     assert f"{len(violations)} mandatory and 0 advisory violation(s)" in proc.stdout
+
+
+def test_the_verdict_counts_groups_and_waived_findings_are_grouped_too(project: Path) -> None:
+    """The verdict said "49 mandatory" over a table of 3 rows; waived findings were one row each."""
+    waived = ELSEWHERE.replace(
+        "allowed_regions: [us-west-2]",
+        "allowed_regions: [us-west-2]\n      waivers:\n"
+        f"        - {{policy: {REGIONS}, resource: llm-dev-audit-logs, reason: audit logs stay home,"
+        " expires: '2099-12-31'}",
+    )
+    assert waived != ELSEWHERE
+    write_stack(project, "waived", waived)
+    out = project / "preview.json"
+    proc = run_cli("-C", str(project), "preview", "waived", "--json", str(out))
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(out.read_text())
+    in_waiver = [w for w in doc["policy"]["waived"] if w["resource"] == "llm-dev-audit-logs"]
+    assert len(in_waiver) == 4  # the bucket, its policy, access block and encryption: every one in the JSON
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("│ mandatory")]
+    waived_rows = [line for line in proc.stdout.splitlines() if line.startswith("│ waived")]
+    assert len(waived_rows) == 1
+    assert "4 resources, each is in us-east-1" in waived_rows[0]
+    violations = doc["policy"]["violations"]
+    assert (
+        f"{len(violations)} mandatory and 0 advisory violation(s) in {len(rows)} groups, "
+        f"{len(doc['policy']['waived'])} waived in 1 group," in proc.stdout
+    )

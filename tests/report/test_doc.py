@@ -41,10 +41,12 @@ def test_a_missing_key_is_named(failing_doc: dict[str, Any], path: tuple[str | i
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        pytest.param({"summary": []}, "'summary' must be an object, got list", id="summary-not-object"),
-        pytest.param({"pools": {}}, "'pools' must be a list, got dict", id="pools-not-list"),
-        pytest.param({"stack": 7}, "'stack' must be a string, got int", id="stack-not-string"),
+        pytest.param({"summary": []}, "'summary' must be an object, got an array", id="summary-not-object"),
+        pytest.param({"pools": {}}, "'pools' must be an array, got an object", id="pools-not-list"),
+        pytest.param({"stack": 7}, "'stack' must be a string, got a number", id="stack-not-string"),
         pytest.param({"warnings": ["ok", None]}, "'warnings[1]' must be a string, got null", id="warning-null"),
+        pytest.param({"warnings": [True]}, "'warnings[0]' must be a string, got true", id="warning-bool"),
+        pytest.param({"stack": 1.5}, "'stack' must be a string, got a number", id="stack-float"),
     ],
 )
 def test_a_wrong_type_is_named(failing_doc: dict[str, Any], change: dict[str, Any], message: str) -> None:
@@ -93,7 +95,7 @@ def test_findings_must_name_a_policy_of_the_pack(failing_doc: dict[str, Any]) ->
 
 
 def test_the_document_must_be_an_object() -> None:
-    with pytest.raises(ValueError, match="the document must be an object, got list"):
+    with pytest.raises(ValueError, match="the document must be an object, got an array"):
         render([], "md")  # type: ignore[arg-type]
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from aicluster.report import render
 from tests.report.png import read_png
-from tests.report.previews import REGIONS, outside_regions, pool
+from tests.report.previews import REGIONS, outside_regions, pool, waived_outside_regions
 
 BAR_AREA = 400  # the longest bar's length, in SVG units (aicluster.report._html.BAR_AREA)
 GAUGE = 320
@@ -351,3 +351,19 @@ def test_findings_of_one_cause_are_one_row_naming_every_resource() -> None:
     assert rows[0][1] == "26 resources" + "llm-dev-vpc (vpc)" + subnets
     assert rows[0][3].startswith("26 resources, each is in us-east-1, outside compliance.allowed_regions [us-west-2]")
     assert ("h4", "high (27)") in p.headings
+
+
+def test_waived_findings_are_grouped_and_the_verdict_counts_groups() -> None:
+    p = page(waived_outside_regions())
+    rows = [r for r in p.rows if r and r[0] == REGIONS]
+    assert len(rows) == 2
+    assert rows[0][1] == "4 resources" + "llm-dev-vpc (vpc)" + "".join(f"llm-dev-subnet-{i} (subnet)" for i in range(3))
+    assert rows[0][2].startswith("4 resources, each is in us-east-1")
+    assert rows[0][3:] == ["moving to us-west-2 in Q3", "2027-09-30"]
+    assert rows[1][1:] == [
+        "llm-dev-scratch",
+        "lustre file system llm-dev-scratch is in eu-west-1",
+        "the file system is deleted on Friday",
+        "2027-09-30",
+    ]
+    assert "27 mandatory violations in 2 groups" in render(outside_regions(), "html")

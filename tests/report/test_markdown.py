@@ -8,7 +8,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from aicluster.report import render
-from tests.report.previews import REGIONS, outside_regions
+from tests.report.previews import REGIONS, outside_regions, waived_outside_regions
 
 
 def lines(doc: dict[str, Any]) -> list[str]:
@@ -176,3 +176,24 @@ def test_findings_of_one_cause_are_one_row_naming_every_resource() -> None:
     )
     other = "lustre file system llm-dev-scratch is in eu-west-1"
     assert rows[1] == f"| {REGIONS} | mandatory | llm-dev-scratch | {other} |"
+
+
+def test_headline_counts_findings_and_the_groups_the_table_shows() -> None:
+    """27 findings in 2 rows: the verdict says both (it said 27 while the table showed 2)."""
+    assert lines(outside_regions())[0] == "# ❌ p5-small: 27 mandatory violations in 2 groups"
+    doc = outside_regions()
+    for v in doc["policy"]["violations"]:
+        v["enforcement"] = "advisory"
+    assert lines(doc)[0] == "# ⚠️ p5-small: no mandatory violations, 27 advisory findings in 2 groups"
+
+
+def test_waived_findings_are_grouped_by_policy_cause_and_waiver() -> None:
+    waived = section(lines(waived_outside_regions()), "## Waived (5)")
+    rows = [r for r in waived if r.startswith(f"| {REGIONS} ")]
+    resources = "llm-dev-vpc (vpc), llm-dev-subnet-0 (subnet), llm-dev-subnet-1 (subnet), llm-dev-subnet-2 (subnet)"
+    assert rows == [
+        f"| {REGIONS} | 4: {resources} | 4 resources, each is in us-east-1, outside compliance.allowed\\_regions "
+        "\\[us-west-2\\]; move it or add us-east-1 to allowed\\_regions | moving to us-west-2 in Q3 | 2027-09-30 |",
+        f"| {REGIONS} | llm-dev-scratch | lustre file system llm-dev-scratch is in eu-west-1 "
+        "| the file system is deleted on Friday | 2027-09-30 |",
+    ]
