@@ -7,8 +7,9 @@ M shrinks as the job grows: Llama 3 405B training (Grattafiori et al. 2024, 16,3
 unexpected interruptions in 54 days) saw about one per 50,700 GPU-hours. So the same file system
 that is plenty for 32 GPUs can cost a 3,000-GPU job a fifth of its time.
 
-A job runs on the pools of one cloud, region and network (no fabric spans clouds), and writes to the file
-systems on that network: each such group is judged on its own, never the stack's sum.
+A job runs on the pools of one cloud, region and network that one GPU fabric reaches (EFA and GCP's GPU
+networks stay inside a zone; an Azure InfiniBand domain is one scale set), and writes to the file systems on
+that network: each such group is judged on its own, never the stack's sum.
 
 Checkpoint size defaults to half the fleet's GPU memory (weights, gradients and optimizer state of a
 sharded job that fills HBM with activations too); set `checkpoint_gb` when the model is known.
@@ -67,7 +68,43 @@ class Job:
     filesystems: list[Filesystem] = field(default_factory=list)
 
 
+def fabric_reach(f: Fleet) -> str:
+    """What one GPU fabric reaches, within a network: AWS EFA an availability zone (the Auto Scaling group's
+    zones, else its subnet's), a GCP GPU network a zone, an Azure InfiniBand domain one scale set (its own URN).
+    "" where it cannot be told (given by id): such fleets share the reach of the others on their network."""
+    res = f.res
+    if f.provider == "azure":
+        return res.urn
+    if f.provider == "gcp":
+        zone = res.get("zone")
+        return zone if isinstance(zone, str) else ""
+    zones = res.get("availabilityZones")
+    if isinstance(zones, list) and len(zones) == 1 and isinstance(zones[0], str):
+        return zones[0]
+    subnet_zones = {z for s in res.linked("vpcZoneIdentifiers") if isinstance(z := s.get("availabilityZone"), str)}
+    return subnet_zones.pop() if len(subnet_zones) == 1 else ""
+
+
 def jobs(stack: Stack) -> list[Job]:
+    """The stack's accelerator fleets grouped by the network they share and the fabric that reaches them, each
+    group with the file systems on its network."""
+    return [part for job in _by_network(stack) for part in _by_fabric(job)]
+
+
+def _by_fabric(job: Job) -> list[Job]:
+    """One network's job split by fabric reach; every part mounts the network's file systems."""
+    reach: dict[str, list[Fleet]] = {}
+    for f in job.fleets:
+        reach.setdefault(fabric_reach(f), []).append(f)
+    unknown = reach.pop("", [])
+    if not reach:
+        return [job]
+    parts = [Job(fleets, list(job.filesystems)) for fleets in reach.values()]
+    parts[0].fleets[:0] = unknown  # a fleet given by id: judged with the first fabric (cannot be told apart)
+    return parts
+
+
+def _by_network(stack: Stack) -> list[Job]:
     """The stack's accelerator fleets grouped by the network they share, with the file systems on it."""
     groups: list[tuple[set[tuple[str, str | None, str]], Job]] = []
     members: list[tuple[set[tuple[str, str | None, str]], Fleet | Filesystem]] = [
@@ -164,7 +201,7 @@ checkpoint_throughput = StackRule(
     Meta(
         name="aicluster-filesystem-enforce-checkpoint-throughput",
         display_name="Checkpoint throughput",
-        description="Each group of pools that can run one job (one cloud, region and network) checkpoints to a "
+        description="Each group of pools that can run one job (one network and fabric reach) checkpoints to a "
         "parallel file system on its network fast enough for its failure rate.",
         concern="storage",
         severity=Severity.MEDIUM,

@@ -12,7 +12,7 @@ from aicluster.preview.engine import Capture, run_program
 from aicluster.preview.policy import _policy_resources, _wire, evaluate
 from aicluster.stackfile import find_project, read_stack
 from policies.facts import Stack, walk
-from policies.storage import jobs
+from policies.storage import fabric_reach, jobs
 from tests.conftest import ROOT, write_stack
 
 from .conftest import capture_of
@@ -87,3 +87,21 @@ def test_a_pool_without_a_file_system_on_its_network_is_named(project: Path) -> 
             "storage (kind: lustre) in the pool's cloud and region",
         )
     ]
+
+
+def test_pools_in_two_zones_are_two_jobs_on_one_file_system() -> None:
+    """EFA does not reach across availability zones: mixed-spot's p5 pool (us-east-1a) and p4d pool (us-east-1b)
+    share a VPC and its FSx, but cannot run one job (issue 13 #4: "one network, one fabric reach")."""
+    capture = capture_of("mixed-spot")
+    wired = {r.urn: _wire(r.inputs) for r in capture.resources}
+    found = jobs(Stack(list(walk(_policy_resources(capture, wired, {})))))
+    assert sorted([f.res.name for f in job.fleets] for job in found) == [["sweeps-core-asg"], ["sweeps-sweep-asg"]]
+    assert [[fs.res.name for fs in job.filesystems] for job in found] == [["sweeps-checkpoints-fs"]] * 2
+    assert sorted(fabric_reach(job.fleets[0]) for job in found) == ["us-east-1a", "us-east-1b"]
+
+
+def test_each_azure_scale_set_is_its_own_infiniband_job() -> None:
+    capture = capture_of("azure-nd-h100-250")
+    wired = {r.urn: _wire(r.inputs) for r in capture.resources}
+    found = jobs(Stack(list(walk(_policy_resources(capture, wired, {})))))
+    assert [len(job.fleets) for job in found] == [1, 1, 1]  # 250 VMs: three InfiniBand scale sets
