@@ -44,17 +44,25 @@ def _shorten(label: str) -> str:
     return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
 
 
-def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], fmt: Callable[[float], str]) -> BarChart:
+def bar_chart(
+    title: str,
+    rows: Sequence[tuple[str, float | None]],
+    fmt: Callable[[float], str],
+    partial: Sequence[bool] = (),
+) -> BarChart:
     """Horizontal bars whose lengths are proportional to the values (the largest spans BAR_AREA);
     all-zero values draw zero-length bars, and the height grows with the number of rows. A value of None
-    (an unpriced pool) draws no bar and says "unpriced", never a zero."""
+    (an unpriced pool) draws no bar and says "unpriced", never a zero; a `partial` row's value leaves out
+    what has no price and says so."""
     top = max((value for _, value in rows if value is not None), default=0.0)
     bars = tuple(
         Bar(
             label=label,
             short_label=_shorten(label),
             value=value or 0.0,
-            text=fmt(value) if value is not None else "unpriced",
+            text=(fmt(value) + (" + unpriced" if i < len(partial) and partial[i] else ""))
+            if value is not None
+            else "unpriced",
             y=i * ROW_HEIGHT + (ROW_HEIGHT - BAR_HEIGHT) / 2,
             width=(value or 0.0) / top * BAR_AREA if top > 0 else 0.0,
         )
@@ -97,8 +105,8 @@ def cards(doc: PreviewDoc) -> list[Card]:
         Card("Accelerators", f"{s.gpus:,}"),
         Card(
             "Cost per month",
-            usd(s.cost_usd_per_month),
-            f"{usd(s.cost_usd_per_hour)} per hour"
+            usd(s.cost_usd_per_month, s.unpriced),
+            f"{usd(s.cost_usd_per_hour, s.unpriced)} per hour"
             + (f"; not counted, no price: {'; '.join(s.unpriced)}" if s.unpriced else ""),
         ),
         Card("Power (IT)", kw(s.power_kw_it)),
@@ -119,7 +127,12 @@ def render_report(doc: PreviewDoc) -> str:
         gauge_width=GAUGE_WIDTH,
         rack_kw=kw(rack_kw) if rack_kw else "",
         charts=[
-            bar_chart("Cost by pool, $/month", [(p.name, p.cost_usd_per_month) for p in doc.pools], usd),
+            bar_chart(
+                "Cost by pool, $/month",
+                [(p.name, p.cost_usd_per_month) for p in doc.pools],
+                usd,
+                [bool(p.unpriced) for p in doc.pools],
+            ),
             bar_chart("Power by pool, kW (facility)", [(p.name, p.power_kw_facility) for p in doc.pools], kw),
         ],
         frameworks=grouped_by_framework(doc.policy) if doc.policy else [],

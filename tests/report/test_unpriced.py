@@ -34,6 +34,9 @@ def test_html_marks_partial_costs(partial: dict[str, Any]) -> None:
     text = render(partial, "html")
     assert "not counted, no price: storage scratch (fsx-lustre)" in text
     assert "160,877.40 + unpriced items" in text
+    # the headline card and the pool's bar say the figure is partial too (a new user saw them bare)
+    assert '<div class="value">$171,295.64 + unpriced items</div>' in text
+    assert "$160,877.40 + unpriced</text>" in text
 
 
 def test_json_report_lists_the_unpriced_items(partial: dict[str, Any]) -> None:
