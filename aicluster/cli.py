@@ -664,9 +664,44 @@ def _work_dir(project: Project, stack: str) -> Path:
     return target
 
 
-def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan, dict[str, str]]:
-    """Plan the stack and write its inventory (files 0600 in a work directory); the directory, the plan and the
-    nodes' addresses. Addresses an earlier run was given (--hosts, --discover) are kept when this one gives none."""
+@dataclass
+class _Inventory:
+    """An inventory planned for a stack but not written yet (`_plan_inventory`), and what its message says."""
+
+    project: Project
+    stack: Any
+    target: Path  # where it goes
+    shown: str  # how messages name that directory (the user's spelling)
+    plan: ClusterPlan
+    files: dict[str, str]  # relative path -> text
+    addresses: dict[str, str]
+    source: str  # where the outputs came from
+    reused: int  # addresses kept from the previous inventory
+    user_out: bool  # --out given
+
+    def write(self, target: Path | None = None) -> None:
+        """Write it to `target` (a scratch directory) or, by default, where it goes."""
+        from . import inventory as inv
+
+        try:
+            inv.write(target or self.target, self.files, self.addresses, shown=self.shown)
+        except inv.InventoryDirError as exc:
+            raise UsageError(f"--out {exc}" if self.user_out else str(exc)) from None
+        if target is not None:
+            return
+        plan = self.plan
+        hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
+        out.print(
+            f"wrote {self.target}/hosts.yml and {len(self.files) - 1} group_vars file(s): {hosts} host(s), "
+            f"{len(self.addresses)} with an address"
+            f"{f' ({self.reused} kept from the previous inventory)' if self.reused else ''}; "
+            f"outputs from the {self.source}"
+        )
+
+
+def _plan_inventory(args: argparse.Namespace) -> _Inventory:
+    """Plan the stack and its inventory, writing nothing of it yet. Addresses an earlier run was given (--hosts,
+    --discover) are kept when this one gives none."""
     from . import inventory as inv
     from .preview import offline_outputs, plan_stack
 
@@ -694,17 +729,16 @@ def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, Clus
     # `inventory --hosts`) keeps them, rather than losing every address.
     addresses = given if (args.hosts or discovering) else kept
     files = inv.inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
-    try:
-        inv.write(target, files, addresses, shown=shown)
-    except inv.InventoryDirError as exc:
-        raise UsageError(f"--out {exc}" if args.out else str(exc)) from None
-    hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
     reused = 0 if (args.hosts or discovering) else len(kept)
-    out.print(
-        f"wrote {target}/hosts.yml and {len(files) - 1} group_vars file(s): {hosts} host(s), {len(addresses)} with "
-        f"an address{f' ({reused} kept from the previous inventory)' if reused else ''}; outputs from the {source}"
-    )
-    return project, stack, target, plan, addresses
+    return _Inventory(project, stack, target, shown, plan, files, addresses, source, reused, bool(args.out))
+
+
+def _write_inventory(args: argparse.Namespace) -> tuple[Project, Any, Path, ClusterPlan, dict[str, str]]:
+    """Plan the stack and write its inventory (files 0600 in a work directory); the directory, the plan and the
+    nodes' addresses."""
+    planned = _plan_inventory(args)
+    planned.write()
+    return planned.project, planned.stack, planned.target, planned.plan, planned.addresses
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -756,10 +790,10 @@ def _extra_vars(pairs: list[str] | None) -> dict[str, Any]:
 
 
 def _check_targets(args: argparse.Namespace, target: Any, playbook: Path, inventory_dir: Path, local: bool) -> None:
-    """Before anything runs: known tags, at least one host under --limit, an address for every host (unless the
-    connection is local)."""
+    """Before anything runs: known tags, every --limit pattern matching a host or group, at least one host under
+    --limit, an address for every host (unless the connection is local)."""
     from .inventory import read_yaml
-    from .tune import SPECIAL_TAGS
+    from .tune import SPECIAL_TAGS, unmatched_patterns
 
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
     known = set(target.tags) | set(SPECIAL_TAGS)
@@ -773,6 +807,14 @@ def _check_targets(args: argparse.Namespace, target: Any, playbook: Path, invent
             + (f" ({hint})" if hint else "")
             + (f"; known tags: {', '.join(target.tags)}" if target.tags else "; the playbook has no tags")
         )
+    if args.limit:
+        missing, groups = unmatched_patterns(inventory_dir / "hosts.yml", args.limit)
+        if missing:
+            raise UsageError(
+                f"--limit {args.limit}: {', '.join(missing)} {'matches' if len(missing) == 1 else 'match'} no host or "
+                f"group of the inventory; give node names (h100-000), groups ({', '.join(groups[:10])}) or patterns "
+                "(h100-00*, slurm_compute:!h100-001)"
+            )
     if not target.hosts:
         doc = read_yaml((inventory_dir / "hosts.yml").read_text(encoding="utf-8"))
         groups = sorted((doc.get("all") or {}).get("children") or {})
@@ -808,23 +850,39 @@ def _addressed(doc: Any) -> set[str]:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    import tempfile
+
     from rich.live import Live
 
     from . import tune
 
     extravars = _extra_vars(args.extra_vars)  # bad input fails before anything is written
+    for flag, value, instead in (
+        ("--tags", args.tags, "the tags to run (e.g. --tags base,nccl), or leave it out to run the whole playbook"),
+        ("--limit", args.limit, "hosts or groups (e.g. --limit slurm_compute), or leave it out to run on every host"),
+    ):
+        if value is not None and not value.strip(" ,:"):  # Ansible would run everything
+            raise UsageError(f"{flag} is empty: give {instead}")
     project = find_project(Path(args.project_dir) if args.project_dir else None)
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
-    project, stack, inventory_dir, _, _ = _write_inventory(args)
+    planned = _plan_inventory(args)
+    project, stack = planned.project, planned.stack
     roles_path = playbook.parent / "roles"
-    try:
-        target = tune.targets(playbook, inventory_dir / "hosts.yml", roles_path=roles_path, limit=args.limit)
-    except tune.TuneError as exc:
-        raise UsageError(f"{playbook}: {exc}") from None
     local = os.environ.get("ANSIBLE_TRANSPORT") == "local" or extravars.get("ansible_connection") == "local"
-    _check_targets(args, target, playbook, inventory_dir, local)
+    # Exit 2 writes nothing: Ansible lists the hosts and tags over a scratch copy of the inventory, and the
+    # inventory goes into place only once the tags, the limit and the addresses pass.
+    with tempfile.TemporaryDirectory(prefix="aicluster-inventory-") as scratch:
+        checked = Path(scratch) / "inventory"
+        planned.write(checked)
+        try:
+            target = tune.targets(playbook, checked / "hosts.yml", roles_path=roles_path, limit=args.limit)
+        except tune.TuneError as exc:
+            raise UsageError(f"{playbook}: {exc}") from None
+        _check_targets(args, target, playbook, checked, local)
+    planned.write()
+    inventory_dir = planned.target
     work = _work_dir(project, stack.stack) / "runner"
     printed = 0
 
@@ -867,7 +925,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if failed:
             out.print(f"retry them: aicluster tune {stack.stack} --limit {failed}")
         return EXIT_FAILED
-    out.print(f"[green]{len(result.hosts)} host(s) tuned[/]")
+    # A task "reached" a host when it ran there: assertions on inventory variables (the validate role) and tasks
+    # delegated elsewhere run on the controller, so a host that had only those was checked, not tuned.
+    tuned = [h for h, s in result.hosts.items() if s.reached]
+    checked_only = [h for h, s in result.hosts.items() if s.ran and not s.reached]
+    if tuned:
+        out.print(f"[green]{len(tuned)} host(s) tuned[/]")
+    if checked_only:
+        shown = ", ".join(checked_only[:8]) + (" ..." if len(checked_only) > 8 else "")
+        out.print(f"[green]{len(checked_only)} host(s) checked (no task reached the host): {escape(shown)}[/]")
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ stats into a per-host summary, the exit code and the hint that retries just the 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -34,6 +35,7 @@ class HostScore:
     skipped: int = 0
     task: str = ""  # the task it is on now (or ended on)
     message: str = ""  # the last failure's message
+    reached: int = 0  # tasks that ran on the host itself (not on the controller, not delegated elsewhere)
 
     @property
     def bad(self) -> bool:
@@ -85,6 +87,8 @@ class Scoreboard:
                 counter = "changed"
             if counter is not None:
                 setattr(score, counter, getattr(score, counter) + 1)
+            if kind in ("runner_on_ok", "runner_on_failed") and reaches_host(data):
+                score.reached += 1
             if kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
                 res = data.get("res") or {}
                 score.message = str(res.get("msg") or res.get("stderr") or "")[:300]
@@ -97,6 +101,37 @@ class Scoreboard:
         if self.on_change is not None:
             self.on_change(self)
         return True  # keep the event in the artifacts
+
+
+@functools.cache
+def _action_loader() -> Any:
+    from ansible.plugins.loader import action_loader, init_plugin_loader  # type: ignore[import-untyped]
+
+    init_plugin_loader()  # once a process: the collection finder can be set up only once
+    return action_loader
+
+
+@functools.cache
+def _requires_connection(action: str) -> bool:
+    """Whether Ansible connects to the host for a task of this action. Action plugins that run on the controller
+    alone (assert, debug, fail, set_fact, ...) say so with `_requires_connection = False`; an action without a
+    plugin of its own is a module, which runs on the host."""
+    action_loader = _action_loader()
+    if not action_loader.has_plugin(action):
+        return True
+    return bool(getattr(action_loader.get(action, class_only=True), "_requires_connection", True))
+
+
+def reaches_host(data: Mapping[str, Any]) -> bool:
+    """Whether the task of a runner_on_ok/runner_on_failed event ran on its host: not an action that stays on the
+    controller, and not delegated to another host."""
+    res = data.get("res")
+    # Ansible adds _ansible_delegated_vars to a delegated task's result (the delegate's ansible_host and connection)
+    delegated = res.get("_ansible_delegated_vars") if isinstance(res, Mapping) else None
+    if isinstance(delegated, Mapping) and delegated.get("ansible_host") not in (data.get("remote_addr"), None):
+        return False
+    action = str(data.get("resolved_action") or data.get("task_action") or "")
+    return not action or _requires_connection(action)
 
 
 class TuneError(Exception):
@@ -179,6 +214,32 @@ def targets(
     if proc.returncode != 0:
         raise TuneError(" ".join(errors) or proc.stderr.strip()[-300:] or f"ansible-playbook exited {proc.returncode}")
     return parse_listing(proc.stdout)
+
+
+def unmatched_patterns(inventory: Path, limit: str) -> tuple[list[str], list[str]]:
+    """The patterns of an Ansible --limit (split as Ansible splits it: commas, else colons) that match no host or
+    group of the inventory, and the inventory's groups. Every pattern that selects hosts counts (names, groups,
+    globs, ranges, `~regex`, `&x`); `!x` only removes hosts and `@file` names a file, so those are not checked.
+    Ansible itself only warns about such a pattern and drops it, running on fewer hosts than asked."""
+    from ansible import constants  # type: ignore[import-untyped]
+    from ansible.inventory.manager import InventoryManager, split_host_pattern  # type: ignore[import-untyped]
+    from ansible.parsing.dataloader import DataLoader  # type: ignore[import-untyped]
+
+    manager = InventoryManager(loader=DataLoader(), sources=[str(inventory.resolve())])
+    groups = sorted(g for g in manager.groups if g not in ("all", "ungrouped"))
+    missing: list[str] = []
+    mismatch = constants.HOST_PATTERN_MISMATCH
+    constants.HOST_PATTERN_MISMATCH = "ignore"  # the warning is this function's answer; say it once, as an error
+    try:
+        for pattern in split_host_pattern(limit):
+            if pattern.startswith(("!", "@")):
+                continue
+            name = pattern.lstrip("&")
+            if not name or (name not in manager.groups and not manager.get_hosts(pattern=name, ignore_limits=True)):
+                missing.append(name or pattern)
+    finally:
+        constants.HOST_PATTERN_MISMATCH = mismatch
+    return missing, groups
 
 
 def run(

@@ -20,9 +20,9 @@ PLAYBOOK = """\
       ansible.builtin.fail:
         msg: "fault injected on {{ inventory_hostname }}"
       when: (lookup('ansible.builtin.env', 'FAULT_DIR') ~ '/' ~ inventory_hostname) is exists
-    - name: Record the pool
-      ansible.builtin.debug:
-        msg: "{{ pool }} node {{ node_index }}"
+    - name: Reach the host with the pool
+      ansible.builtin.ping:
+        data: "{{ pool }} node {{ node_index }}"
 """
 
 
@@ -105,8 +105,7 @@ TAGGED = """\
   tags: [base]
   tasks:
     - name: Only on the first node
-      ansible.builtin.debug:
-        msg: first
+      ansible.builtin.ping:
       when: inventory_hostname == 'h100-000'
 """
 
@@ -120,7 +119,7 @@ def test_unknown_tags_and_limits_are_refused_before_running(project: Path, tmp_p
     assert not (project / ".work" / "good" / "runner").exists()  # nothing ran
     proc = tune(project, tmp_path, "--limit", "nosuchhost")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "--limit nosuchhost: no host of the inventory matched" in proc.stderr
+    assert "--limit nosuchhost: nosuchhost matches no host or group of the inventory" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -154,3 +153,69 @@ def test_hosts_without_an_address_are_refused_over_ssh(project: Path, tmp_path: 
         transport="ssh",
     )
     assert "no address" not in proc.stderr
+
+
+def test_a_refused_run_writes_nothing(project: Path, tmp_path: Path) -> None:
+    """Exit 2 means nothing was written: the inventory is checked in a scratch directory and moved into place only
+    once the tags, the limit and the addresses are known good."""
+    (project / "play.yml").write_text(TAGGED)
+    inventory = project / ".work" / "good" / "inventory"
+    for args, transport in (
+        (("--check", "--tags", "nosuchtag"), "local"),
+        (("--limit", "nosuchhost"), "local"),
+        (("--limit", "slurm_compute"), "ssh"),  # no address for them
+    ):
+        proc = tune(project, tmp_path, *args, transport=transport)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "wrote" not in proc.stdout, args
+        assert not inventory.exists(), args
+        assert "Traceback" not in proc.stderr
+    proc = tune(project, tmp_path, "--check", "--limit", "h100-000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.index("wrote") < proc.stdout.index("tune good")
+    assert (inventory / "hosts.yml").is_file()
+
+
+def test_every_limit_pattern_must_match(project: Path, tmp_path: Path) -> None:
+    (project / "play.yml").write_text(TAGGED)
+    proc = tune(project, tmp_path, "--check", "--limit", "h100-000,nosuch")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--limit h100-000,nosuch: nosuch matches no host or group of the inventory" in proc.stderr
+    assert "slurm_compute" in proc.stderr  # the known groups
+    proc = tune(project, tmp_path, "--check", "--limit", "slurm_compute:&pool_nosuch")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pool_nosuch matches no host or group" in proc.stderr
+    for empty in ("--tags", "--limit"):
+        proc = tune(project, tmp_path, "--check", empty, "")
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"{empty} is empty" in proc.stderr
+    # negations, intersections, globs and ranges that do match pass
+    proc = tune(project, tmp_path, "--check", "--limit", "slurm_compute[0:1]:&pool_h100:!h100-001:!nosuch")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(rows(proc.stdout)) == ["h100-000"]
+
+
+LOCAL_ONLY = """\
+- name: Checks on the controller
+  hosts: slurm_compute
+  gather_facts: false
+  tasks:
+    - name: Assert on an inventory variable
+      ansible.builtin.assert:
+        that: pool is defined
+    - name: Delegated to the controller
+      ansible.builtin.ping:
+      delegate_to: localhost
+"""
+
+
+def test_hosts_no_task_reached_are_checked_not_tuned(project: Path, tmp_path: Path) -> None:
+    """Assertions on inventory variables and delegated tasks never connect to the host: with unreachable addresses
+    the run succeeds, and says the hosts were checked, not tuned."""
+    (project / "play.yml").write_text(LOCAL_ONLY)
+    hosts = tmp_path / "hosts.yml"
+    hosts.write_text("".join(f"h100-00{i}: 192.0.2.{10 + i}\n" for i in range(4)))
+    proc = tune(project, tmp_path, "--hosts", str(hosts), "--limit", "slurm_compute", transport="ssh")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 host(s) checked (no task reached the host): h100-000, h100-001, h100-002, h100-003" in proc.stdout
+    assert "tuned" not in proc.stdout
