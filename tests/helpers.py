@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
+from pathlib import Path
 from typing import Any
 
 from aicluster.catalog import Catalog
@@ -140,3 +143,18 @@ def plan_problems(catalog: Catalog, data: dict[str, Any]) -> list[str]:
     except SpecError as err:
         return [p.render("t") for p in err.problems]
     raise AssertionError("the plan has no problems")
+
+
+def files_under(root: Path) -> set[str]:
+    """Every path below `root`, to show that a refused command wrote nothing."""
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def run_in_process(argv: list[str]) -> tuple[int, str]:
+    """`aicluster ARGV` in this process: its exit code and what it wrote to stderr."""
+    from aicluster.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, err.getvalue()

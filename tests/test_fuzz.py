@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import shutil
 from pathlib import Path
@@ -16,12 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aicluster.catalog import load_catalog
-from aicluster.cli import main
 from aicluster.plan import plan
 from aicluster.spec import ClusterSpec, SpecError, parse_cluster
 from aicluster.stackfile import Project, find_project, load_cluster, read_stack
 from tests.conftest import ROOT
-from tests.helpers import BASE_CLUSTER, azure_cluster, gcp_cluster, tpu_pool
+from tests.helpers import BASE_CLUSTER, azure_cluster, files_under, gcp_cluster, run_in_process, tpu_pool
 
 scalars = st.one_of(
     st.none(),
@@ -259,17 +256,6 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-def _run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, err.getvalue()
-
-
 @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     example=st.sampled_from(EXAMPLES),
@@ -285,14 +271,14 @@ def test_mutated_example_stacks_fail_cleanly(
     if bomb and line_no % 5 == 0:
         text = text.replace("config:\n", "config:\n" + ALIAS_BOMB + "\n", 1)
     (scratch / "stacks" / "Pulumi.fz.yaml").write_text(text, encoding="utf-8", errors="surrogatepass")
-    before = _files(scratch)
-    code, err = _run(["-C", str(scratch), "validate", "fz"])
+    before = files_under(scratch)
+    code, err = run_in_process(["-C", str(scratch), "validate", "fz"])
     assert code in (0, 2), err
     assert "Traceback" not in err
     if code == 2:
         assert "stacks/Pulumi.fz.yaml" in err.splitlines()[0], err
         assert all(x.isprintable() for x in err.replace("\n", "")), err
-    assert _files(scratch) == before
+    assert files_under(scratch) == before
 
 
 @pytest.fixture(scope="module")
@@ -350,15 +336,15 @@ def test_hostile_json_inputs_fail_cleanly(
     (scratch / "bad.json").write_text(bad, encoding="utf-8", errors="surrogatepass")
     (scratch / "good.json").write_text(preview_json)
     shutil.copy(ROOT / "stacks" / "Pulumi.p5-small.yaml", scratch / "stacks" / "Pulumi.good.yaml")
-    before = _files(scratch)
+    before = files_under(scratch)
     bad_path, good_path = str(scratch / "bad.json"), str(scratch / "good.json")
     if side == "policy-config":
         argv = ["-C", str(scratch), "policies", "--policy-config", bad_path]
     else:
         argv = ["diff", bad_path, good_path] if side == "base" else ["diff", good_path, bad_path]
-    code, err = _run(argv)
+    code, err = run_in_process(argv)
     assert code in (0, 2), err
     assert "Traceback" not in err
     if code == 2:  # reading names the file; the content checks (preview shape, policy config) say what is wrong
         assert "bad.json" in err or "not a preview JSON" in err or "policy config" in err, err
-    assert _files(scratch) == before
+    assert files_under(scratch) == before

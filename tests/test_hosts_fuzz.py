@@ -4,8 +4,6 @@ Hypothesis fuzzes the reader directly (fast) and the CLI end to end (exit code, 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
 from pathlib import Path
 
@@ -13,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aicluster.cli import main
 from aicluster.inventory import MAX_HOST_PROBLEMS, address_problem, read_hosts
 from aicluster.spec import SpecError
 from tests.conftest import ROOT
+from tests.helpers import files_under, run_in_process
 
 NODES = {"h100-000", "h100-001", "h100-002", "h100-003", "llm-dev-slurmctld"}  # the p5-small stack's
 ALIAS_BOMB = "\n".join(
@@ -314,17 +312,6 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-def _run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, err.getvalue()
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     entries=st.lists(listed_lines, min_size=1, max_size=6).filter(lambda e: any(v in HOSTILE[:27] for _, v in e)),
@@ -337,12 +324,12 @@ def test_hostile_hosts_files_fail_cleanly_through_the_cli(
     """Every entry set holds a hostile value: exit 2, the file named on the first line, nothing written."""
     hosts = scratch.parent / f"{scratch.name}-hosts.yml"
     hosts.write_text(_text(entries, bomb), encoding="utf-8", errors="surrogatepass")
-    before = _files(scratch)
+    before = files_under(scratch)
     extra = ["--playbook", str(ROOT / "playbooks" / "site.yml")] if command == "tune" else []
-    code, err = _run(["-C", str(scratch), command, "good", "--hosts", str(hosts), *extra])
+    code, err = run_in_process(["-C", str(scratch), command, "good", "--hosts", str(hosts), *extra])
     assert code == 2, err
     assert "Traceback" not in err
     assert str(hosts) in err.splitlines()[0], err
     assert err.splitlines()[-1].endswith("nothing was written."), err
     assert all(x.isprintable() for x in err.replace("\n", "")), err
-    assert _files(scratch) == before
+    assert files_under(scratch) == before
