@@ -248,12 +248,14 @@ class _StackLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == _CORE + "merge":  # `<<: *base`: merged keys may be overridden, as in YAML
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 first = seen.get(key)
             except TypeError:  # unhashable key: SafeLoader reports it
                 continue
-            if first is not None and key != "<<":
+            if first is not None:
                 shown = f'"{key}"' if isinstance(key, str) else str(key)
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {shown} (first at line {first}); remove one", key_node.start_mark
