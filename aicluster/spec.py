@@ -40,13 +40,23 @@ Path = tuple[str | int, ...]
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_:./@-]+")
 
 
+# The most characters of one value (or key) a message echoes: enough to recognise it, never a screenful.
+MAX_SHOWN = 60
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def format_path(path: Sequence[str | int]) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            key = part if _PLAIN_KEY.fullmatch(part) else _quote(part)  # not match + "$", which lets "0\n" through
+            shown = clip(part)
+            key = shown if _PLAIN_KEY.fullmatch(shown) else _quote(shown)  # not match + "$", which lets "0\n" through
             out += ("." if out else "") + key
     return out or "(top level)"
 
@@ -97,14 +107,13 @@ def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
 def _show(value: Any) -> str:
     """A value as the user wrote it in YAML, never a Python repr."""
     if isinstance(value, str):
-        return _quote(value if len(value) <= 200 else value[:200] + "...")
+        return _quote(clip(value))
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        digits = len(str(abs(value))) if value.bit_length() < 128 else None
-        return str(value) if digits is not None else f"a number of {value.bit_length()} bits"
+        return str(value) if value.bit_length() < 128 else f"a number of {value.bit_length()} bits"
     if isinstance(value, float):
         return {math.inf: ".inf", -math.inf: "-.inf"}.get(value, ".nan" if math.isnan(value) else repr(value))
     if isinstance(value, datetime.date):  # a YAML date (2027-12-31) read by a YAML loader

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .spec import ClusterSpec, Problem, SpecError, parse_cluster
+from .spec import ClusterSpec, Problem, SpecError, clip, parse_cluster
 
 CLUSTER_KEY = "aicluster:cluster"
 # Pulumi's stack names: letters, digits, `-`, `_` and `.` (`pulumi stack init` refuses anything else).
@@ -222,7 +222,7 @@ class _StackLoader(yaml.SafeLoader):
             if not math.isfinite(number) or _digits(text.split(".")[0].split("e")[0].split("E")[0]) > MAX_DIGITS:
                 raise self._refuse(
                     node.start_mark,
-                    f"got {node.value}; numbers must be finite and of a sane size (JSON and the Pulumi engine "
+                    f"got {clip(node.value)}; numbers must be finite and of a sane size (JSON and the Pulumi engine "
                     "cannot carry .inf or .nan); write the number itself",
                 )
 
@@ -256,7 +256,7 @@ class _StackLoader(yaml.SafeLoader):
             except TypeError:  # unhashable key: SafeLoader reports it
                 continue
             if first is not None:
-                shown = f'"{key}"' if isinstance(key, str) else str(key)
+                shown = f'"{clip(key)}"' if isinstance(key, str) else clip(str(key))
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {shown} (first at line {first}); remove one", key_node.start_mark
                 )
@@ -415,7 +415,7 @@ def stack_name_problem(name: str) -> str | None:
 
 
 def _quoted(text: str) -> str:
-    body = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in text[:200])
+    body = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in clip(text))
     return f'"{body}"'
 
 

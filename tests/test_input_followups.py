@@ -3,6 +3,7 @@ errors in words, waiver dates, policy-config bounds, SARIF URIs and stack names.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,30 @@ def test_merge_key_bomb_is_bounded(project: Path) -> None:
     text = "config:\n  bomb:\n" + "".join(f"    {line}\n" for line in lines)
     message = errors(project, text)
     assert f"more than {MAX_VALUES} values" in message
+
+
+# 2. Every echoed value is bounded ------------------------------------------------------------------------------
+
+LONG = 5000
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param("monthly_usd: 250000", "monthly_usd: " + "9" * LONG + ".5", id="huge-float"),
+        pytest.param("monthly_usd: 250000", "monthly_usd: '" + "9" * LONG + "'", id="huge-number-text"),
+        pytest.param("name: llm-dev", "name: " + "x" * LONG, id="long-name"),
+        pytest.param("instance_type: p5.48xlarge", "instance_type: p5.48xlarge" + "!" * LONG, id="long-pattern"),
+        pytest.param("rack_kw: 40", "rack_kw: 40\n      " + "k" * 900 + ": 1", id="long-unknown-key"),
+        pytest.param("power_kw: 60", f"power_kw: 60\n      {'d' * 900}: 1\n      {'d' * 900}: 2", id="duplicate"),
+    ],
+)
+def test_echoed_values_are_bounded(project: Path, capsys: pytest.CaptureFixture[str], old: str, new: str) -> None:
+    write_stack(project, "t", GOOD.replace(old, new))
+    code, _, err = cli(project, capsys, "validate", "t")
+    assert code == 2
+    assert err.strip()
+    for line in err.splitlines():
+        assert len(line) < 400, line[:500]
+    assert "..." in err
+    assert not re.search(r"(.)\1{60}", err), "a value echoed beyond 60 characters"

@@ -34,7 +34,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from aicluster.plan import ClusterPlan
 from aicluster.spec import Path as SpecPath
-from aicluster.spec import Problem, did_you_mean
+from aicluster.spec import Problem, clip, did_you_mean
 from policies import PACK_NAME, POLICIES, Rule, Waived, pack_version
 from policies.rule import WAIVED
 
@@ -131,8 +131,7 @@ def _json_show(value: Any) -> str:
     if isinstance(value, float):
         return json.dumps(value)  # Infinity, -Infinity, NaN, 1e+308
     if isinstance(value, str):
-        shown = json.dumps(value[:200])  # escapes control characters: one problem, one line
-        return shown[:-1] + '..."' if len(value) > 200 else shown
+        return json.dumps(clip(value))  # escapes control characters: one problem, one line
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, list):
