@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .spec import ClusterSpec, Problem, SpecError, clip, parse_cluster
+from .spec import ClusterSpec, Problem, SpecError, clip, did_you_mean, parse_cluster
 
 CLUSTER_KEY = "aicluster:cluster"
 # Pulumi's stack names: letters, digits, `-`, `_` and `.` (`pulumi stack init` refuses anything else).
@@ -27,12 +27,16 @@ SECRET_PLACEHOLDER = "[secret]"
 
 
 class StackNotFound(Exception):
-    def __init__(self, stack: str, project_dir: Path, available: list[str]):
+    def __init__(self, stack: str, project: Project, available: list[str]):
         self.stack = stack
         self.available = available
         have = ", ".join(available) if available else "none"
+        guess = did_you_mean(stack, available)
+        stack_dir = project.relative(project.stack_dir)
+        stack_dir = "the project directory" if stack_dir == "." else f"the stack directory {stack_dir}/"
         super().__init__(
-            f'stack "{stack}" not found: no {project_dir.name}/stacks/Pulumi.{stack}.yaml; stacks that exist: {have}'
+            f'stack "{clip(stack)}" not found: no Pulumi.{clip(stack)}.yaml in {stack_dir} of the project at '
+            f"{project.root}{f' ({guess})' if guess else ''}; stacks that exist: {have}"
         )
 
 
@@ -434,7 +438,7 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
     if path is None:
         path = project.stack_path(stack)
         if not path.is_file():
-            raise StackNotFound(stack, project.root, project.stacks())
+            raise StackNotFound(stack, project, project.stacks())
     source = project.relative(path)
     with path.open("rb") as fh:
         raw = fh.read(MAX_STACK_BYTES + 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aicluster.cli import main
-from aicluster.spec import SpecError
+from aicluster.spec import ClusterSpec, SpecError, _problem_from_error
 from aicluster.stackfile import MAX_VALUES, Project, load_cluster, read_stack
 from tests.conftest import ROOT, write_stack
 
@@ -98,3 +98,112 @@ def test_echoed_values_are_bounded(project: Path, capsys: pytest.CaptureFixture[
         assert len(line) < 400, line[:500]
     assert "..." in err
     assert not re.search(r"(.)\1{60}", err), "a value echoed beyond 60 characters"
+
+
+# 3. Pattern errors in words ------------------------------------------------------------------------------------
+
+
+def _patterns(node: object) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= _patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _patterns(value)
+    return found
+
+
+SCHEMA_PATTERNS = sorted(_patterns(ClusterSpec.model_json_schema()))
+_REGEX_SIGNS = ("^", "$", "\\d", "\\w", "[a-", "[0-", "{0,", "{8,", "[A-", "]*", "]+")
+
+
+def test_the_schema_has_patterns() -> None:
+    assert len(SCHEMA_PATTERNS) >= 20
+
+
+@pytest.mark.parametrize("pattern", SCHEMA_PATTERNS)
+def test_every_pattern_error_is_in_words(pattern: str) -> None:
+    error = {"type": "string_pattern_mismatch", "loc": ("name",), "input": "Bad Value!", "ctx": {"pattern": pattern}}
+    problem = _problem_from_error(error, {"name": "Bad Value!"})
+    text = problem.render("stacks/Pulumi.t.yaml")
+    assert not any(sign in text for sign in _REGEX_SIGNS), text
+    assert "e.g." in text or "<" in text or "OpenSSH" in text, text
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("reservation: x", "reservation: cr-12", "Capacity Reservation id: cr- and 8 to 17 lowercase hex digits"),
+        ("region: us-east-1", "region: US-East-1", "must be an AWS region name"),
+    ],
+)
+def test_pattern_error_through_validate(
+    project: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, expected: str
+) -> None:
+    text = GOOD.replace("        market: on-demand\n", "        market: reserved\n        reservation: x\n")
+    write_stack(project, "t", text.replace("        " + old, "        " + new))
+    code, _, err = cli(project, capsys, "validate", "t")
+    assert code == 2
+    assert expected in err
+    assert "^" not in err
+
+
+# 4. Waiver expiry is a real calendar date, checked by validate -------------------------------------------------
+
+WAIVED = GOOD + (
+    "      waivers:\n"
+    "        - policy: aws-ec2-instance-disallow-public-ip\n"
+    "          resource: h100\n"
+    "          reason: bastion-free lab cluster, reviewed by security\n"
+    "          expires: {expires}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("expires", "expected"),
+    [
+        ("2027-13-45", 'got "2027-13-45"; not a day of the calendar (month must be in 1..12); must be a date'),
+        ("2027-02-30", "not a day of the calendar"),
+        ("20271231", "got 20271231; must be a date (YYYY-MM-DD, e.g. 2027-12-31)"),
+        ("soon", "must be a date (YYYY-MM-DD, e.g. 2027-12-31)"),
+    ],
+)
+def test_waiver_expiry_is_a_calendar_date(
+    project: Path, capsys: pytest.CaptureFixture[str], expires: str, expected: str
+) -> None:
+    write_stack(project, "t", WAIVED.format(expires=expires))
+    code, out, err = cli(project, capsys, "validate", "t")
+    assert code == 2, out
+    assert "stacks/Pulumi.t.yaml:" in err
+    assert "compliance.waivers[0].expires" in err
+    assert expected in err
+    assert "quote" not in err
+
+
+def test_waiver_with_a_real_date_validates(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_stack(project, "t", WAIVED.format(expires="2027-12-31"))
+    code, _, err = cli(project, capsys, "validate", "t")
+    assert code == 0, err
+
+
+# 7. Stack argument: help and "did you mean" --------------------------------------------------------------------
+
+
+def test_help_says_name_or_path(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "stack name (p5-small reads stacks/Pulumi.p5-small.yaml) or the path of a stack file" in out
+
+
+def test_unknown_stack_suggests_the_near_one(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_stack(project, "p5-small", GOOD)
+    code, _, err = cli(project, capsys, "validate", "p5-smal")
+    assert code == 2
+    text = " ".join(err.split())
+    assert 'stack "p5-smal" not found: no Pulumi.p5-smal.yaml in the stack directory stacks/' in text
+    assert 'did you mean "p5-small"?' in text
