@@ -64,10 +64,12 @@ class Project:
         return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in self.stack_dir.glob("Pulumi.*.yaml"))
 
     def relative(self, path: Path) -> str:
+        """`path` relative to the project root when it lies inside it, else its absolute path."""
+        whole = path.resolve()
         try:
-            return str(path.relative_to(self.root))
+            return str(whole.relative_to(self.root.resolve()))
         except ValueError:
-            return str(path)
+            return str(whole)
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,18 @@ errors in words, waiver dates, policy-config bounds, SARIF URIs and stack names.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from aicluster.cli import main
+from aicluster.report import render
 from aicluster.spec import ClusterSpec, SpecError, _problem_from_error
 from aicluster.stackfile import MAX_VALUES, Project, load_cluster, read_stack
 from tests.conftest import ROOT, write_stack
+from tests.report.previews import failing
 
 GOOD = (ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text()
 
@@ -207,3 +210,43 @@ def test_unknown_stack_suggests_the_near_one(project: Path, capsys: pytest.Captu
     text = " ".join(err.split())
     assert 'stack "p5-smal" not found: no Pulumi.p5-smal.yaml in the stack directory stacks/' in text
     assert 'did you mean "p5-small"?' in text
+
+
+# 6. SARIF: a stack file outside the project is a file:// URI, never an absolute path against %SRCROOT% ---------
+
+
+def _artifacts(doc: dict[str, object]) -> list[dict[str, object]]:
+    log = json.loads(render(doc, "sarif"))
+    return [
+        loc["physicalLocation"]["artifactLocation"]
+        for result in log["runs"][0]["results"]
+        for loc in result["locations"]
+    ]
+
+
+def test_sarif_uri_outside_the_project_is_a_file_uri() -> None:
+    doc = failing()
+    doc["stack_file"] = "/home/ana/other stacks/Pulumi.lab.yaml"
+    artifacts = _artifacts(doc)
+    assert artifacts
+    for artifact in artifacts:
+        assert artifact == {"uri": "file:///home/ana/other%20stacks/Pulumi.lab.yaml"}
+
+
+def test_sarif_uri_inside_the_project_is_relative_to_srcroot() -> None:
+    doc = failing()
+    doc["stack_file"] = "stacks/Pulumi.lab.yaml"
+    for artifact in _artifacts(doc):
+        assert artifact == {"uri": "stacks/Pulumi.lab.yaml", "uriBaseId": "%SRCROOT%"}
+
+
+def test_stack_file_outside_the_project_is_named_by_its_absolute_path(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "Pulumi.lab.yaml").write_text(GOOD)
+    proj = Project(project, "aicluster", project / "stacks")
+    stack = read_stack(proj, "lab", elsewhere / ".." / elsewhere.name / "Pulumi.lab.yaml")
+    assert stack.source == str(elsewhere / "Pulumi.lab.yaml")
+    inside = read_stack(proj, "good", project / "stacks" / ".." / "stacks" / "Pulumi.good.yaml")
+    assert inside.source == "stacks/Pulumi.good.yaml"
