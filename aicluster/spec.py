@@ -1434,6 +1434,27 @@ def parse_cluster(data: Any, source: str, lines: Mapping[Path, int] | None = Non
     return checked.spec
 
 
+def model_problems(model: type[BaseModel], data: Any, path: Path = ()) -> list[Problem]:
+    """Where `data` breaks `model` (a Waiver from another input, a Budgets), in the words the stack's messages
+    use, each located under `path`; empty when it is valid."""
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        return [Problem((*path, *p.path), p.message, p.value, p.has_value, p.hint) for p in _problems_of(exc, data)]
+    return []
+
+
+def number_bounds(model: type[BaseModel]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema bounds (minimum, maximum, ...) the model puts on each of its number fields."""
+    keys = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    out: dict[str, dict[str, Any]] = {}
+    for name, schema in model.model_json_schema()["properties"].items():
+        for branch in schema.get("anyOf", [schema]):
+            if branch.get("type") in ("number", "integer"):
+                out[name] = {k: branch[k] for k in keys if k in branch}
+    return out
+
+
 def _dedupe(problems: list[Problem]) -> list[Problem]:
     seen: set[tuple[Path, str]] = set()
     out = []

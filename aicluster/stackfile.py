@@ -300,6 +300,16 @@ def _json_constant(text: str) -> float:
     raise JsonInputError(f"got {text}; numbers must be finite (JSON has no {text})")
 
 
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: the Pulumi CLI and JSON parsers disagree on which duplicate wins."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise JsonInputError(f'duplicate key "{clip(key)}" in an object; a key may appear once: remove one')
+    return out
+
+
 def _json_depth(value: Any) -> int:
     """How deeply lists and objects nest (iteratively: the value may be deeper than Python's stack)."""
     deepest, todo = 0, [(value, 1)]
@@ -313,7 +323,8 @@ def _json_depth(value: Any) -> int:
 
 def read_json_input(path: Path, max_depth: int = MAX_DEPTH) -> Any:
     """A JSON file the user gives, refused with JsonInputError (the reason) when it is not UTF-8 JSON,
-    nests deeper than `max_depth`, or holds a number that is not finite or has more than MAX_DIGITS digits."""
+    nests deeper than `max_depth`, repeats a key in an object, or holds a number
+    that is not finite or has more than MAX_DIGITS digits."""
     with path.open("rb") as fh:
         raw = fh.read(MAX_JSON_BYTES + 1)
     if len(raw) > MAX_JSON_BYTES:
@@ -323,7 +334,13 @@ def read_json_input(path: Path, max_depth: int = MAX_DEPTH) -> Any:
     except UnicodeDecodeError as exc:
         raise JsonInputError(f"not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+        value = json.loads(
+            text,
+            parse_int=_json_int,
+            parse_float=_json_float,
+            parse_constant=_json_constant,
+            object_pairs_hook=_json_object,
+        )
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:

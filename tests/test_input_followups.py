@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from aicluster.cli import main
+from aicluster.preview.policy import config_problems, entry_schema
 from aicluster.report import render
-from aicluster.spec import ClusterSpec, SpecError, _problem_from_error
+from aicluster.spec import Budgets, ClusterSpec, SpecError, Waiver, _problem_from_error, model_problems
 from aicluster.stackfile import MAX_VALUES, Project, load_cluster, read_stack
+from policies import POLICIES
 from tests.conftest import ROOT, write_stack
 from tests.report.previews import failing
 
@@ -250,3 +252,65 @@ def test_stack_file_outside_the_project_is_named_by_its_absolute_path(
     assert stack.source == str(elsewhere / "Pulumi.lab.yaml")
     inside = read_stack(proj, "good", project / "stacks" / ".." / "stacks" / "Pulumi.good.yaml")
     assert inside.source == "stacks/Pulumi.good.yaml"
+
+
+# 5. --policy-config: duplicate keys, bounded budgets, waivers as strict as the stack's ---------------------------
+
+BUDGET = "aicluster-cluster-enforce-monthly-budget"
+PUBLIC_IP = "aws-ec2-instance-disallow-public-ip"
+
+
+def _policy_config(project: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[int, str]:
+    config = project / "policy.json"
+    config.write_text(text)
+    code, _, err = cli(project, capsys, "preview", "good", "--policy-config", str(config))
+    return code, " ".join(err.split())
+
+
+def test_policy_config_duplicate_key_is_refused(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = '{"BUDGET": {"monthly_usd": 1000, "monthly_usd": 2000000}}'.replace("BUDGET", BUDGET)
+    code, err = _policy_config(project, capsys, text)
+    assert code == 2
+    assert 'duplicate key "monthly_usd" in an object; a key may appear once' in err
+    assert "policy.json" in err
+    assert not (project / ".work").exists()
+
+
+def test_policy_config_budget_is_bounded_as_the_stacks(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _policy_config(project, capsys, '{"BUDGET": {"monthly_usd": 1e300}}'.replace("BUDGET", BUDGET))
+    assert code == 2
+    assert f"{BUDGET}.monthly_usd: got 1e+300; must be a finite number greater than 0 and at most 1000000000000" in err
+
+
+def test_policy_config_budget_bounds_come_from_the_spec() -> None:
+    (budget,) = [p for p in POLICIES if p.name == BUDGET]
+    bounds = Budgets.model_json_schema()["properties"]["monthly_usd"]["anyOf"][0]
+    assert entry_schema(budget)["properties"]["monthly_usd"]["maximum"] == bounds["maximum"]
+    assert config_problems({BUDGET: {"monthly_usd": 10**12}}) == []
+
+
+@pytest.mark.parametrize(
+    ("waiver", "expected"),
+    [
+        ({"reason": "ok", "expires": "2027-12-31"}, 'reason: got "ok"; must be at least 10 characters'),
+        ({"reason": "bastion {{ lookup('pipe', 'id') }} ok", "expires": "2027-12-31"}, "must not contain {{"),
+        ({"reason": "line one\nline two is long", "expires": "2027-12-31"}, "one line of printable text"),
+        ({"reason": "reviewed by the security team", "expires": "2027-13-45"}, "not a day of the calendar"),
+        ({"reason": "reviewed by the security team", "expires": "2027-12-31", "by": "x"}, "unknown key"),
+    ],
+)
+def test_policy_config_waivers_follow_the_stack_waiver_rules(waiver: dict[str, str], expected: str) -> None:
+    entry = {"resource": "h100", **waiver}
+    problems = [p.render("policy.json") for p in config_problems({PUBLIC_IP: {"waivers": [entry]}})]
+    assert problems, waiver
+    assert all(f"policy.json: {PUBLIC_IP}.waivers[0]." in p for p in problems), problems
+    assert any(expected in p for p in problems), problems
+    # the same waiver in a stack is refused for the same reason
+    stack_problems = [p.render("s") for p in model_problems(Waiver, {"policy": PUBLIC_IP, **entry})]
+    assert any(expected in p for p in stack_problems), stack_problems
+
+
+def test_policy_config_good_waiver_passes() -> None:
+    entry = {"resource": "h100", "reason": "reviewed by the security team", "expires": "2027-12-31"}
+    assert config_problems({PUBLIC_IP: {"waivers": [entry]}}) == []
+    assert config_problems({PUBLIC_IP: {"waivers": [{**entry, "policy": PUBLIC_IP}]}}) == []
