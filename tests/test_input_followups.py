@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aicluster.cli import main
-from aicluster.preview.policy import config_problems, entry_schema
+from aicluster.preview.policy import config_problems, entry_schema, schema_problems
 from aicluster.report import render
 from aicluster.spec import Budgets, ClusterSpec, SpecError, Waiver, _problem_from_error, model_problems
 from aicluster.stackfile import MAX_VALUES, Project, load_cluster, read_stack
@@ -314,3 +314,11 @@ def test_policy_config_good_waiver_passes() -> None:
     entry = {"resource": "h100", "reason": "reviewed by the security team", "expires": "2027-12-31"}
     assert config_problems({PUBLIC_IP: {"waivers": [entry]}}) == []
     assert config_problems({PUBLIC_IP: {"waivers": [{**entry, "policy": PUBLIC_IP}]}}) == []
+
+
+def test_policy_config_pattern_error_shows_no_regex() -> None:
+    schema = {"type": "string", "pattern": "^[a-z]{2}-[0-9]$", "description": "a zone code (e.g. ab-1)"}
+    (problem,) = schema_problems(schema, "ZZ", ("x",))
+    text = problem.render("pc.json")
+    assert "[a-z]" not in text
+    assert "a zone code (e.g. ab-1)" in text

@@ -194,7 +194,8 @@ def schema_problems(schema: Mapping[str, Any], value: Any, path: SpecPath = ()) 
             return [Problem(path, got + _allowed(schema))]
     if isinstance(value, str):
         if "pattern" in schema and not _ecma(schema["pattern"]).search(value):
-            shown = "" if "format" in schema else f" matching {schema['pattern']}"
+            # never the raw pattern: the format, or the setting's description, says the shape in words
+            shown = "" if "format" in schema else f" of the form: {schema.get('description', 'see the policy')}"
             return [Problem(path, got + _allowed(schema) + shown)]
         if schema.get("format") == "date":
             try:
