@@ -1054,7 +1054,11 @@ def build_parser() -> argparse.ArgumentParser:
         # global, and accepted after the command too (`aicluster preview x -q`); SUPPRESS keeps the global value
         p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=quiet_help)
         if stack:
-            p.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+            p.add_argument(
+                "stack",
+                help="stack name (p5-small reads stacks/Pulumi.p5-small.yaml) or the path of a stack file "
+                "Pulumi.<stack>.yaml",
+            )
         p.set_defaults(func=fn)
         return p
 

@@ -40,13 +40,23 @@ Path = tuple[str | int, ...]
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_:./@-]+")
 
 
+# The most characters of one value (or key) a message echoes: enough to recognise it, never a screenful.
+MAX_SHOWN = 60
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def format_path(path: Sequence[str | int]) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            key = part if _PLAIN_KEY.fullmatch(part) else _quote(part)  # not match + "$", which lets "0\n" through
+            shown = clip(part)
+            key = shown if _PLAIN_KEY.fullmatch(shown) else _quote(shown)  # not match + "$", which lets "0\n" through
             out += ("." if out else "") + key
     return out or "(top level)"
 
@@ -97,14 +107,13 @@ def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
 def _show(value: Any) -> str:
     """A value as the user wrote it in YAML, never a Python repr."""
     if isinstance(value, str):
-        return _quote(value if len(value) <= 200 else value[:200] + "...")
+        return _quote(clip(value))
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        digits = len(str(abs(value))) if value.bit_length() < 128 else None
-        return str(value) if digits is not None else f"a number of {value.bit_length()} bits"
+        return str(value) if value.bit_length() < 128 else f"a number of {value.bit_length()} bits"
     if isinstance(value, float):
         return {math.inf: ".inf", -math.inf: "-.inf"}.get(value, ".nan" if math.isnan(value) else repr(value))
     if isinstance(value, datetime.date):  # a YAML date (2027-12-31) read by a YAML loader
@@ -143,8 +152,16 @@ def did_you_mean(value: str, choices: Sequence[str]) -> str | None:
 
 DNS_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 _PATTERN_HINTS = {
-    DNS_LABEL_RE: "must be a lowercase DNS label: a-z, 0-9 and '-', starting with a letter, not ending with '-'",
+    DNS_LABEL_RE: (
+        "must be a lowercase DNS label: a-z, 0-9 and '-', starting with a letter, not ending with '-' (e.g. h100)"
+    ),
 }
+
+
+def _pattern(regex: str, hint: str) -> str:
+    """`regex` for a Field, with the words an error shows instead of it: what the value is, and an example."""
+    _PATTERN_HINTS[regex] = hint
+    return regex
 
 
 def _cidr(value: str) -> str:
@@ -262,7 +279,9 @@ _PATTERN_HINTS[SKU_RE] = (
     "must be an instance type or storage tier: letters, digits, '.', '_', '/', ':' and '-' "
     "(e.g. p5.48xlarge or fsx-lustre/PERSISTENT_2/250)"
 )
-_PATTERN_HINTS[PLACEMENT_GROUP_RE] = "must be a placement group name: letters, digits, '.', '_' and '-'"
+_PATTERN_HINTS[PLACEMENT_GROUP_RE] = (
+    "must be a placement group name: letters, digits, '.', '_' and '-' (e.g. llm-dev-h100)"
+)
 _PATTERN_HINTS[POLICY_NAME_RE] = (
     "must be a policy name: lowercase letters, digits and '-' (e.g. aws-ec2-instance-disallow-public-ip; "
     "aicluster policies lists them)"
@@ -309,11 +328,26 @@ class AwsPool(Strict):
 
     name: Annotated[DnsLabel, Field(description="Pool name, unique in the cluster (e.g. `h100`).")]
     provider: Annotated[Literal["aws"], Field(description="Cloud or site that runs the pool.")]
-    region: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS region (e.g. `us-east-1`).")]
+    region: Annotated[
+        str,
+        Field(
+            pattern=_pattern(
+                r"^[a-z]{2}(-gov)?-[a-z]+-\d$",
+                (
+                    "must be an AWS region name: lowercase, two letters, an area and a digit (e.g. us-east-1, "
+                    "us-gov-west-1)"
+                ),
+            ),
+            description="AWS region (e.g. `us-east-1`).",
+        ),
+    ]
     zone: Annotated[
         str | None,
         Field(
-            pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$",
+            pattern=_pattern(
+                r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$",
+                "must be an AWS Availability Zone name: the region and a letter (e.g. us-east-1a)",
+            ),
             description="Availability Zone (e.g. `us-east-1a`). Required for EFA instance types: "
             "EFA traffic does not cross zones.",
         ),
@@ -331,7 +365,10 @@ class AwsPool(Strict):
     reservation: Annotated[
         str | None,
         Field(
-            pattern=r"^cr-[0-9a-f]{8,17}$",
+            pattern=_pattern(
+                r"^cr-[0-9a-f]{8,17}$",
+                "must be a Capacity Reservation id: cr- and 8 to 17 lowercase hex digits (e.g. cr-0123abcd)",
+            ),
             description="Capacity Reservation or Capacity Block id (e.g. `cr-0123abcd`); "
             "required for `capacity-block`, optional for `reserved`.",
         ),
@@ -348,7 +385,14 @@ class AwsPool(Strict):
     image: Annotated[
         str | None,
         Field(
-            pattern=r"^(ami-[0-9a-f]{8,17}|resolve:ssm:/[A-Za-z0-9_./-]+(:[0-9]+)?|[a-z0-9][a-z0-9-]*)$",
+            pattern=_pattern(
+                r"^(ami-[0-9a-f]{8,17}|resolve:ssm:/[A-Za-z0-9_./-]+(:[0-9]+)?|[a-z0-9][a-z0-9-]*)$",
+                (
+                    "must be a catalog image id (e.g. dlami-base-gpu-ubuntu22), an AMI id: ami- and 8 to 17 hex digits "
+                    "(e.g. ami-0123abcd), or an SSM parameter (e.g. resolve:ssm:/aws/service/ami or "
+                    "resolve:ssm:/my/ami:3)"
+                ),
+            ),
             description="Catalog image id (e.g. `dlami-base-gpu-ubuntu22`), an AMI id (`ami-0123abcd...`) or an "
             "SSM parameter (`resolve:ssm:/path`, pinned with `:<version>`). Default: the catalog's GPU image.",
         ),
@@ -413,7 +457,14 @@ class AzurePool(Strict):
     name: Annotated[DnsLabel, Field(description="Pool name, unique in the cluster (e.g. `h100`).")]
     provider: Annotated[Literal["azure"], Field(description="Cloud or site that runs the pool.")]
     region: Annotated[
-        str, Field(pattern=r"^[a-z][a-z0-9]+$", description="Azure location, lowercase without spaces (e.g. `eastus`).")
+        str,
+        Field(
+            pattern=_pattern(
+                r"^[a-z][a-z0-9]+$",
+                "must be an Azure location: lowercase letters and digits, without spaces or '-' (e.g. eastus, westus3)",
+            ),
+            description="Azure location, lowercase without spaces (e.g. `eastus`).",
+        ),
     ]
     zone: Annotated[
         Literal["1", "2", "3"] | None,
@@ -451,7 +502,13 @@ class AzurePool(Strict):
     resource_group: Annotated[
         str | None,
         Field(
-            pattern=r"^[-\w.()]{0,89}[-\w()]$",
+            pattern=_pattern(
+                r"^[-\w.()]{0,89}[-\w()]$",
+                (
+                    "must be a resource group name: 1 to 90 letters, digits, '_', '-', '.', '(' and ')', not ending in "
+                    "'.' (e.g. rg-ml-prod)"
+                ),
+            ),
             description="Existing resource group to deploy into (e.g. `rg-ml-prod`). Default: the cluster creates "
             "one per region.",
         ),
@@ -459,7 +516,13 @@ class AzurePool(Strict):
     image: Annotated[
         str | None,
         Field(
-            pattern=r"^([a-z0-9][a-z0-9-]*|[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+)$",
+            pattern=_pattern(
+                r"^([a-z0-9][a-z0-9-]*|[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+)$",
+                (
+                    "must be a catalog image id: lowercase letters, digits and '-' (e.g. ubuntu-hpc-2204), or a "
+                    "Marketplace URN publisher:offer:sku:version (e.g. microsoft-dsvm:ubuntu-hpc:2204:latest)"
+                ),
+            ),
             description="Catalog image id (e.g. `ubuntu-hpc-2204`) or a Marketplace URN "
             "`publisher:offer:sku:version`. Default: the catalog's Ubuntu-HPC image.",
         ),
@@ -554,7 +617,10 @@ class GcpPool(Strict):
     runtime_version: Annotated[
         str | None,
         Field(
-            pattern=r"^[a-z0-9][a-z0-9.-]*$",
+            pattern=_pattern(
+                r"^[a-z0-9][a-z0-9.-]*$",
+                "must be a TPU software version: lowercase letters, digits, '.' and '-' (e.g. v2-alpha-tpuv5)",
+            ),
             description="TPU software version (e.g. `v2-alpha-tpuv5`). Default: the catalog's for the generation.",
         ),
     ] = None
@@ -587,7 +653,14 @@ class GcpPool(Strict):
     image: Annotated[
         str | None,
         Field(
-            pattern=r"^([a-z0-9][a-z0-9-]*|projects/[a-z][-a-z0-9]*/global/images/(family/)?[a-z][-a-z0-9]*)$",
+            pattern=_pattern(
+                r"^([a-z0-9][a-z0-9-]*|projects/[a-z][-a-z0-9]*/global/images/(family/)?[a-z][-a-z0-9]*)$",
+                (
+                    "must be a catalog image id: lowercase letters, digits and '-' (e.g. "
+                    "ubuntu-accelerator-2204-nvidia-580), or projects/<project>/global/images/<name> or "
+                    ".../images/family/<family>"
+                ),
+            ),
             description="Catalog image id (e.g. `ubuntu-accelerator-2204-nvidia-580`) or "
             "`projects/<project>/global/images/[family/]<name>`. Default: the catalog's GPU image.",
         ),
@@ -737,9 +810,16 @@ class SlurmScheduler(Strict):
 
 class KubernetesScheduler(Strict):
     kind: Annotated[Literal["kubernetes"], Field(description="`kubernetes`: a managed control plane (not built yet).")]
-    version: Annotated[str, Field(pattern=r"^1\.\d{2}$", description="Kubernetes minor version (e.g. `1.33`).")] = (
-        "1.33"
-    )
+    version: Annotated[
+        str,
+        Field(
+            pattern=_pattern(
+                r"^1\.\d{2}$",
+                "must be a Kubernetes minor version: 1. and two digits (e.g. 1.33)",
+            ),
+            description="Kubernetes minor version (e.g. `1.33`).",
+        ),
+    ] = "1.33"
 
 
 Scheduler = Annotated[SlurmScheduler | KubernetesScheduler, Field(discriminator="kind")]
@@ -762,10 +842,28 @@ class Budgets(Strict):
     ] = None
 
 
+DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+_DATE_WORDS = "must be a date (YYYY-MM-DD, e.g. 2027-12-31)"
+
+
 def _iso_date(value: Any) -> Any:
-    """A YAML date (`expires: 2027-12-31`, read as a date by YAML loaders) is the date it names."""
+    """A YAML date (`expires: 2027-12-31`, read as a date by YAML loaders) is the date it names; a number
+    (`20271231`) is a date written without its dashes."""
     if isinstance(value, datetime.date):
         return value.isoformat()[:10]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise PydanticCustomError("date", _DATE_WORDS, {})
+    return value
+
+
+def _calendar_date(value: str) -> str:
+    """YYYY-MM-DD that names a day of the calendar (not 2027-13-45 or 2027-02-30)."""
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "date", "not a day of the calendar ({err}); " + _DATE_WORDS, {"err": str(exc)}
+        ) from None
     return value
 
 
@@ -786,7 +884,8 @@ class Waiver(Strict):
     expires: Annotated[
         str,
         BeforeValidator(_iso_date),
-        Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Expiry date, YYYY-MM-DD (e.g. `2027-12-31`)."),
+        Field(pattern=_pattern(DATE_RE, _DATE_WORDS), description="Expiry date, YYYY-MM-DD (e.g. `2027-12-31`)."),
+        AfterValidator(_calendar_date),
     ]
 
 
@@ -867,7 +966,13 @@ class Access(Strict):
     admin_username: Annotated[
         str,
         Field(
-            pattern=r"^[a-z_][a-z0-9_-]{0,31}$",
+            pattern=_pattern(
+                r"^[a-z_][a-z0-9_-]{0,31}$",
+                (
+                    "must be a Linux user name: 1 to 32 lowercase letters, digits, '_' and '-', starting with a letter "
+                    "or '_' (e.g. aicluster)"
+                ),
+            ),
             description="Admin account created on Azure VMs (e.g. `aicluster`; Azure rejects `root` and `admin`).",
         ),
     ] = "aicluster"
@@ -916,7 +1021,21 @@ class NetworkSpec(Strict):
         ),
     ] = 16
     cidrs: Annotated[
-        dict[Annotated[str, Field(pattern=r"^(aws|azure|gcp|onprem)/[a-z0-9-]+$")], Cidr],
+        dict[
+            Annotated[
+                str,
+                Field(
+                    pattern=_pattern(
+                        r"^(aws|azure|gcp|onprem)/[a-z0-9-]+$",
+                        (
+                            "must be provider/region: aws, azure, gcp or onprem, then '/' and the region in lowercase "
+                            "letters, digits and '-' (e.g. aws/us-east-1)"
+                        ),
+                    )
+                ),
+            ],
+            Cidr,
+        ],
         Field(
             description="Pinned network blocks by `provider/region` (e.g. `{aws/us-east-1: 10.20.0.0/16}`). "
             "Unpinned regions take their fixed slot of the supernet."
@@ -1188,7 +1307,12 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         pattern = str(ctx.get("pattern", ""))
         # A "public key" that is not one may be a pasted private key: never echo it.
         echo = pattern != _SSH_KEY
-        return Problem(path, _PATTERN_HINTS.get(pattern, f"must match {pattern}"), value, echo)
+        return Problem(
+            path,
+            _PATTERN_HINTS.get(pattern, "is not of the form this field takes (docs/spec-reference.md shows it)"),
+            value,
+            echo,
+        )
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
         shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
@@ -1308,6 +1432,27 @@ def parse_cluster(data: Any, source: str, lines: Mapping[Path, int] | None = Non
     if checked.problems or checked.spec is None:
         raise SpecError(source, checked.problems, lines or {})
     return checked.spec
+
+
+def model_problems(model: type[BaseModel], data: Any, path: Path = ()) -> list[Problem]:
+    """Where `data` breaks `model` (a Waiver from another input, a Budgets), in the words the stack's messages
+    use, each located under `path`; empty when it is valid."""
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        return [Problem((*path, *p.path), p.message, p.value, p.has_value, p.hint) for p in _problems_of(exc, data)]
+    return []
+
+
+def number_bounds(model: type[BaseModel]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema bounds (minimum, maximum, ...) the model puts on each of its number fields."""
+    keys = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    out: dict[str, dict[str, Any]] = {}
+    for name, schema in model.model_json_schema()["properties"].items():
+        for branch in schema.get("anyOf", [schema]):
+            if branch.get("type") in ("number", "integer"):
+                out[name] = {k: branch[k] for k in keys if k in branch}
+    return out
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .spec import ClusterSpec, Problem, SpecError, parse_cluster
+from .spec import ClusterSpec, Problem, SpecError, clip, did_you_mean, parse_cluster
 
 CLUSTER_KEY = "aicluster:cluster"
 # Pulumi's stack names: letters, digits, `-`, `_` and `.` (`pulumi stack init` refuses anything else).
@@ -27,12 +27,16 @@ SECRET_PLACEHOLDER = "[secret]"
 
 
 class StackNotFound(Exception):
-    def __init__(self, stack: str, project_dir: Path, available: list[str]):
+    def __init__(self, stack: str, project: Project, available: list[str]):
         self.stack = stack
         self.available = available
         have = ", ".join(available) if available else "none"
+        guess = did_you_mean(stack, available)
+        stack_dir = project.relative(project.stack_dir)
+        stack_dir = "the project directory" if stack_dir == "." else f"the stack directory {stack_dir}/"
         super().__init__(
-            f'stack "{stack}" not found: no {project_dir.name}/stacks/Pulumi.{stack}.yaml; stacks that exist: {have}'
+            f'stack "{clip(stack)}" not found: no Pulumi.{clip(stack)}.yaml in {stack_dir} of the project at '
+            f"{project.root}{f' ({guess})' if guess else ''}; stacks that exist: {have}"
         )
 
 
@@ -60,10 +64,12 @@ class Project:
         return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in self.stack_dir.glob("Pulumi.*.yaml"))
 
     def relative(self, path: Path) -> str:
+        """`path` relative to the project root when it lies inside it, else its absolute path."""
+        whole = path.resolve()
         try:
-            return str(path.relative_to(self.root))
+            return str(whole.relative_to(self.root.resolve()))
         except ValueError:
-            return str(path)
+            return str(whole)
 
 
 @dataclass(frozen=True)
@@ -224,7 +230,7 @@ class _StackLoader(yaml.SafeLoader):
             if not math.isfinite(number) or _digits(text.split(".")[0].split("e")[0].split("E")[0]) > MAX_DIGITS:
                 raise self._refuse(
                     node.start_mark,
-                    f"got {node.value}; numbers must be finite and of a sane size (JSON and the Pulumi engine "
+                    f"got {clip(node.value)}; numbers must be finite and of a sane size (JSON and the Pulumi engine "
                     "cannot carry .inf or .nan); write the number itself",
                 )
 
@@ -250,13 +256,15 @@ class _StackLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == _CORE + "merge":  # `<<: *base`: merged keys may be overridden, as in YAML
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 first = seen.get(key)
             except TypeError:  # unhashable key: SafeLoader reports it
                 continue
-            if first is not None and key != "<<":
-                shown = _quoted(key) if isinstance(key, str) else str(key)  # unprintable characters escaped
+            if first is not None:
+                shown = _quoted(key) if isinstance(key, str) else clip(str(key))  # unprintable characters escaped
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {shown} (first at line {first}); remove one", key_node.start_mark
                 )
@@ -294,6 +302,16 @@ def _json_constant(text: str) -> float:
     raise JsonInputError(f"got {text}; numbers must be finite (JSON has no {text})")
 
 
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: the Pulumi CLI and JSON parsers disagree on which duplicate wins."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise JsonInputError(f'duplicate key "{clip(key)}" in an object; a key may appear once: remove one')
+    return out
+
+
 def _json_depth(value: Any) -> int:
     """How deeply lists and objects nest (iteratively: the value may be deeper than Python's stack)."""
     deepest, todo = 0, [(value, 1)]
@@ -307,7 +325,8 @@ def _json_depth(value: Any) -> int:
 
 def read_json_input(path: Path, max_depth: int = MAX_DEPTH) -> Any:
     """A JSON file the user gives, refused with JsonInputError (the reason) when it is not UTF-8 JSON,
-    nests deeper than `max_depth`, or holds a number that is not finite or has more than MAX_DIGITS digits."""
+    nests deeper than `max_depth`, repeats a key in an object, or holds a number
+    that is not finite or has more than MAX_DIGITS digits."""
     with path.open("rb") as fh:
         raw = fh.read(MAX_JSON_BYTES + 1)
     if len(raw) > MAX_JSON_BYTES:
@@ -317,7 +336,13 @@ def read_json_input(path: Path, max_depth: int = MAX_DEPTH) -> Any:
     except UnicodeDecodeError as exc:
         raise JsonInputError(f"not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+        value = json.loads(
+            text,
+            parse_int=_json_int,
+            parse_float=_json_float,
+            parse_constant=_json_constant,
+            object_pairs_hook=_json_object,
+        )
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:
@@ -423,7 +448,7 @@ def stack_name_problem(name: str) -> str | None:
 
 
 def _quoted(text: str) -> str:
-    body = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in text[:200])
+    body = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in clip(text))
     return f'"{body}"'
 
 
@@ -482,7 +507,7 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
     if path is None:
         path = project.stack_path(stack)
         if not path.is_file():
-            raise StackNotFound(stack, project.root, project.stacks())
+            raise StackNotFound(stack, project, project.stacks())
     source = project.relative(path)
     data, root = read_yaml_file(path, source)
     data = data or {}

@@ -128,19 +128,21 @@ def test_policy_config_is_checked_against_the_pack_schemas_all_problems_at_once(
     assert not out.exists()
     lines = [" ".join(line.split()) for line in proc.stderr.strip().splitlines()]
     assert lines == [
-        f'error: {cfg}: {BUDGET}.monthly_usd: got "lots"; must be a finite number greater than 0',
+        f'error: {cfg}: {BUDGET}.monthly_usd: got "lots"; must be a finite number greater than 0 and at most '
+        "1000000000000",
         f"error: {cfg}: {BUDGET}.montly_usd: no such setting; allowed: monthly_usd, waivers, enforcementLevel "
         '(did you mean "monthly_usd"?)',
         f'error: {cfg}: {BUDGET}.enforcementLevel: got "blocking"; must be one of "advisory", "disabled", '
         '"mandatory", "remediate"',
         f"error: {cfg}: aicluster-cluster-enforce-power-budget.power_kw: got -5; must be a finite number greater "
-        "than 0",
+        "than 0 and at most 10000000",
         f"error: {cfg}: azure-compute-vmss-disallow-over-100-vms.max_vms: got 2.5; must be a whole number at least 1 "
         "and at most 300",
         f'error: {cfg}: all: got "strict"; must be an enforcement level: advisory, disabled, mandatory, remediate',
-        f'error: {cfg}: aws-ec2-instance-enforce-imdsv2.waivers[0].expires: got "2027-02-30"; must be a date '
-        "(YYYY-MM-DD)",
-        "7 problems found; nothing was written.",
+        f'error: {cfg}: aws-ec2-instance-enforce-imdsv2.waivers[0].reason: got "pilot"; must be at least 10 characters',
+        f'error: {cfg}: aws-ec2-instance-enforce-imdsv2.waivers[0].expires: got "2027-02-30"; not a day of the '
+        "calendar (day is out of range for month); must be a date (YYYY-MM-DD, e.g. 2027-12-31)",
+        "8 problems found; nothing was written.",
     ]
 
 

@@ -33,8 +33,8 @@ from pulumi_policy.policy import PolicyCustomTimeouts, _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from aicluster.plan import ClusterPlan
+from aicluster.spec import Budgets, Problem, Waiver, clip, did_you_mean, model_problems, number_bounds
 from aicluster.spec import Path as SpecPath
-from aicluster.spec import Problem, did_you_mean
 from policies import PACK_NAME, POLICIES, Rule, Waived, pack_version
 from policies.rule import WAIVED
 
@@ -131,8 +131,7 @@ def _json_show(value: Any) -> str:
     if isinstance(value, float):
         return json.dumps(value)  # Infinity, -Infinity, NaN, 1e+308
     if isinstance(value, str):
-        shown = json.dumps(value[:200])  # escapes control characters: one problem, one line
-        return shown[:-1] + '..."' if len(value) > 200 else shown
+        return json.dumps(clip(value))  # escapes control characters: one problem, one line
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):
@@ -195,7 +194,8 @@ def schema_problems(schema: Mapping[str, Any], value: Any, path: SpecPath = ()) 
             return [Problem(path, got + _allowed(schema))]
     if isinstance(value, str):
         if "pattern" in schema and not _ecma(schema["pattern"]).search(value):
-            shown = "" if "format" in schema else f" matching {schema['pattern']}"
+            # never the raw pattern: the format, or the setting's description, says the shape in words
+            shown = "" if "format" in schema else f" of the form: {schema.get('description', 'see the policy')}"
             return [Problem(path, got + _allowed(schema) + shown)]
         if schema.get("format") == "date":
             try:
@@ -225,11 +225,19 @@ def schema_problems(schema: Mapping[str, Any], value: Any, path: SpecPath = ()) 
     return out
 
 
+# A policy setting that stands in for a stack budget (`monthly_usd` for budgets.monthly_usd) is bounded as the
+# stack's budget is: one definition, the spec's.
+_BUDGET_BOUNDS = number_bounds(Budgets)
+
+
 def entry_schema(policy: Rule) -> dict[str, Any]:
     """The schema one policy's entry in a policy config meets: its declared properties and required keys
     (what the engine checks) plus `enforcementLevel`; no other key (a typo would silently change nothing)."""
     declared = policy.config_schema
-    properties = dict(declared.properties if declared else {})
+    properties = {
+        key: {**value, **_BUDGET_BOUNDS.get(key, {})}
+        for key, value in (declared.properties if declared else {}).items()
+    }
     return {
         "type": "object",
         "properties": {**properties, "enforcementLevel": {"type": "string", "enum": sorted(_LEVELS)}},
@@ -275,17 +283,29 @@ def config_problems(config: Any, policies: Sequence[Rule] = POLICIES) -> list[Pr
                 )
             )
             continue
-        out += schema_problems(_ALL_SCHEMA if policy is None else entry_schema(policy), entry, (name,))
+        schema = _ALL_SCHEMA if policy is None else entry_schema(policy)
+        if "waivers" in schema["properties"]:  # each waiver is checked as a stack's waiver is, below
+            schema = {**schema, "properties": {**schema["properties"], "waivers": {"type": "array"}}}
+        out += schema_problems(schema, entry, (name,))
         for i, waiver in enumerate(entry.get("waivers") or []) if isinstance(entry.get("waivers"), list) else ():
-            if isinstance(waiver, Mapping) and waiver.get("policy", name) != name:
-                out.append(
-                    Problem(
-                        (name, "waivers", i, "policy"),
-                        f"got {_json_show(waiver['policy'])}; a waiver under {name} waives only {name}'s findings "
-                        f"(move it under {_json_show(waiver['policy'])}, or leave policy out)",
-                    )
-                )
+            out += _waiver_problems(name, i, waiver)
     return out
+
+
+def _waiver_problems(name: str, i: int, waiver: Any) -> list[Problem]:
+    """A policy config's waiver meets the rules of a stack's (`compliance.waivers`): the same model."""
+    where = (name, "waivers", i)
+    if not isinstance(waiver, Mapping):
+        return [Problem(where, f"got {_json_show(waiver)}; must be a mapping of policy, resource, reason, expires")]
+    if waiver.get("policy", name) != name:
+        return [
+            Problem(
+                (*where, "policy"),
+                f"got {_json_show(waiver['policy'])}; a waiver under {name} waives only {name}'s findings "
+                f"(move it under {_json_show(waiver['policy'])}, or leave policy out)",
+            )
+        ]
+    return model_problems(Waiver, {"policy": name, **waiver}, where)
 
 
 def _level(value: Any) -> EnforcementLevel:

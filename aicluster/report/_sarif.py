@@ -3,9 +3,9 @@
 One run; its driver is the policy pack and its rules are every policy of the pack, in the pack's
 order, so `ruleIndex` is stable. A violation is a result at the resource (a logical location named
 by its URN; stack-wide findings at the stack's own URN) and at the stack file (a physical location
-relative to `%SRCROOT%`), at the line of the stack field it comes from where the preview knows it
-(`stack_line`: a pool's region, the tags, a budget; `properties.stackField` names the field) and
-without a region where it does not.
+relative to `%SRCROOT%`, or a `file://` URI outside the project), at the line of the stack field it comes
+from where the preview knows it (`stack_line`: a pool's region, the tags, a budget; `properties.stackField`
+names the field) and without a region where it does not.
 
 One result per finding, not per group of findings with one cause (as the terminal and the human
 reports show them): code scanning tracks, dismisses and closes alerts one result at a time, by
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -53,6 +54,14 @@ def _rule(policy: Policy) -> dict[str, Any]:
     }
 
 
+def _artifact(stack_file: str) -> dict[str, str]:
+    """The stack file relative to `%SRCROOT%` when it lies in the project; outside it (an absolute path) a
+    `file://` URI with no base, since SARIF forbids an absolute URI together with a `uriBaseId`."""
+    if PurePosixPath(stack_file).is_absolute():
+        return {"uri": PurePosixPath(stack_file).as_uri()}
+    return {"uri": quote(stack_file), "uriBaseId": "%SRCROOT%"}
+
+
 def _location(doc: PreviewDoc, finding: Violation | Waived | None) -> dict[str, Any]:
     """At the finding's resource, else (a stack-wide finding, a policy not applicable) at the stack."""
     if finding is not None and finding.resource:
@@ -60,7 +69,7 @@ def _location(doc: PreviewDoc, finding: Violation | Waived | None) -> dict[str, 
     else:
         stack_urn = f"urn:pulumi:{doc.stack}::{doc.project}::pulumi:pulumi:Stack::{doc.project}-{doc.stack}"
         logical = {"name": doc.stack, "fullyQualifiedName": stack_urn, "kind": "stack"}
-    physical: dict[str, Any] = {"artifactLocation": {"uri": quote(doc.stack_file), "uriBaseId": "%SRCROOT%"}}
+    physical: dict[str, Any] = {"artifactLocation": _artifact(doc.stack_file)}
     if finding is not None and finding.stack_line is not None:
         physical["region"] = {"startLine": finding.stack_line}
     return {"physicalLocation": physical, "logicalLocations": [logical]}
