@@ -266,6 +266,6 @@ def test_schema_problems_name_json_types() -> None:
     schema = entry_schema(next(p for p in POLICIES if p.name == "aicluster-cluster-enforce-monthly-budget"))
     found = schema_problems(schema, {"monthly_usd": [1], "waivers": {"resource": "a"}})
     assert [p.render("pc.json") for p in found] == [
-        "pc.json: monthly_usd: got an array; must be a finite number greater than 0",
+        "pc.json: monthly_usd: got an array; must be a finite number greater than 0 and at most 1000000000000",
         "pc.json: waivers: got an object; must be an array",
     ]
