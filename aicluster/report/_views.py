@@ -144,7 +144,7 @@ class _Named(Protocol):
     def message(self) -> str: ...
 
 
-class Finding(Protocol):
+class Finding(_Named, Protocol):
     """A policy finding as the preview records it (a report's Violation or the preview's own)."""
 
     @property
@@ -153,23 +153,15 @@ class Finding(Protocol):
     def severity(self) -> str: ...
     @property
     def enforcement(self) -> str: ...
-    @property
-    def resource(self) -> str: ...
-    @property
-    def message(self) -> str: ...
 
 
-class WaivedFinding(Protocol):
+class WaivedFinding(_Named, Protocol):
     """A waived finding as the preview records it (a report's Waived or the pack's own)."""
 
     @property
     def policy(self) -> str: ...
     @property
     def severity(self) -> str: ...
-    @property
-    def resource(self) -> str: ...
-    @property
-    def message(self) -> str: ...
     @property
     def reason(self) -> str: ...
     @property
