@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,10 +44,24 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
         pytest.param("aicluster/spec.py", ("aicluster.spec",), id="spec-is-a-leaf"),
         pytest.param("aicluster/catalog", ("aicluster.catalog",), id="catalog-is-a-leaf"),
         pytest.param("aicluster/stackfile.py", ("aicluster.spec",), id="stackfile-reads-files-into-the-spec"),
-        pytest.param("aicluster/plan", ("aicluster.plan", "aicluster.spec", "aicluster.catalog"), id="plan"),
+        pytest.param(
+            "aicluster/plan",
+            ("aicluster.plan", "aicluster.providers", "aicluster.spec", "aicluster.catalog"),
+            id="plan",
+        ),
+        pytest.param(
+            "aicluster/providers",
+            (
+                "aicluster.providers",
+                "aicluster.spec",
+                "aicluster.catalog",
+                *(f"aicluster.plan.{m}" for m in ("context", "models", "network", "pools", "groups")),
+            ),
+            id="providers-import-plan-submodules-never-the-package",
+        ),
         pytest.param(
             "components",
-            ("components", "aicluster.plan", "aicluster.render"),
+            ("components", "aicluster.plan", "aicluster.providers", "aicluster.render"),
             id="components-read-the-plan",
         ),
         pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),
@@ -62,3 +78,18 @@ def test_layering(folder: str, may_import: tuple[str, ...]) -> None:
 def test_components_never_read_pulumi_config() -> None:
     for f in modules("components"):
         assert "pulumi.Config" not in f.read_text(encoding="utf-8"), f
+
+
+@pytest.mark.parametrize(
+    "provider", [*sorted(f"{p.parent.name}.plan" for p in (ROOT / "aicluster" / "providers").glob("*/plan.py")), "base"]
+)
+def test_each_provider_planner_imports_first_in_a_fresh_interpreter(provider: str) -> None:
+    """The registry imports provider modules while aicluster.plan initialises: no import cycle may hide there."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import aicluster.providers.{provider}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

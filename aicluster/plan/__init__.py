@@ -10,34 +10,25 @@ Imports only aicluster.spec and aicluster.catalog.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING
 
-from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region, StorageTier
+from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
 from aicluster.catalog.pricing import (
     CostLine,
     Price,
     cents,
     compute_price,
     hourly_month,
-    service_month,
-    service_override_hint,
-    service_price,
     storage_month,
     storage_price,
     total,
 )
 from aicluster.spec import (
-    AwsPool,
-    AzurePool,
     ClusterSpec,
-    GcpPool,
     LustreStorage,
     NfsStorage,
     PriceOverride,
-    Problem,
     SlurmScheduler,
     SpecError,
     did_you_mean,
@@ -45,9 +36,7 @@ from aicluster.spec import (
     gcp_labels,
 )
 
-from . import aws as aws_plan
-from . import azure as azure_plan
-from . import gcp as gcp_plan
+from .context import UNPRICED_NOTE, PlanCtx, instance_type_of, region_of, round2, service_cost, zone_of
 from .models import (
     AwsPoolDetails,
     AzurePoolDetails,
@@ -68,15 +57,15 @@ from .models import (
     TpuSlice,
 )
 from .network import (
-    AZURE_RESERVED,
     AddressError,
-    aws_subnets,
-    azure_subnets,
-    gcp_subnets,
     network_block,
     overlaps,
     usable,
 )
+from .pools import CloudPlanner
+
+if TYPE_CHECKING:
+    from aicluster.providers.base import ProviderPlanner
 
 __all__ = [
     "AwsPoolDetails",
@@ -102,586 +91,27 @@ __all__ = [
 ]
 
 
-@dataclass
-class _Ctx:
-    spec: ClusterSpec
-    catalog: Catalog
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    # zone -> addresses needed, per network key; and the field that first asked for each network
-    addresses: dict[str, dict[str | None, int]] = field(default_factory=dict)
-    network_users: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
-    # network key -> subnet roles besides compute asked for (Azure's lustre and netapp subnets, GCP's GPU NIC
-    # subnets "gpu-<k>"/"rdma-<k>", "gvnic" and "services") -> addresses needed in them
-    subnet_roles: dict[str, dict[str, int]] = field(default_factory=dict)
-    # network key -> GPU fabrics of its pools (GCP: which extra VPCs and MTUs the network needs)
-    fabrics: dict[str, set[str]] = field(default_factory=dict)
-    # network key -> (pool index, zone) of the first pool that uses the region's RoCE VPC (a zonal profile)
-    rdma_zones: dict[str, tuple[int, str]] = field(default_factory=dict)
-    # (network key, subnet role) -> the storage index that has the role's one dedicated subnet
-    dedicated: dict[tuple[str, str], int] = field(default_factory=dict)
-    # network key -> (pool index, existing resource group) of the first pool that names one
-    resource_groups: dict[str, tuple[int, str]] = field(default_factory=dict)
-    # the rates of the service charges priced so far (root disks, NAT gateways, addresses): which overrides apply
-    service_prices: list[Price] = field(default_factory=list)
-
-    def problem(
-        self,
-        path: tuple[str | int, ...],
-        message: str,
-        value: object = None,
-        hint: str | None = None,
-        *,
-        has_value: bool = True,
-    ) -> None:
-        self.problems.append(Problem(path, message, value, has_value and value is not None, hint))
-
-    def need(
-        self,
-        path: tuple[str | int, ...],
-        provider: str,
-        region: str,
-        zone: str | None,
-        addresses: int,
-        *,
-        role: str = "compute",
-    ) -> str:
-        key = f"{provider}-{region}"
-        self.network_users.setdefault(key, path)
-        zones = self.addresses.setdefault(key, {})
-        if role == "compute":
-            zones[zone] = zones.get(zone, 0) + addresses
-        else:
-            roles = self.subnet_roles.setdefault(key, {})
-            roles[role] = roles.get(role, 0) + addresses
-        return key
-
-    def resource_group(self, i: int, network: str, name: str) -> None:
-        """Pools of one Azure region share its network, so they must agree on an existing resource group."""
-        first = self.resource_groups.setdefault(network, (i, name))
-        if first[1].lower() != name.lower():  # Azure resource group names are case-insensitive
-            self.problem(
-                ("pools", i, "resource_group"),
-                f"pools[{first[0]}] in the same region deploys into {first[1]}; the pools of one region share its "
-                "network and resource group: name the same one, or drop resource_group from both",
-                name,
-            )
-
-
-def _round2(x: float) -> float:
-    return round(x, 2)
-
-
-# ------------------------------------------------------------------------------------------------
-# Pools
-# ------------------------------------------------------------------------------------------------
-
-
-def _region(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: str) -> Region | None:
-    reg = ctx.catalog.region(provider, name)
-    if reg is None:
-        names = ctx.catalog.region_names(provider)
-        ctx.problem(
-            path,
-            f"the catalog has no {provider} region of that name; known: {', '.join(names)}",
-            name,
-            did_you_mean(name, names),
-        )
-    return reg
-
-
-def _zone(
-    ctx: _Ctx, path: tuple[str | int, ...], reg: Region, zone: str | None, allowed: tuple[str, ...], what: str
-) -> str | None:
-    if zone is None:
-        return None
-    choices = list(allowed or reg.zones)
-    if zone not in reg.zones:
-        ctx.problem(
-            path,
-            f"not a zone of {reg.name}; zones: {', '.join(reg.zones)}",
-            zone,
-            did_you_mean(zone, list(reg.zones)),
-        )
-        return None
-    if zone not in choices:
-        ctx.problem(path, f"{what} is not offered in {zone} per the catalog; offered in: {', '.join(choices)}", zone)
-        return None
-    return zone
-
-
-def _image_reference(provider: str, given: str) -> bool:
-    """Whether `given` is the provider's own image reference rather than a catalog id."""
-    if provider == "aws":
-        return given.startswith("resolve:ssm:") or bool(re.fullmatch(r"ami-[0-9a-f]{8,17}", given))
-    if provider == "azure":
-        return azure_plan.is_image_urn(given)
-    if provider == "gcp":
-        return gcp_plan.is_image_path(given)
-    return False
-
-
-_IMAGE_FORMS = {
-    "aws": "an AMI id or resolve:ssm: path",
-    "azure": "a Marketplace URN publisher:offer:sku:version",
-    "gcp": "an image path projects/<project>/global/images/[family/]<name>",
-}
-
-
-def _image(ctx: _Ctx, path: tuple[str | int, ...], provider: str, given: str | None, default: str | None) -> str:
-    forms = _IMAGE_FORMS.get(provider, "an image reference")
-    if given is not None:
-        if _image_reference(provider, given):
-            return given
-        img = ctx.catalog.image(provider, given)
-        if img is None:
-            ids = sorted(i for (p, i) in ctx.catalog.images if p == provider)
-            ctx.problem(
-                path,
-                f"not {forms} or a catalog image; catalog images: {', '.join(ids)}",
-                given,
-                did_you_mean(given, ids),
-            )
-            return given
-        return img.reference
-    img = ctx.catalog.image(provider, default) if default else None
-    if img is None:
-        ctx.problem(path, f"the catalog has no default {provider} image here; set one ({forms})")
-        return ""
-    return img.reference
-
-
-def _instance_type(ctx: _Ctx, path: tuple[str | int, ...], provider: str, name: str) -> InstanceType | None:
-    it = ctx.catalog.instance_type(provider, name)
-    if it is None:
-        names = ctx.catalog.instance_type_names(provider)
-        ctx.problem(
-            path,
-            f"the catalog has no {provider} instance type of that name; known: {', '.join(names)}",
-            name,
-            did_you_mean(name, names),
-        )
-    return it
-
-
-@dataclass(frozen=True)
-class _Placed:
-    """What a provider's pool planner adds to the checks every pool shares."""
-
-    zone: str | None
-    addresses_per_node: int
-    details: dict[str, object]
-
-
-def _place_aws(
-    ctx: _Ctx, i: int, pool: AwsPool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
-) -> _Placed | None:
-    details = aws_plan.details(pool, it, image)
-    zone = pool.zone
-    if zone is None:
-        if details.efa_devices:
-            ctx.problem(
-                ("pools", i, "zone"),
-                f"{it.name} uses EFA, which does not cross Availability Zones: set the zone the pool "
-                f"runs in; zones of {pool.region}: {', '.join(zones)}",
-            )
-            return None
-        zone = zones[0]
-        ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone}")
-    return _Placed(zone, aws_plan.ip_addresses_per_node(details.nics), {"aws": details})
-
-
-def _place_azure(
-    ctx: _Ctx, i: int, pool: AzurePool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
-) -> _Placed | None:
-    details = azure_plan.details(pool, it, image)
-    if pool.ib_domain_max_vms > azure_plan.IB_DOMAIN_MAX_VMS:
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): scale sets of up to {pool.ib_domain_max_vms} VMs need the placement-group "
-            f"limit raised from {azure_plan.IB_DOMAIN_MAX_VMS} by Azure support for this subscription; without it "
-            "the larger scale sets fail to create"
-        )
-    if len(details.scale_sets) > 1:
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): {pool.nodes} VMs exceed one InfiniBand domain "
-            f"({details.max_vms_per_scale_set} VMs per scale set): "
-            + ", ".join(f"{s.name} = nodes {s.first_node}-{s.first_node + s.nodes - 1}" for s in details.scale_sets)
-            + "; jobs that span domains talk over Ethernet between them"
-            if details.infiniband
-            else f"pools[{i}] ({pool.name}): split into {len(details.scale_sets)} scale sets"
-        )
-    # Uniform scale sets without overprovisioning: one NIC, one address per VM.
-    return _Placed(pool.zone, 1, {"azure": details})
-
-
-def _place_gcp(
-    ctx: _Ctx, i: int, pool: GcpPool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
-) -> _Placed | None:
-    zone = pool.zone
-    if zone is None:
-        zone = zones[0]
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (a GPU pool is a zonal managed instance group)"
-        )
-    details = gcp_plan.details(pool, it, image, _boot_disk(ctx, it))
-    path: tuple[str | int, ...] = ("pools", i, "region")
-    key = f"gcp-{pool.region}"
-    ctx.fabrics.setdefault(key, set()).add(it.network.fabric)
-    nodes = pool.nodes or 0
-    for nic in details.nics[1:]:
-        role = "gvnic" if nic.subnet_role == "gvnic" else f"{nic.subnet_role}-{nic.subnet_index}"
-        ctx.need(path, "gcp", pool.region, None, nodes, role=role)
-    if it.network.fabric == gcp_plan.RDMA_FABRIC:
-        first = ctx.rdma_zones.setdefault(key, (i, zone))
-        if first[1] != zone:
-            ctx.problem(
-                ("pools", i, "zone"),
-                f"pools[{first[0]}] already puts the {pool.region} RoCE network in {first[1]}; a RoCE VPC is created "
-                f"with a zonal network profile ({first[1]}-vpc-roce), so every A3 Ultra/A4 pool of a region must "
-                f"share its zone: set zone {first[1]}, or use another region",
-                zone,
-            )
-            return None
-    if len(details.groups) > 1:
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): {nodes} VMs exceed one compact placement policy "
-            f"({details.max_vms_per_policy} VMs): "
-            + ", ".join(f"{g.name} = nodes {g.first_node}-{g.first_node + g.nodes - 1}" for g in details.groups)
-            + "; jobs that span groups cross a longer network path"
-        )
-    return _Placed(zone, 1, {"gcp": details})
-
-
-def _boot_disk(ctx: _Ctx, it: InstanceType) -> str:
-    defaults = ctx.catalog.constants.defaults.get(it.provider)
-    return it.root_disk_service or (defaults.root_disk_service if defaults else gcp_plan.BOOT_DISK_DEFAULT)
-
-
-def _plan_pool(ctx: _Ctx, i: int, pool: AwsPool | AzurePool | GcpPool) -> PlannedPool | None:
-    """The checks every pool shares (catalog type, region, offering, zone, image, price, addresses, cost),
-    around its provider's own placement."""
-    if isinstance(pool, GcpPool) and pool.tpu is not None:
-        return _plan_tpu_pool(ctx, i, pool)
-    base: tuple[str | int, ...] = ("pools", i)
-    provider = pool.provider
-    assert pool.instance_type is not None
-    assert pool.nodes is not None
-    it = _instance_type(ctx, (*base, "instance_type"), provider, pool.instance_type)
-    reg = _region(ctx, (*base, "region"), provider, pool.region)
-    if it is None or reg is None:
-        return None
-    off = it.offering(pool.region)
-    resolved = compute_price(it, pool.region, pool.market, ctx.spec.pricing.overrides)
-    if off is None:
-        offered = [o.region for o in it.offerings]
-        if resolved.price is None:
-            ctx.problem(
-                (*base, "region"),
-                f"{it.name} is not offered in {pool.region} per the catalog; offered in: "
-                f"{', '.join(offered) or 'no region the catalog has a source for'}; if it is offered there to "
-                f"you, add your rate under pricing.overrides (sku: {it.name}, region: {pool.region}, "
-                "usd_per_hour: ...)",
-                pool.region,
-            )
-            return None
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): the catalog does not list {it.name} in {pool.region}; planned with "
-            f"your negotiated rate ({resolved.price.basis})"
-        )
-    zones = (off.zones if off else ()) or reg.zones
-    if pool.zone is not None and _zone(ctx, (*base, "zone"), reg, pool.zone, zones, it.name) is None:
-        return None
-    defaults = ctx.catalog.constants.defaults.get(provider)
-    acc = ctx.catalog.accelerator_of(it)
-    default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
-    if pool.image is None and default_image is None:
-        ctx.problem(
-            (*base, "image"),
-            f"the catalog has no default image for {it.name} "
-            f"({acc.kind if acc else 'no accelerator'}); set image to {_IMAGE_FORMS.get(provider, 'an image')} "
-            "(e.g. the Neuron DLAMI's SSM parameter for Trainium)",
-        )
-        return None
-    image = _image(ctx, (*base, "image"), provider, pool.image, default_image)
-    if isinstance(pool, AwsPool):
-        placed = _place_aws(ctx, i, pool, it, reg, zones, image)
-    elif isinstance(pool, AzurePool):
-        placed = _place_azure(ctx, i, pool, it, reg, zones, image)
-    else:
-        placed = _place_gcp(ctx, i, pool, it, reg, zones, image)
-    if placed is None:
-        return None
-    if resolved.warning:
-        ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
-    if resolved.price is None:
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, so "
-            f"the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
-            f"(sku: {it.name}, region: {pool.region}, usd_per_hour: ...)"
-        )
-    network = ctx.need((*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node)
-    if isinstance(pool, AzurePool) and pool.resource_group:
-        ctx.resource_group(i, network, pool.resource_group)
-    volumes_month = _service_month(
-        ctx,
-        provider,
-        _boot_disk(ctx, it),
-        pool.region,
-        pool.nodes * pool.root_volume_gib,
-        f"the root volumes of pool {pool.name}",
-    )
-    return _pool_record(
-        ctx,
-        i,
-        pool.name,
-        provider,
-        reg,
-        placed.zone,
-        network,
-        _facts(ctx, it),
-        pool.nodes,
-        pool.market,
-        resolved.price,
-        pool.nodes,
-        volumes_month,
-        **placed.details,
-    )
-
-
-def _plan_tpu_pool(ctx: _Ctx, i: int, pool: GcpPool) -> PlannedPool | None:
-    """A pool of Cloud TPU slices: the slice shape from the catalog, priced per chip-hour."""
-    base: tuple[str | int, ...] = ("pools", i)
-    assert pool.tpu is not None
-    reg = _region(ctx, (*base, "region"), "gcp", pool.region)
-    tpu = gcp_plan.tpu_generation(ctx.catalog.tpu_types, pool.tpu)
-    if tpu is None:
-        known = ", ".join(f"{t.type_prefix}-N" for t in ctx.catalog.tpu_types.values())
-        ctx.problem((*base, "tpu"), f"no TPU generation in the catalog has this name; known: {known}", pool.tpu)
-        return None
-    chips, why = gcp_plan.slice_chips(tpu, pool.tpu)
-    if chips is None:
-        ctx.problem((*base, "tpu"), why, pool.tpu)
-        return None
-    if reg is None:
-        return None
-    off = tpu.offering(pool.region)
-    resolved = compute_price(tpu, pool.region, pool.market, ctx.spec.pricing.overrides)
-    if off is None and resolved.price is None:
-        ctx.problem(
-            (*base, "region"),
-            f"TPU {tpu.name} is not offered in {pool.region} per the catalog; offered in: "
-            f"{', '.join(o.region for o in tpu.offerings)}",
-            pool.region,
-        )
-        return None
-    zones = (off.zones if off else ()) or reg.zones
-    if pool.zone is not None and _zone(ctx, (*base, "zone"), reg, pool.zone, zones, f"TPU {tpu.name}") is None:
-        return None
-    zone = pool.zone or zones[0]
-    if pool.zone is None:
-        ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (TPU slices are zonal)")
-    if resolved.warning:
-        ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
-    if resolved.price is None:
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for TPU {tpu.name} in {pool.region}, "
-            f"so the pool's chips are left out of the cost ({UNPRICED_NOTE}); add your rate per chip-hour under "
-            f"pricing.overrides (sku: {tpu.accelerator}, region: {pool.region}, usd_per_hour: ...)"
-        )
-    details = gcp_plan.tpu_details(pool, tpu, chips)
-    hosts = details.hosts_per_slice * len(details.slices)
-    key = ctx.need((*base, "region"), "gcp", pool.region, zone, hosts)
-    ctx.fabrics.setdefault(key, set()).add("ici")
-    if tpu.host_power_kw is None:
-        ctx.warnings.append(
-            f"pools[{i}] ({pool.name}): Google publishes no power figure for TPU {tpu.name} hosts, so the pool's "
-            "power and carbon are not in the totals"
-        )
-    acc = ctx.catalog.accelerators[tpu.accelerator]
-    facts = _Facts(
-        name=pool.tpu,
-        family=f"TPU {tpu.name}",
-        accelerator=acc.id,
-        accelerator_name=acc.name,
-        accelerator_kind=acc.kind,
-        bf16_tflops=acc.bf16_tflops,
-        per_node=details.chips_per_host,
-        vcpus=tpu.host_vcpus or 0,
-        cpu_topology=CpuTopology(sockets=None, cores_per_socket=None, threads_per_core=None),  # not in the catalog
-        memory_gib=tpu.host_memory_gib or 0.0,
-        fabric="ici",
-        bandwidth_gbps=(acc.interconnect_gb_s or 0.0) * 8 * details.chips_per_host,
-        node_power_kw=tpu.host_power_kw or 0.0,
-        power_basis="datasheet" if tpu.host_power_kw else "unpublished",
-    )
-    return _pool_record(
-        ctx,
-        i,
-        pool.name,
-        "gcp",
-        reg,
-        zone,
-        key,
-        facts,
-        hosts,
-        pool.market,
-        resolved.price,
-        chips * len(details.slices),
-        0.0,  # a TPU VM's boot disk comes with it
-        tpu=details,
-    )
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What a pool record needs to know about one node, from an instance type or a TPU generation."""
-
-    name: str
-    family: str
-    accelerator: str | None
-    accelerator_name: str | None
-    accelerator_kind: Literal["gpu", "trainium", "tpu"] | None
-    bf16_tflops: float
-    per_node: int
-    vcpus: int
-    cpu_topology: CpuTopology
-    memory_gib: float
-    fabric: str
-    bandwidth_gbps: float
-    node_power_kw: float
-    power_basis: str
-
-
-def _facts(ctx: _Ctx, it: InstanceType) -> _Facts:
-    acc = ctx.catalog.accelerator_of(it)
-    return _Facts(
-        name=it.name,
-        family=it.family,
-        accelerator=acc.id if acc else None,
-        accelerator_name=acc.name if acc else None,
-        accelerator_kind=acc.kind if acc else None,
-        bf16_tflops=acc.bf16_tflops if acc else 0.0,
-        per_node=it.accelerator_count,
-        vcpus=it.vcpus,
-        cpu_topology=it.cpu_topology,
-        memory_gib=it.memory_gib,
-        fabric=it.network.fabric,
-        bandwidth_gbps=it.network.bandwidth_gbps,
-        node_power_kw=it.node_power_kw,
-        power_basis=it.power_basis,
-    )
-
-
-# What every warning about an unpriced item says: one rule for every item (pool, root volumes, file system,
-# controller, NAT gateway, public address); the advisory policy aicluster-cluster-missing-prices names them too.
-UNPRICED_NOTE = "shown as unpriced; the totals are a lower bound"
-
-
-def _service_month(ctx: _Ctx, provider: str, service: str, region: str, quantity: float, what: str) -> float | None:
-    """Monthly cost of `quantity` units (GiB or items) of a catalog service, at the stack's override or the
-    catalog's list price; None (never 0), with a warning that names the override to add, if neither has one."""
-    resolved = service_price(ctx.catalog, provider, service, region, ctx.spec.pricing.overrides)
-    if resolved.price is not None:
-        ctx.service_prices.append(resolved.price)
-    month = service_month(ctx.catalog, resolved, quantity)
-    if month is None:
-        known = ctx.catalog.service_unit(provider, service) is not None
-        hint = service_override_hint(ctx.catalog, provider, service, region)
-        ctx.warnings.append(
-            f"the catalog has no {provider} {service} price in {region}, so the cost leaves out {what} "
-            f"({UNPRICED_NOTE})" + (f"; add your rate under pricing.overrides {hint}" if known else "")
-        )
-    return month
-
-
-def _pool_record(
-    ctx: _Ctx,
-    i: int,
-    name: str,
-    provider: str,
-    reg: Region,
-    zone: str | None,
-    network: str,
-    it: _Facts,
-    nodes: int,
-    market: str,
-    price: Price | None,
-    billed: int,
-    volumes_usd_per_month: float | None,
-    **details: object,
-) -> PlannedPool | None:
-    """`price` is per unit of `billed` (node-hours, or chip-hours of a TPU pool)."""
-    per_node = it.per_node
-    it_kw = it.node_power_kw * nodes
-    facility_kw = it_kw * reg.pue
-    hours = ctx.catalog.hours_per_month
-    instances = hourly_month(price.usd, billed, hours) if price is not None else None
-    priced = [x for x in (instances, volumes_usd_per_month) if x is not None]
-    nodes_per_rack: int | None = None
-    racks: int | None = None
-    rack_kw = ctx.spec.budgets.rack_kw
-    if rack_kw is not None and it.node_power_kw > 0:
-        nodes_per_rack = math.floor(rack_kw / it.node_power_kw)
-        if nodes_per_rack == 0:
-            ctx.problem(
-                ("budgets", "rack_kw"),
-                f"one {it.name} node draws up to {it.node_power_kw:g} kW, more than a whole rack; raise "
-                f"rack_kw to at least {it.node_power_kw:g}",
-                rack_kw,
-            )
-            return None
-        racks = math.ceil(nodes / nodes_per_rack)
-    tags = {**ctx.spec.tags, "aicluster:cluster": ctx.spec.name, "aicluster:pool": name}
-    return PlannedPool(
-        name=name,
-        provider=provider,
-        region=reg.name,
-        zone=zone,
-        network=network,
-        instance_type=it.name,
-        family=it.family,
-        accelerator=it.accelerator,
-        accelerator_name=it.accelerator_name,
-        accelerator_kind=it.accelerator_kind,
-        accelerators_per_node=per_node,
-        nodes=nodes,
-        gpus=per_node * nodes,
-        vcpus_per_node=it.vcpus,
-        cpu_topology=it.cpu_topology,
-        memory_gib_per_node=it.memory_gib,
-        fabric=it.fabric,
-        network_bandwidth_gbps=it.bandwidth_gbps,
-        market=market,
-        price=price,
-        instances_usd_per_month=instances,
-        volumes_usd_per_month=volumes_usd_per_month,
-        # None when nothing of the pool is priced (a TPU pool's boot disks come with its chips)
-        cost_usd_per_hour=cents(math.fsum(priced) / hours) if instances is not None or any(priced) else None,
-        cost_usd_per_month=cents(math.fsum(priced)) if instances is not None or any(priced) else None,
-        unpriced=tuple(
-            what for what, m in (("instances", instances), ("root volumes", volumes_usd_per_month)) if m is None
-        ),
-        node_power_kw=it.node_power_kw,
-        power_basis=it.power_basis,
-        power_kw_it=_round2(it_kw),
-        pue=reg.pue,
-        power_kw_facility=_round2(facility_kw),
-        carbon_g_per_kwh=reg.carbon_g_per_kwh,
-        co2e_t_per_month=_round2(facility_kw * hours * reg.carbon_g_per_kwh / 1e6),
-        nodes_per_rack=nodes_per_rack,
-        racks=racks,
-        bf16_pflops=_round2(it.bf16_tflops * per_node * nodes / 1000),
-        tags=tags,
-        **details,
-    )
-
-
 # ------------------------------------------------------------------------------------------------
 # Storage and controller
 # ------------------------------------------------------------------------------------------------
 
 
-def _near(ctx: _Ctx, provider: str, region: str | None) -> tuple[str, str | None] | None:
+def _planners() -> dict[str, ProviderPlanner]:
+    """The registry, imported when first planning: provider modules import plan submodules, so importing
+    them while this package initialises would be a cycle (tests/test_layering.py imports each one first)."""
+    from .registry import PLANNERS
+
+    return PLANNERS
+
+
+def _cloud(provider: str) -> CloudPlanner:
+    """The planner of a cloud: one that carves networks and hosts controllers and file systems."""
+    planner = _planners()[provider]
+    assert isinstance(planner, CloudPlanner), provider
+    return planner
+
+
+def _near(ctx: PlanCtx, provider: str, region: str | None) -> tuple[str, str | None] | None:
     """(region, zone) of the first pool of `provider` (in `region`, if given), from the spec itself,
     so that a pool's own error does not cascade into its neighbours'."""
     for p in ctx.spec.pools:
@@ -691,7 +121,7 @@ def _near(ctx: _Ctx, provider: str, region: str | None) -> tuple[str, str | None
 
 
 def _placement(
-    ctx: _Ctx,
+    ctx: PlanCtx,
     base: tuple[str | int, ...],
     provider: str,
     region: str | None,
@@ -712,11 +142,11 @@ def _placement(
         if reg is None:
             return None  # the pool's region is wrong, and reported there
     else:
-        reg = _region(ctx, (*base, "region"), provider, region)
+        reg = region_of(ctx, (*base, "region"), provider, region)
         if reg is None:
             return None
     if zone is not None:
-        checked = _zone(ctx, (*base, "zone"), reg, zone, (), f"the {what}")
+        checked = zone_of(ctx, (*base, "zone"), reg, zone, (), f"the {what}")
         return (reg, checked) if checked else None
     if near is not None and near[0] == reg.name and near[1] in reg.zones:
         return reg, near[1]
@@ -725,7 +155,7 @@ def _placement(
     return reg, reg.zones[0]
 
 
-def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedFilesystem | None:
+def _plan_storage(ctx: PlanCtx, i: int, st: LustreStorage | NfsStorage) -> PlannedFilesystem | None:
     base: tuple[str | int, ...] = ("storage", i)
     provider = st.provider or ctx.spec.pools[0].provider
     # Managed Lustre is zonal everywhere; Azure NetApp Files volumes are regional unless pinned.
@@ -805,7 +235,7 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
             f"the file system is left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
             f"(sku: {tier.sku}, region: {reg.name}, usd_per_gib_month: ...)"
         )
-    role = _STORAGE_SUBNETS.get((provider, tier.service), "compute")
+    role = _planners()[provider].storage_subnets.get(tier.service, "compute")
     first = ctx.dedicated.setdefault((f"{provider}-{reg.name}", role), i) if role == "lustre" else i
     if first != i:
         ctx.problem(
@@ -842,18 +272,8 @@ def _plan_storage(ctx: _Ctx, i: int, st: LustreStorage | NfsStorage) -> PlannedF
     )
 
 
-# File systems that live in a dedicated subnet of their network rather than in the compute subnet.
-_STORAGE_SUBNETS = {
-    ("azure", "azure-managed-lustre"): "lustre",  # its own subnet, never moved after creation
-    ("azure", "azure-netapp-files"): "netapp",  # a subnet delegated to Microsoft.NetApp/volumes
-    # GCP's managed file systems take their addresses from the network's private services access range
-    ("gcp", "gcp-managed-lustre"): "services",
-    ("gcp", "filestore"): "services",
-}
-
-
 def _with_clients(
-    ctx: _Ctx, fs: PlannedFilesystem, pools: list[PlannedPool], controller: PlannedController | None
+    ctx: PlanCtx, fs: PlannedFilesystem, pools: list[PlannedPool], controller: PlannedController | None
 ) -> PlannedFilesystem:
     """The zones whose nodes mount `fs`; warn when Lustre traffic has to cross zones."""
     regional = [p.name for p in pools if p.network == fs.network and p.zone is None]
@@ -891,7 +311,7 @@ def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, .
     return math.ceil(requested / step) * step
 
 
-def _plan_controller(ctx: _Ctx) -> PlannedController | None:
+def _plan_controller(ctx: PlanCtx) -> PlannedController | None:
     sched = ctx.spec.scheduler
     if not isinstance(sched, SlurmScheduler):
         ctx.problem(
@@ -901,8 +321,9 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     base: tuple[str | int, ...] = ("scheduler", "controller")
     c = sched.controller
     provider = c.provider or ctx.spec.pools[0].provider
+    cloud = _cloud(provider)
     defaults = ctx.catalog.constants.defaults.get(provider)
-    where = _placement(ctx, base, provider, c.region, None, "controller", zonal=provider != "azure")
+    where = _placement(ctx, base, provider, c.region, None, "controller", zonal=cloud.controller_zonal)
     type_name = c.instance_type or (defaults.controller_instance_type if defaults else None)
     if type_name is None:
         ctx.problem((*base, "instance_type"), f"the catalog has no default {provider} controller type; set one")
@@ -910,22 +331,19 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     if where is None:
         return None
     reg, zone = where
-    it = _instance_type(ctx, (*base, "instance_type"), provider, type_name)
+    it = instance_type_of(ctx, (*base, "instance_type"), provider, type_name)
     if it is None:
         return None
     resolved = compute_price(it, reg.name, "on-demand", ctx.spec.pricing.overrides)
     if resolved.price is None:
         _unpriced_controller(ctx, it, reg.name, defaulted=c.instance_type is None)
     network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
-    image = _image(ctx, base, provider, None, defaults.controller_image if defaults else None)
-    root_gib = {
-        "azure": azure_plan.CONTROLLER_ROOT_VOLUME_GIB,
-        "gcp": gcp_plan.CONTROLLER_ROOT_VOLUME_GIB,
-    }.get(provider, aws_plan.CONTROLLER_ROOT_VOLUME_GIB)
-    volume_month = _service_month(
+    image = cloud.image(ctx, base, None, defaults.controller_image if defaults else None)
+    root_gib = cloud.controller_root_gib
+    volume_month = service_cost(
         ctx,
         provider,
-        _boot_disk(ctx, it),
+        cloud.boot_disk(ctx, it),
         reg.name,
         root_gib,
         "the controller's root volume",
@@ -936,8 +354,8 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
     return PlannedController(
         kind="slurm",
         root_volume_gib=root_gib,
-        root_disk_service=_boot_disk(ctx, it),
-        imds_hop_limit=aws_plan.CONTROLLER_IMDS_HOP_LIMIT if provider == "aws" else None,
+        root_disk_service=cloud.boot_disk(ctx, it),
+        imds_hop_limit=cloud.controller_imds_hop_limit,
         provider=provider,
         region=reg.name,
         zone=zone,
@@ -953,12 +371,12 @@ def _plan_controller(ctx: _Ctx) -> PlannedController | None:
             what for what, m in ((f"instance {it.name}", instance_month), ("root volume", volume_month)) if m is None
         ),
         node_power_kw=it.node_power_kw,
-        power_kw_facility=_round2(it.node_power_kw * reg.pue),
-        co2e_t_per_month=_round2(it.node_power_kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
+        power_kw_facility=round2(it.node_power_kw * reg.pue),
+        co2e_t_per_month=round2(it.node_power_kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
     )
 
 
-def _unpriced_controller(ctx: _Ctx, it: InstanceType, region: str, defaulted: bool) -> None:
+def _unpriced_controller(ctx: PlanCtx, it: InstanceType, region: str, defaulted: bool) -> None:
     """The one rule for an unpriced item, for the controller: a warning that says where its type came from and
     what to set; the controller is planned, and left out of the cost (the totals say so)."""
     priced = sorted(
@@ -998,7 +416,7 @@ CONTROLLER_MIN_VCPUS = 4
 # ------------------------------------------------------------------------------------------------
 
 
-def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
+def _plan_networks(ctx: PlanCtx) -> list[PlannedNetwork]:
     net = ctx.spec.network
     by_provider: dict[str, str] = {}
     for key, user in ctx.network_users.items():
@@ -1044,10 +462,7 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         # each range the block must stay clear of, with what it is
         others = [
             *((c, f"network.exclude[{i}] ({c}), a range you marked as in use") for i, c in enumerate(net.exclude)),
-            *(
-                (c, f"{c}, which Azure reserves for its InfiniBand (RDMA) network")
-                for c in (AZURE_RESERVED if provider == "azure" else ())
-            ),
+            *_cloud(provider).reserved_ranges,
             *((v, f"the {k.replace('-', '/', 1)} network {v}") for k, v in blocks.items() if k != key),
         ]
         clash = overlaps(blocks[key], [c for c, _ in others])
@@ -1069,12 +484,8 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         reg = ctx.catalog.region(provider, region)
         assert reg is not None
         roles = ctx.subnet_roles.get(key, {})
-        if provider == "azure":
-            layout = azure_subnets(blocks[key], zones, set(roles))
-        elif provider == "gcp":
-            layout = gcp_subnets(blocks[key], zones, roles)
-        else:
-            layout = aws_subnets(blocks[key], reg.zones, zones)
+        cloud = _cloud(provider)
+        layout = cloud.subnets(blocks[key], reg, zones, roles)
         subnets = []
         full: set[str] = set()
         for cut in layout:
@@ -1118,16 +529,15 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
         # AWS: one NAT gateway (and its public IPv4 address) per zone in use; Azure: one per network,
         # attached to its compute subnet (a NAT gateway serves every subnet of a VNet it is attached to);
         # GCP: one Cloud NAT on the host VPC's regional router.
-        nats = len(zones) if provider == "aws" else 1
+        nats = cloud.nat_gateways(zones)
         # priced one gateway (and address) at a time, as the policy pack sees them, so the figures agree
-        gateway = _service_month(ctx, provider, "nat-gateway", region, 1, f"the {key} network's NAT gateways")
-        address = _service_month(
+        gateway = service_cost(ctx, provider, "nat-gateway", region, 1, f"the {key} network's NAT gateways")
+        address = service_cost(
             ctx, provider, "public-ipv4", region, 1, f"the {key} network's NAT public IPv4 addresses"
         )
         nat_m = cents(gateway * nats) if gateway is not None else None
         ipv4_m = cents(address * nats) if address is not None else None
         priced = [x for x in (nat_m, ipv4_m) if x is not None]
-        rg = ctx.resource_groups.get(key)
         out.append(
             PlannedNetwork(
                 key=key,
@@ -1142,8 +552,7 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
                 unpriced=tuple(
                     what for what, m in (("NAT gateways", nat_m), ("public IPv4 addresses", ipv4_m)) if m is None
                 ),
-                resource_group=rg[1] if rg else None,
-                **(_gcp_vpcs(ctx, key, roles) if provider == "gcp" else {}),
+                **cloud.network_fields(ctx, key, roles),
             )
         )
     return out
@@ -1153,35 +562,7 @@ def _plan_networks(ctx: _Ctx) -> list[PlannedNetwork]:
 _NODE_SUBNETS = frozenset({"compute", "gvnic", "gpu", "rdma"})
 
 
-def _gcp_vpcs(ctx: _Ctx, key: str, roles: dict[str, int]) -> dict[str, object]:
-    """The host VPC's MTU and the extra VPCs the network's GPU NICs need."""
-    fabrics = ctx.fabrics.get(key, set())
-    # 8244 for the GPUDirect-TCPX(O) layouts; 8896 (the VPC maximum) for RDMA and TPU networks
-    # (Multislice traffic crosses the host VPC) and networks with no GPU fabric.
-    jumbo = bool(fabrics & {gcp_plan.RDMA_FABRIC, "ici"}) or not fabrics & gcp_plan.TCPX_FABRICS
-    vpcs = [
-        GcpVpc(name=f"gpu-{k}", role="gpu", mtu=gcp_plan.MTU_TCPX, subnets=(k,))
-        for k in range(8)
-        if f"gpu-{k}" in roles
-    ]
-    if "gvnic" in roles:
-        vpcs.append(GcpVpc(name="gvnic-1", role="gvnic", mtu=gcp_plan.MTU_JUMBO, subnets=(0,)))
-    rdma = tuple(k for k in range(8) if f"rdma-{k}" in roles)
-    if rdma:
-        vpcs.append(
-            GcpVpc(
-                name="rdma",
-                role="rdma",
-                mtu=gcp_plan.MTU_JUMBO,
-                subnets=rdma,
-                network_profile_zone=ctx.rdma_zones[key][1],
-                firewall_internal=False,  # a RoCE VPC accepts no firewall rules
-            )
-        )
-    return {"mtu": gcp_plan.MTU_JUMBO if jumbo else gcp_plan.MTU_TCPX, "vpcs": tuple(vpcs)}
-
-
-def _check_overrides(ctx: _Ctx) -> None:
+def _check_overrides(ctx: PlanCtx) -> None:
     """Every negotiated rate must be able to apply: a known SKU (instance type, TPU generation, storage tier or
     catalog service), the SKU's unit, a known region, and no doubt about which provider's service it prices."""
     cat = ctx.catalog
@@ -1231,7 +612,7 @@ def _check_overrides(ctx: _Ctx) -> None:
 
 
 def _check_service_override(
-    ctx: _Ctx, base: tuple[str | int, ...], o: PriceOverride, providers: list[str], used: set[str]
+    ctx: PlanCtx, base: tuple[str | int, ...], o: PriceOverride, providers: list[str], used: set[str]
 ) -> None:
     """A service's rate is in the unit the catalog bills it in, has no market, and names its region where
     the service's name is shared by several providers of the stack (nat-gateway on AWS and Azure)."""
@@ -1265,7 +646,7 @@ def _needs_audit_log(spec: ClusterSpec) -> bool:
     return bool(AUDITED_FRAMEWORKS.intersection(spec.compliance.frameworks))
 
 
-def _unused_overrides(ctx: _Ctx, prices: list[Price]) -> None:
+def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
     used = {p.basis for p in [*prices, *ctx.service_prices]}
     for j, _ in enumerate(ctx.spec.pricing.overrides):
         if f"pricing.overrides[{j}]" not in used:
@@ -1303,10 +684,10 @@ def cost_lines(
 
 def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     """Resolve a validated spec against the catalog. Raises SpecError with every problem found."""
-    ctx = _Ctx(spec, catalog)
+    ctx = PlanCtx(spec, catalog)
     pools: list[PlannedPool] = []
     for i, pool in enumerate(spec.pools):
-        planned = _plan_pool(ctx, i, pool)
+        planned = _planners()[pool.provider].plan_pool(ctx, i, pool)
         if planned is not None:
             pools.append(planned)
     _check_overrides(ctx)
@@ -1344,11 +725,11 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         gpus=sum(p.gpus for p in pools),
         cost_usd_per_hour=cents(cost.usd_per_month / hours),
         cost_usd_per_month=cost.usd_per_month,
-        power_kw_it=_round2(it_kw),
-        power_kw_facility=_round2(fac_kw),
-        co2e_t_per_month=_round2(co2),
+        power_kw_it=round2(it_kw),
+        power_kw_facility=round2(fac_kw),
+        co2e_t_per_month=round2(co2),
         racks=racks,
-        bf16_pflops=_round2(sum(p.bf16_pflops for p in pools)),
+        bf16_pflops=round2(sum(p.bf16_pflops for p in pools)),
         storage_tib=round(sum(f.capacity_tib for f in filesystems), 3),
         storage_throughput_gb_s=round(sum(f.throughput_mb_s for f in filesystems) / 1000, 2),
         unpriced=cost.unpriced,

@@ -21,7 +21,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from aicluster.plan import PlannedNetwork
-from aicluster.plan.gcp import IAP_SSH_RANGE
+from aicluster.providers.gcp.pool import IAP_SSH_RANGE
 
 ALLOW_ALL = [
     gcp.compute.FirewallAllowArgs(protocol="tcp"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.plan import aws as aws_plan
-from aicluster.plan import azure as azure_plan
+from aicluster.providers.aws import pool as aws_plan
+from aicluster.providers.azure import pool as azure_plan
 from policies.facts import gcp_region
 from tests.helpers import cluster, plan_problems, pool
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 
 from aicluster.catalog import InstanceType
+from aicluster.plan.groups import bounded, fill
+from aicluster.plan.models import AzurePoolDetails, ScaleSet
 from aicluster.spec import AzurePool
-
-from .groups import bounded, fill
-from .models import AzurePoolDetails, ScaleSet
 
 IB_DOMAIN_MAX_VMS = 100  # without a raise from Azure support (up to 300: azure-vmss-infiniband)
 COMPUTER_NAME_PREFIX_MAX = 15

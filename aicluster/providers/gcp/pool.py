@@ -14,10 +14,9 @@ bandwidth: the layout is derived here from the catalog, never written by hand in
 from __future__ import annotations
 
 from aicluster.catalog import InstanceType, TpuType
+from aicluster.plan.groups import bounded, fill
+from aicluster.plan.models import GcpNic, GcpPoolDetails, PlacementGroup, TpuDetails, TpuSlice
 from aicluster.spec import GcpPool
-
-from .groups import bounded, fill
-from .models import GcpNic, GcpPoolDetails, PlacementGroup, TpuDetails, TpuSlice
 
 # The host and GPU VPCs of A3 High/Mega are pinned to 8244 (the GKE A3 blueprints; Slurm blueprints leave the
 # GPU VPCs at 8896, so pin it rather than inherit it); the VPCs of A3 Ultra/A4 use 8896, the VPC maximum

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 from aicluster.catalog import InstanceType
+from aicluster.plan.models import AwsPoolDetails, Nic
 from aicluster.spec import AwsPool
-
-from .models import AwsPoolDetails, Nic
 
 # Containers on a GPU node (pyxis/enroot, Kubernetes pods) reach IMDS through one extra hop; the
 # controller runs no containers and keeps the default of 1.

@@ -1,0 +1,148 @@
+"""`CloudPlanner`: the checks every cloud pool shares, around its provider's own placement.
+
+A provider overrides `place()` (NICs, placement groups, scale sets, zones) and, for networks, `subnets()`;
+it never skips the type, region, offering, zone, image or price checks, which live here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from aicluster.catalog import InstanceType, Region
+from aicluster.catalog.pricing import compute_price
+
+from .context import (
+    UNPRICED_NOTE,
+    Placed,
+    PlanCtx,
+    boot_disk,
+    facts_of,
+    image_of,
+    instance_type_of,
+    pool_record,
+    region_of,
+    service_cost,
+    zone_of,
+)
+from .models import PlannedPool
+from .network import Cut
+
+
+class CloudPlanner:
+    name: ClassVar[str]
+    image_forms: ClassVar[str]
+    storage_subnets: ClassVar[Mapping[str, str]] = {}
+    reserved_ranges: ClassVar[tuple[tuple[str, str], ...]] = ()
+    controller_root_gib: ClassVar[int] = 100
+    controller_imds_hop_limit: ClassVar[int | None] = None
+    controller_zonal: ClassVar[bool] = True
+    # the boot-disk service when neither the instance type nor the provider's defaults name one
+    boot_disk_fallback: ClassVar[str] = ""
+
+    def is_image_reference(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def place(
+        self, ctx: PlanCtx, i: int, pool: Any, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+    ) -> Placed | None:
+        raise NotImplementedError
+
+    def subnets(self, block: str, region: Region, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:
+        raise NotImplementedError
+
+    def nat_gateways(self, zones: dict[str | None, int]) -> int:
+        """One NAT gateway per network unless the cloud needs more (AWS: one per zone in use)."""
+        return 1
+
+    def network_fields(self, ctx: PlanCtx, key: str, roles: dict[str, int]) -> dict[str, object]:
+        return {}
+
+    def boot_disk(self, ctx: PlanCtx, it: InstanceType) -> str:
+        return boot_disk(ctx, it, self.boot_disk_fallback)
+
+    def image(self, ctx: PlanCtx, path: tuple[str | int, ...], given: str | None, default: str | None) -> str:
+        return image_of(ctx, path, self.name, self.image_forms, self.is_image_reference, given, default)
+
+    def plan_pool(self, ctx: PlanCtx, i: int, pool: Any) -> PlannedPool | None:
+        """The checks every pool shares (catalog type, region, offering, zone, image, price, addresses, cost),
+        around the provider's own placement."""
+        base: tuple[str | int, ...] = ("pools", i)
+        provider = self.name
+        assert pool.instance_type is not None
+        assert pool.nodes is not None
+        it = instance_type_of(ctx, (*base, "instance_type"), provider, pool.instance_type)
+        reg = region_of(ctx, (*base, "region"), provider, pool.region)
+        if it is None or reg is None:
+            return None
+        off = it.offering(pool.region)
+        resolved = compute_price(it, pool.region, pool.market, ctx.spec.pricing.overrides)
+        if off is None:
+            offered = [o.region for o in it.offerings]
+            if resolved.price is None:
+                ctx.problem(
+                    (*base, "region"),
+                    f"{it.name} is not offered in {pool.region} per the catalog; offered in: "
+                    f"{', '.join(offered) or 'no region the catalog has a source for'}; if it is offered there to "
+                    f"you, add your rate under pricing.overrides (sku: {it.name}, region: {pool.region}, "
+                    "usd_per_hour: ...)",
+                    pool.region,
+                )
+                return None
+            ctx.warnings.append(
+                f"pools[{i}] ({pool.name}): the catalog does not list {it.name} in {pool.region}; planned with "
+                f"your negotiated rate ({resolved.price.basis})"
+            )
+        zones = (off.zones if off else ()) or reg.zones
+        if pool.zone is not None and zone_of(ctx, (*base, "zone"), reg, pool.zone, zones, it.name) is None:
+            return None
+        defaults = ctx.catalog.constants.defaults.get(provider)
+        acc = ctx.catalog.accelerator_of(it)
+        default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
+        if pool.image is None and default_image is None:
+            ctx.problem(
+                (*base, "image"),
+                f"the catalog has no default image for {it.name} "
+                f"({acc.kind if acc else 'no accelerator'}); set image to {self.image_forms} "
+                "(e.g. the Neuron DLAMI's SSM parameter for Trainium)",
+            )
+            return None
+        image = self.image(ctx, (*base, "image"), pool.image, default_image)
+        placed = self.place(ctx, i, pool, it, reg, zones, image)
+        if placed is None:
+            return None
+        if resolved.warning:
+            ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
+        if resolved.price is None:
+            ctx.warnings.append(
+                f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, "
+                f"so the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under "
+                f"pricing.overrides (sku: {it.name}, region: {pool.region}, usd_per_hour: ...)"
+            )
+        network = ctx.need(
+            (*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node
+        )
+        volumes_month = service_cost(
+            ctx,
+            provider,
+            self.boot_disk(ctx, it),
+            pool.region,
+            pool.nodes * pool.root_volume_gib,
+            f"the root volumes of pool {pool.name}",
+        )
+        return pool_record(
+            ctx,
+            i,
+            pool.name,
+            provider,
+            reg,
+            placed.zone,
+            network,
+            facts_of(ctx, it),
+            pool.nodes,
+            pool.market,
+            resolved.price,
+            pool.nodes,
+            volumes_month,
+            **placed.details,
+        )
