@@ -298,7 +298,7 @@ TagValue = Annotated[str, Field(max_length=256), AfterValidator(_tag_text)]
 Count = Annotated[int, Field(strict=True)]  # YAML `true` or `4.0` is not a count
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
-SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws", "azure", "gcp")
+SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws", "azure", "gcp", "onprem")
 AwsMarket = Literal["on-demand", "spot", "capacity-block", "reserved"]
 Market = Literal["on-demand", "spot", "capacity-block", "reserved", "flex-start"]
 AzureMarket = Literal["on-demand", "spot", "reserved"]
@@ -737,7 +737,278 @@ class GcpPool(Strict):
         return self.nodes if self.nodes is not None else (self.slices or 1)
 
 
-Pool = Annotated[AwsPool | AzurePool | GcpPool, Field(discriminator="provider")]
+# ------------------------------------------------------------------------------------------------
+# On-prem sites and pools
+# ------------------------------------------------------------------------------------------------
+
+
+def _private_ip(value: str) -> str:
+    try:
+        addr = ipaddress.IPv4Address(value)
+    except ValueError:
+        raise PydanticCustomError("ip", "not an IPv4 address (e.g. 10.200.1.11)", {}) from None
+    if not any(addr in block for block in _RFC1918):
+        raise PydanticCustomError(
+            "ip", "must be a private address (10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16) of the site's network", {}
+        )
+    return str(addr)
+
+
+def _public_ip(value: str) -> str:
+    try:
+        addr = ipaddress.IPv4Address(value)
+    except ValueError:
+        raise PydanticCustomError("ip", "not an IPv4 address (e.g. 203.0.113.10)", {}) from None
+    if not (addr.is_global or _documentation(addr)):
+        raise PydanticCustomError(
+            "ip",
+            "must be the public IPv4 address the site's VPN device answers on (the clouds' VPN gateways dial it)",
+            {},
+        )
+    return str(addr)
+
+
+# RFC 5737 documentation ranges: accepted as endpoints so that examples never name a real address
+_DOCUMENTATION = tuple(ipaddress.IPv4Network(b) for b in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+
+
+def _documentation(addr: ipaddress.IPv4Address) -> bool:
+    return any(addr in block for block in _DOCUMENTATION)
+
+
+PrivateIp = Annotated[str, AfterValidator(_private_ip)]
+PublicIp = Annotated[str, AfterValidator(_public_ip)]
+# BGP: 2-byte and 4-byte ASNs; 0, 23456 (AS_TRANS) and 4294967295 are reserved (RFC 7607, 6793, 7300)
+BgpAsn = Annotated[int, Field(strict=True, ge=1, le=4_294_967_294)]
+BMC_RE = _pattern(
+    r"^(redfish|ipmi)://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]{0,512})?$",
+    "must be a BMC endpoint: redfish:// or ipmi://, a host and an optional port and path, and no user or password "
+    "(e.g. redfish://10.201.0.11/redfish/v1/Systems/1 or ipmi://10.201.0.11:623)",
+)
+SECRET_NAME_RE = _pattern(
+    r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$",
+    "must be the name of a Pulumi secret: a letter, then letters, digits, '_', '.' and '-' (e.g. bmcPassword)",
+)
+RACK_RE = _pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", "must be a rack name: letters, digits, '.', '_', '-' (e.g. r01)"
+)
+_CLEAR_SECRETS = ("password", "passwd", "secret_value", "credential_value", "token")
+
+
+class Host(Strict):
+    """One owned node: its name, management address, BMC and place in the data centre."""
+
+    name: Annotated[DnsLabel, Field(description="Host name, unique in the cluster (e.g. `dgx001`).")]
+    address: Annotated[
+        PrivateIp, Field(description="Management address, inside the site's CIDRs (e.g. `10.200.1.11`).")
+    ]
+    bmc: Annotated[
+        str | None,
+        Field(pattern=BMC_RE, description="BMC endpoint: `redfish://host/redfish/v1/Systems/1` or `ipmi://host:623`."),
+    ] = None
+    bmc_username: Annotated[
+        str | None,
+        Field(
+            pattern=_pattern(
+                r"^[A-Za-z0-9._-]{1,64}$", "must be a BMC user name: letters, digits, '.', '_' and '-' (e.g. admin)"
+            ),
+            description="BMC user name (not secret).",
+        ),
+    ] = None
+    bmc_secret: Annotated[
+        str | None,
+        Field(
+            pattern=SECRET_NAME_RE,
+            description="Name of the Pulumi secret that holds the BMC password (`pulumi config set --secret NAME`); "
+            "a password itself is refused.",
+        ),
+    ] = None
+    rack: Annotated[str | None, Field(pattern=RACK_RE, description="Rack the host is in (e.g. `r01`).")] = None
+    u: Annotated[Count | None, Field(ge=1, le=60, description="Lowest rack unit the host occupies (e.g. `10`).")] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_clear_password(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            clear = [k for k in data if isinstance(k, str) and any(w in k.lower() for w in _CLEAR_SECRETS)]
+            if clear:
+                raise _Problems(
+                    [
+                        Problem(
+                            (k,),
+                            "a BMC password in clear text is refused (stack files are read, copied and committed): "
+                            "store it as a Pulumi secret (pulumi config set --secret bmcPassword) and give its name "
+                            "in bmc_secret",
+                        )
+                        for k in clear
+                    ]
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _bmc_pair(self) -> Host:
+        if self.bmc_secret is not None and self.bmc is None:
+            raise _Problems([Problem(("bmc",), "bmc_secret is given, so give the BMC endpoint it opens too")])
+        return self
+
+
+class OnpremFabric(Strict):
+    """The compute fabric of owned nodes: a rail-optimised fat-tree the planner sizes."""
+
+    kind: Annotated[Literal["infiniband", "roce"], Field(description="`infiniband` or `roce` (RDMA over Ethernet).")]
+    link_gbps: Annotated[
+        Literal[100, 200, 400, 800], Field(description="Link speed per NIC and switch port, Gb/s (e.g. `400`: NDR).")
+    ] = 400
+    switch_radix: Annotated[
+        Count, Field(ge=8, le=512, description="Ports per switch at the link speed (e.g. `64`: Quantum-2 QM9700).")
+    ] = 64
+    rails: Annotated[
+        Count | None, Field(ge=1, le=16, description="Rails (compute NICs per node). Default: the node shape's.")
+    ] = None
+    oversubscription: Annotated[
+        float,
+        Field(
+            ge=1,
+            le=16,
+            allow_inf_nan=False,
+            description="Wanted leaf oversubscription, down:up (`1`: non-blocking; `2`: 2:1).",
+        ),
+    ] = 1.0
+
+
+class SiteNetwork(Strict):
+    cidrs: Annotated[
+        list[Cidr],
+        Field(min_length=1, max_length=64, description="The site's private ranges (e.g. `[10.200.0.0/16]`)."),
+    ]
+    vpn_endpoint: Annotated[
+        PublicIp, Field(description="Public IPv4 address of the site's VPN device (e.g. `203.0.113.10`).")
+    ]
+    bgp_asn: Annotated[BgpAsn, Field(description="The site router's BGP ASN (e.g. `65010`).")]
+
+
+class SitePower(Strict):
+    pue: Annotated[
+        float, Field(ge=1.0, le=3.0, allow_inf_nan=False, description="Power usage effectiveness (e.g. `1.3`).")
+    ]
+    usd_per_kwh: Annotated[
+        float, Field(ge=0, le=10, allow_inf_nan=False, description="Energy price, USD per kWh (e.g. `0.09`).")
+    ]
+    rack_kw: Annotated[
+        float, Field(gt=0, le=1000, allow_inf_nan=False, description="Power a rack can deliver, kW (e.g. `41`).")
+    ]
+    max_kw: Annotated[
+        float,
+        Field(
+            gt=0, le=10_000_000, allow_inf_nan=False, description="The site's ceiling for IT load, kW (e.g. `2000`)."
+        ),
+    ]
+
+
+class HardwareCost(Strict):
+    """How owned nodes are costed: a purchase amortised over years, or a rate per node-hour."""
+
+    purchase_usd_per_node: Annotated[
+        float | None, Field(gt=0, le=100_000_000, allow_inf_nan=False, description="Price paid per node, USD.")
+    ] = None
+    amortization_years: Annotated[
+        float | None, Field(gt=0, le=30, allow_inf_nan=False, description="Years the purchase is spread over.")
+    ] = None
+    usd_per_node_hour: Annotated[
+        float | None,
+        Field(gt=0, le=100_000, allow_inf_nan=False, description="Internal rate per node-hour, USD (instead)."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _one_basis(self) -> HardwareCost:
+        purchase = (self.purchase_usd_per_node is not None, self.amortization_years is not None)
+        if self.usd_per_node_hour is not None and any(purchase):
+            raise _Problems(
+                [
+                    Problem(
+                        ("usd_per_node_hour",), "give a purchase price with years of amortisation, or a rate: not both"
+                    )
+                ]
+            )
+        if self.usd_per_node_hour is None and not all(purchase):
+            missing = "amortization_years" if purchase[0] else "purchase_usd_per_node"
+            raise _Problems(
+                [Problem((missing,), "give purchase_usd_per_node with amortization_years, or usd_per_node_hour")]
+            )
+        return self
+
+
+class Site(Strict):
+    """An owned data centre: its network, power, carbon and how its hardware is costed."""
+
+    name: Annotated[DnsLabel, Field(description="Site name, unique in the cluster (e.g. `fra1`).")]
+    network: Annotated[SiteNetwork, Field(description="CIDRs, VPN endpoint and BGP ASN.")]
+    power: Annotated[SitePower, Field(description="PUE, energy price, rack power and the site's ceiling.")]
+    carbon_g_per_kwh: Annotated[
+        float,
+        Field(ge=0, le=2000, allow_inf_nan=False, description="Grid carbon intensity, gCO2e/kWh (e.g. `350`)."),
+    ]
+    hardware_cost: Annotated[
+        HardwareCost | None, Field(description="Amortised purchase or a node-hour rate. Default: unpriced.")
+    ] = None
+    fabric: Annotated[
+        OnpremFabric | None, Field(description="The site's compute fabric, for pools that do not give their own.")
+    ] = None
+
+
+class OnpremPool(Strict):
+    """Owned nodes at a site: a node shape from the catalog, a count, and optionally the hosts themselves."""
+
+    name: Annotated[DnsLabel, Field(description="Pool name, unique in the cluster (e.g. `h100`).")]
+    provider: Annotated[Literal["onprem"], Field(description="Cloud or site that runs the pool.")]
+    site: Annotated[DnsLabel, Field(description="Name of the site under `sites:` (e.g. `fra1`).")]
+    instance_type: Annotated[
+        InstanceType,
+        Field(description="Node shape from the catalog (e.g. `dgx-h100`; `aicluster catalog` lists them)."),
+    ]
+    nodes: Annotated[
+        Count | None, Field(ge=1, le=100_000, description="Number of nodes. Default: the number of hosts.")
+    ] = None
+    hosts: Annotated[list[Host], Field(max_length=100_000, description="The nodes themselves (optional).")] = []
+    fabric: Annotated[OnpremFabric | None, Field(description="The pool's own fabric. Default: the site's.")] = None
+
+    @model_validator(mode="after")
+    def _count(self) -> OnpremPool:
+        if self.nodes is None and not self.hosts:
+            raise _Problems([Problem(("nodes",), "give nodes (a count) or list the hosts")])
+        if self.nodes is not None and self.hosts and self.nodes != len(self.hosts):
+            raise _Problems(
+                [
+                    Problem(
+                        ("nodes",),
+                        f"{len(self.hosts)} hosts are listed: drop nodes, or list every host",
+                        self.nodes,
+                        True,
+                    )
+                ]
+            )
+        return self
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes if self.nodes is not None else len(self.hosts)
+
+    @property
+    def market(self) -> Literal["owned"]:
+        """Owned hardware: bought, not rented."""
+        return "owned"
+
+    @property
+    def region(self) -> str:
+        """Where the pool runs, in the place every pool names it: its site."""
+        return self.site
+
+    @property
+    def zone(self) -> None:
+        return None
+
+
+Pool = Annotated[AwsPool | AzurePool | GcpPool | OnpremPool, Field(discriminator="provider")]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -799,8 +1070,20 @@ class Controller(Strict):
         InstanceType | None,
         Field(description="Controller instance type (e.g. `m7i.4xlarge`). Default: from the catalog."),
     ] = None
-    provider: Annotated[Provider | None, Field(description="Default: the provider of the first pool.")] = None
+    provider: Annotated[
+        Provider | None,
+        Field(description="Default: `onprem` when the stack has sites, else the provider of the first pool."),
+    ] = None
     region: Annotated[RegionName | None, Field(description="Default: the region of the first pool.")] = None
+    site: Annotated[
+        DnsLabel | None, Field(description="On-prem: the site slurmctld runs at. Default: the first site.")
+    ] = None
+    host: Annotated[DnsLabel | None, Field(description="On-prem: the host that runs slurmctld (e.g. `slurm01`).")] = (
+        None
+    )
+    address: Annotated[
+        PrivateIp | None, Field(description="On-prem: the host's address, inside the site's CIDRs (e.g. `10.200.0.5`).")
+    ] = None
 
 
 class SlurmScheduler(Strict):
@@ -1109,6 +1392,140 @@ def _tag_problems(tags: Mapping[str, str], providers: set[Any]) -> list[Problem]
     return problems
 
 
+def _site_problems(spec: ClusterSpec) -> list[Problem]:
+    """Sites and the on-prem pools and controller that name them: known sites, unique hosts, hosts inside
+    their site's CIDRs, and site CIDRs that overlap neither each other nor a pinned cloud network."""
+    problems = _duplicates("sites", "name", [site.name for site in spec.sites], "site names must be unique")
+    sites = {site.name: site for site in spec.sites}
+    names: dict[str, tuple[str | int, ...]] = {}
+    addresses: dict[str, tuple[str | int, ...]] = {}
+
+    def host(path: tuple[str | int, ...], name: str, address: str | None, site: str) -> None:
+        if name in names:
+            problems.append(
+                Problem(
+                    (*path, "name"),
+                    f"{format_path(names[name])} already has this name; host names must be unique",
+                    name,
+                    True,
+                )
+            )
+        names.setdefault(name, (*path, "name"))
+        if address is None:
+            return
+        if address in addresses:
+            problems.append(
+                Problem(
+                    (*path, "address"),
+                    f"{format_path(addresses[address])} already has this address; give each host its own",
+                    address,
+                    True,
+                )
+            )
+        addresses.setdefault(address, (*path, "address"))
+        if site in sites:
+            cidrs = sites[site].network.cidrs
+            if not any(ipaddress.IPv4Address(address) in ipaddress.IPv4Network(c) for c in cidrs):
+                problems.append(
+                    Problem(
+                        (*path, "address"),
+                        f"not inside site {site}'s CIDRs ({', '.join(cidrs)}); use an address of the site's network, "
+                        "or add its range to the site's network.cidrs",
+                        address,
+                        True,
+                    )
+                )
+
+    for i, pool in enumerate(spec.pools):
+        if not isinstance(pool, OnpremPool):
+            continue
+        if pool.site not in sites:
+            known = list(sites)
+            problems.append(
+                Problem(
+                    ("pools", i, "site"),
+                    f"no site of this name under sites; known: {', '.join(known)}"
+                    if known
+                    else "the stack has no sites: describe the data centre under sites (name, network, power, "
+                    "carbon_g_per_kwh)",
+                    pool.site,
+                    True,
+                    did_you_mean(pool.site, known),
+                )
+            )
+        elif pool.fabric is None and sites[pool.site].fabric is None:
+            problems.append(
+                Problem(
+                    ("pools", i, "fabric"),
+                    f"neither the pool nor site {pool.site} describes the compute fabric: give fabric (kind, "
+                    "link_gbps, switch_radix) on the pool or the site",
+                )
+            )
+        for j, h in enumerate(pool.hosts):
+            host(("pools", i, "hosts", j), h.name, h.address, pool.site)
+    sched = spec.scheduler
+    if spec.sites and isinstance(sched, SlurmScheduler):
+        c = sched.controller
+        base: tuple[str | int, ...] = ("scheduler", "controller")
+        if c.provider not in (None, "onprem"):
+            problems.append(
+                Problem(
+                    (*base, "provider"),
+                    "a stack with sites runs slurmctld on-prem, with the clouds as burst capacity: drop provider, or "
+                    "set it to onprem",
+                    c.provider,
+                    True,
+                )
+            )
+        site = c.site or spec.sites[0].name
+        if c.site is not None and c.site not in sites:
+            problems.append(
+                Problem(
+                    (*base, "site"), "no site of this name under sites", c.site, True, did_you_mean(c.site, list(sites))
+                )
+            )
+        for key in ("host", "address"):
+            if getattr(c, key) is None:
+                problems.append(
+                    Problem(
+                        (*base, key),
+                        "a stack with sites runs slurmctld on a host of the site: give the controller's host and "
+                        "address (e.g. host: slurm01, address: 10.200.0.5)",
+                    )
+                )
+        if c.host is not None:
+            host(base, c.host, c.address, site)
+    elif isinstance(sched, SlurmScheduler) and sched.controller.provider == "onprem":
+        problems.append(
+            Problem(
+                ("scheduler", "controller", "provider"),
+                "an on-prem controller needs a site: describe it under sites",
+                "onprem",
+                True,
+            )
+        )
+    blocks = [
+        (("sites", i, "network", "cidrs", j), c)
+        for i, site in enumerate(spec.sites)
+        for j, c in enumerate(site.network.cidrs)
+    ]
+    pinned = [(("network", "cidrs", k), v) for k, v in spec.network.cidrs.items()]
+    for n, (path, cidr) in enumerate(blocks):
+        net = ipaddress.IPv4Network(cidr)
+        for other_path, other in [*blocks[:n], *pinned]:
+            if net.overlaps(ipaddress.IPv4Network(other)):
+                problems.append(
+                    Problem(
+                        path,
+                        f"overlaps {format_path(other_path)} ({other}); every site and cloud network needs its own "
+                        "range, or the VPNs between them cannot route",
+                        cidr,
+                        True,
+                    )
+                )
+    return problems
+
+
 class ClusterSpec(Strict):
     """One AI cluster: pools of accelerator nodes, storage, a scheduler, and its guardrails."""
 
@@ -1124,6 +1541,7 @@ class ClusterSpec(Strict):
         dict[TagKey, TagValue],
         Field(description="Tags/labels for every resource (e.g. `{owner: ml-platform, cost-center: '4711'}`)."),
     ] = {}
+    sites: Annotated[list[Site], Field(max_length=64, description="Owned data centres that on-prem pools run at.")] = []
     pools: Annotated[list[Pool], Field(min_length=1, description="Node pools; at least one.")]
     storage: Annotated[list[Storage], Field(description="Shared file systems.")] = []
     scheduler: Annotated[Scheduler, Field(description="Workload manager.")] = SlurmScheduler(kind="slurm")
@@ -1153,7 +1571,18 @@ class ClusterSpec(Strict):
                         True,
                     )
                 )
-            if st.provider is not None and st.provider not in providers:
+            if st.provider == "onprem" or (st.provider is None and set(providers) == {"onprem"}):
+                problems.append(
+                    Problem(
+                        ("storage", i, "provider"),
+                        "aicluster builds managed file systems in a cloud; a site's own file systems (Lustre, "
+                        "GPFS, NFS appliances) stay with the site: mount them with your site tooling, or put this "
+                        "file system in a cloud the stack uses",
+                        st.provider or "onprem",
+                        True,
+                    )
+                )
+            elif st.provider is not None and st.provider not in providers:
                 problems.append(
                     Problem(
                         ("storage", i, "provider"),
@@ -1163,6 +1592,7 @@ class ClusterSpec(Strict):
                     )
                 )
         problems.extend(_tag_problems(self.tags, set(providers)))
+        problems.extend(_site_problems(self))
         if problems:
             raise _Problems(problems)
         return self
@@ -1294,13 +1724,6 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         tag_value = value.get(tag) if isinstance(value, Mapping) else None
         if etype == "union_tag_not_found":
             return Problem((*path, tag), f"required field is missing; allowed: {', '.join(expected)}")
-        if tag == "provider" and isinstance(tag_value, str) and tag_value in {"gcp", "onprem"}:
-            return Problem(
-                (*path, tag),
-                f"provider {tag_value} is not supported yet; supported: {', '.join(SUPPORTED_PROVIDERS)}",
-                tag_value,
-                True,
-            )
         hint = did_you_mean(tag_value, expected) if isinstance(tag_value, str) else None
         return Problem((*path, tag), f"allowed: {', '.join(expected)}", tag_value, True, hint)
     if etype == "string_pattern_mismatch":
@@ -1340,7 +1763,7 @@ def _problems_of(exc: ValidationError, data: Any) -> list[Problem]:
 
 
 # Lists whose bad items are left out so that the rest can still be checked.
-_ITEM_LISTS = ("pools", "storage")
+_ITEM_LISTS = ("pools", "storage", "sites")
 
 
 @dataclass

@@ -34,7 +34,7 @@ def test_spec_is_frozen() -> None:
     [
         pytest.param(
             cluster(nme="x"),
-            'stacks/Pulumi.t.yaml: nme: got "nme"; unknown key; allowed keys: name, tags, pools, storage, '
+            'stacks/Pulumi.t.yaml: nme: got "nme"; unknown key; allowed keys: name, tags, sites, pools, storage, '
             'scheduler, budgets, compliance, pricing, network, access (did you mean "name"?)',
             id="unknown-top-level-key",
         ),
@@ -86,10 +86,12 @@ def test_spec_is_frozen() -> None:
             id="zone-outside-region",
         ),
         pytest.param(
-            cluster(pools=[pool(provider="onprem")]),
-            'stacks/Pulumi.t.yaml: pools[0].provider: got "onprem"; provider onprem is not supported yet; '
-            "supported: aws, azure, gcp",
-            id="provider-not-yet",
+            cluster(
+                pools=[{"name": "h100", "provider": "onprem", "site": "fra1", "instance_type": "dgx-h100", "nodes": 4}]
+            ),
+            'stacks/Pulumi.t.yaml: pools[0].site: got "fra1"; the stack has no sites: describe the data centre '
+            "under sites (name, network, power, carbon_g_per_kwh)",
+            id="onprem-pool-without-its-site",
         ),
         pytest.param(
             cluster(pools=[pool(provider="amazon")]),
@@ -433,6 +435,6 @@ def test_price_overrides_are_finite_and_bounded() -> None:
 
 def test_a_list_as_a_pool_provider_does_not_hide_the_tag_rules() -> None:
     assert errors(cluster(pools=[pool(provider=[])], tags={"owner": "x", "aicluster:x": "y"})) == [
-        f"{SRC}: pools[0].provider: got a list; allowed: aws, azure, gcp",
+        f"{SRC}: pools[0].provider: got a list; allowed: aws, azure, gcp, onprem",
         f'{SRC}: tags.aicluster:x: got "aicluster:x"; the aicluster: prefix is reserved for tags the toolkit sets',
     ]

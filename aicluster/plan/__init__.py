@@ -45,11 +45,14 @@ from .models import (
     GcpPoolDetails,
     GcpVpc,
     Nic,
+    OnpremHost,
+    OnpremPoolDetails,
     PlacementGroup,
     PlannedController,
     PlannedFilesystem,
     PlannedNetwork,
     PlannedPool,
+    PlannedSite,
     ScaleSet,
     Subnet,
     Totals,
@@ -75,11 +78,14 @@ __all__ = [
     "GcpPoolDetails",
     "GcpVpc",
     "Nic",
+    "OnpremHost",
+    "OnpremPoolDetails",
     "PlacementGroup",
     "PlannedController",
     "PlannedFilesystem",
     "PlannedNetwork",
     "PlannedPool",
+    "PlannedSite",
     "Price",
     "ScaleSet",
     "Subnet",
@@ -109,6 +115,43 @@ def _cloud(provider: str) -> CloudPlanner:
     planner = _planners()[provider]
     assert isinstance(planner, CloudPlanner), provider
     return planner
+
+
+def _first_cloud(ctx: PlanCtx) -> str:
+    """The provider of the first cloud pool: where the controller and file systems go by default (the spec
+    refuses a stack whose file systems have no cloud to live in)."""
+    return next((p.provider for p in ctx.spec.pools if p.provider != "onprem"), ctx.spec.pools[0].provider)
+
+
+def _onprem_controller(ctx: PlanCtx) -> PlannedController:
+    """slurmctld on a host of the site the stack names: an existing machine, so no image, disk or price of
+    its own (its cost and power are the site's)."""
+    sched = ctx.spec.scheduler
+    assert isinstance(sched, SlurmScheduler)
+    c = sched.controller
+    site = c.site or ctx.spec.sites[0].name
+    return PlannedController(
+        kind="slurm",
+        root_volume_gib=0,
+        root_disk_service="",
+        imds_hop_limit=None,
+        provider="onprem",
+        region=site,
+        zone=None,
+        network=f"onprem-{site}",
+        instance_type="site host",
+        image="",
+        price=None,
+        instance_usd_per_month=0.0,
+        volume_usd_per_month=0.0,
+        cost_usd_per_hour=0.0,
+        cost_usd_per_month=0.0,
+        node_power_kw=0.0,
+        power_kw_facility=0.0,
+        co2e_t_per_month=0.0,
+        host=c.host,
+        address=c.address,
+    )
 
 
 def _near(ctx: PlanCtx, provider: str, region: str | None) -> tuple[str, str | None] | None:
@@ -157,7 +200,7 @@ def _placement(
 
 def _plan_storage(ctx: PlanCtx, i: int, st: LustreStorage | NfsStorage) -> PlannedFilesystem | None:
     base: tuple[str | int, ...] = ("storage", i)
-    provider = st.provider or ctx.spec.pools[0].provider
+    provider = st.provider or _first_cloud(ctx)
     # Managed Lustre is zonal everywhere; Azure NetApp Files volumes are regional unless pinned.
     zonal = provider != "azure" or st.kind == "lustre"
     where = _placement(ctx, base, provider, st.region, st.zone, "file system", zonal=zonal)
@@ -320,7 +363,9 @@ def _plan_controller(ctx: PlanCtx) -> PlannedController | None:
         return None
     base: tuple[str | int, ...] = ("scheduler", "controller")
     c = sched.controller
-    provider = c.provider or ctx.spec.pools[0].provider
+    if ctx.spec.sites:
+        return _onprem_controller(ctx)
+    provider = c.provider or _first_cloud(ctx)
     cloud = _cloud(provider)
     defaults = ctx.catalog.constants.defaults.get(provider)
     where = _placement(ctx, base, provider, c.region, None, "controller", zonal=cloud.controller_zonal)
@@ -464,6 +509,11 @@ def _plan_networks(ctx: PlanCtx) -> list[PlannedNetwork]:
             *((c, f"network.exclude[{i}] ({c}), a range you marked as in use") for i, c in enumerate(net.exclude)),
             *_cloud(provider).reserved_ranges,
             *((v, f"the {k.replace('-', '/', 1)} network {v}") for k, v in blocks.items() if k != key),
+            *(
+                (c, f"{c}, a network of site {site.name} (sites[{j}].network.cidrs)")
+                for j, site in enumerate(ctx.spec.sites)
+                for c in site.network.cidrs
+            ),
         ]
         clash = overlaps(blocks[key], [c for c, _ in others])
         if clash is not None:
@@ -661,6 +711,40 @@ def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def _plan_sites(ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedController | None) -> list[PlannedSite]:
+    out = []
+    for site in ctx.spec.sites:
+        mine = [p for p in pools if p.onprem is not None and p.onprem.site == site.name]
+        hardware = [p.instances_usd_per_month for p in mine]
+        energy = cents(math.fsum(p.energy_usd_per_month or 0.0 for p in mine))
+        priced = [h for h in hardware if h is not None]
+        it_kw = math.fsum(p.power_kw_it for p in mine)
+        out.append(
+            PlannedSite(
+                name=site.name,
+                cidrs=tuple(site.network.cidrs),
+                vpn_endpoint=site.network.vpn_endpoint,
+                bgp_asn=site.network.bgp_asn,
+                pue=site.power.pue,
+                usd_per_kwh=site.power.usd_per_kwh,
+                rack_kw=site.power.rack_kw,
+                max_kw=site.power.max_kw,
+                carbon_g_per_kwh=site.carbon_g_per_kwh,
+                pools=tuple(p.name for p in mine),
+                nodes=sum(p.nodes for p in mine),
+                gpus=sum(p.gpus for p in mine),
+                power_kw_it=round2(it_kw),
+                power_kw_facility=round2(it_kw * site.power.pue),
+                hardware_usd_per_month=cents(math.fsum(priced)) if mine and len(priced) == len(hardware) else None,
+                energy_usd_per_month=energy,
+                cost_usd_per_month=cents(math.fsum(priced) + energy),
+                co2e_t_per_month=round2(math.fsum(p.co2e_t_per_month for p in mine)),
+                controller_host=controller.host if controller and controller.region == site.name else None,
+            )
+        )
+    return out
+
+
 def cost_lines(
     pools: Sequence[PlannedPool],
     filesystems: Sequence[PlannedFilesystem],
@@ -671,7 +755,10 @@ def cost_lines(
     lines = []
     for p in pools:
         lines.append(CostLine(f"pool {p.name}: {p.nodes} x {p.instance_type} {p.market}", p.instances_usd_per_month))
-        lines.append(CostLine(f"pool {p.name}: root volumes", p.volumes_usd_per_month))
+        if p.onprem is not None:
+            lines.append(CostLine(f"pool {p.name}: energy at site {p.onprem.site}", p.energy_usd_per_month))
+        else:
+            lines.append(CostLine(f"pool {p.name}: root volumes", p.volumes_usd_per_month))
     lines += [CostLine(f"storage {f.name} ({f.service})", f.cost_usd_per_month) for f in filesystems]
     if controller is not None:
         lines.append(CostLine(f"controller {controller.instance_type}", controller.instance_usd_per_month))
@@ -719,7 +806,8 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         co2 += controller.co2e_t_per_month
         it_kw += controller.node_power_kw
         fac_kw += controller.power_kw_facility
-    racks = sum(p.racks for p in pools if p.racks is not None) if spec.budgets.rack_kw else None
+    racked = [p.racks for p in pools if p.racks is not None]
+    racks = sum(racked) if racked else None
     totals = Totals(
         nodes=sum(p.nodes for p in pools),
         gpus=sum(p.gpus for p in pools),
@@ -735,6 +823,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         unpriced=cost.unpriced,
     )
     return ClusterPlan(
+        sites=tuple(_plan_sites(ctx, pools, controller)),
         name=spec.name,
         tags={**spec.tags, "aicluster:cluster": spec.name},
         scheduler=spec.scheduler.kind,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region
 from aicluster.catalog.pricing import Price, cents, hourly_month, service_month, service_override_hint, service_price
@@ -123,6 +123,17 @@ def instance_type_of(ctx: PlanCtx, path: tuple[str | int, ...], provider: str, n
     return it
 
 
+class Facility(Protocol):
+    """Where a pool's power is drawn: a cloud region from the catalog, or an owned site from the stack."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pue(self) -> float: ...
+    @property
+    def carbon_g_per_kwh(self) -> float: ...
+
+
 @dataclass(frozen=True)
 class Placed:
     """What a provider's pool planner adds to the checks every pool shares."""
@@ -199,7 +210,7 @@ def pool_record(
     i: int,
     name: str,
     provider: str,
-    reg: Region,
+    reg: Facility,
     zone: str | None,
     network: str,
     it: NodeFacts,
@@ -219,12 +230,15 @@ def pool_record(
     priced = [x for x in (instances, volumes_usd_per_month) if x is not None]
     nodes_per_rack: int | None = None
     racks: int | None = None
-    rack_kw = ctx.spec.budgets.rack_kw
+    # an owned site's racks (its power.rack_kw), else the stack's budget
+    rack = details.pop("rack", None)
+    assert rack is None or isinstance(rack, tuple)
+    rack_kw = ctx.spec.budgets.rack_kw if rack is None else rack[1]
     if rack_kw is not None and it.node_power_kw > 0:
         nodes_per_rack = math.floor(rack_kw / it.node_power_kw)
         if nodes_per_rack == 0:
             ctx.problem(
-                ("budgets", "rack_kw"),
+                ("budgets", "rack_kw") if rack is None else rack[0],
                 f"one {it.name} node draws up to {it.node_power_kw:g} kW, more than a whole rack; raise "
                 f"rack_kw to at least {it.node_power_kw:g}",
                 rack_kw,

@@ -188,6 +188,26 @@ class TpuDetails(_Plan):
     reserved: bool
 
 
+class OnpremHost(_Plan):
+    """An owned node as the stack lists it. The BMC credential stays a Pulumi secret: only its name is here."""
+
+    name: str
+    address: str
+    bmc: str | None = None
+    bmc_username: str | None = None
+    bmc_secret: str | None = None  # the name of the Pulumi secret, never its value
+    rack: str | None = None
+    u: int | None = None
+
+
+class OnpremPoolDetails(_Plan):
+    site: str
+    hosts: tuple[OnpremHost, ...]  # empty: the stack gives only a count (nodes are named <pool>-NNN)
+    fabric: str  # the PlannedFabric (of the site) that joins the pool's nodes
+    hardware_basis: str | None  # how the node-hour rate was derived; None: the site gives no hardware cost
+    usd_per_kwh: float
+
+
 class PlannedPool(_Plan):
     name: str
     provider: str
@@ -207,7 +227,7 @@ class PlannedPool(_Plan):
     memory_gib_per_node: float
     fabric: str
     network_bandwidth_gbps: float
-    market: Market
+    market: Market | Literal["owned"]  # owned: on-prem hardware
     price: Price | None  # per node-hour (chip-hour of a TPU pool), instance only; None: no price
     instances_usd_per_month: float | None  # None: not priced (named in `unpriced`), never 0
     volumes_usd_per_month: float | None  # root volumes; None: not priced (named in `unpriced`)
@@ -229,6 +249,9 @@ class PlannedPool(_Plan):
     azure: AzurePoolDetails | None = None
     gcp: GcpPoolDetails | None = None
     tpu: TpuDetails | None = None
+    onprem: OnpremPoolDetails | None = None
+    # owned nodes: the energy they draw at the site's price (IT kW x PUE x $/kWh); a cloud's price includes it
+    energy_usd_per_month: float | None = None
 
     def ib_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
@@ -239,6 +262,8 @@ class PlannedPool(_Plan):
     def node_names(self) -> list[str]:
         """The pool's nodes as the scheduler and the inventory name them: `<pool>-<index>`, the index zero-padded
         to at least 3 digits so names sort in node order (h100-000 .. h100-383)."""
+        if self.onprem is not None and self.onprem.hosts:
+            return [h.name for h in self.onprem.hosts]
         width = max(3, len(str(self.nodes - 1)))
         return [f"{self.name}-{i:0{width}d}" for i in range(self.nodes)]
 
@@ -296,6 +321,33 @@ class PlannedController(_Plan):
     node_power_kw: float
     power_kw_facility: float
     co2e_t_per_month: float
+    # on-prem: the site host the stack names, and its address (an existing host: its cost is the site's)
+    host: str | None = None
+    address: str | None = None
+
+
+class PlannedSite(_Plan):
+    """An owned data centre: what its pools draw and cost, against what the site can deliver."""
+
+    name: str
+    cidrs: tuple[str, ...]
+    vpn_endpoint: str
+    bgp_asn: int
+    pue: float
+    usd_per_kwh: float
+    rack_kw: float
+    max_kw: float
+    carbon_g_per_kwh: float
+    pools: tuple[str, ...]
+    nodes: int
+    gpus: int
+    power_kw_it: float  # the pools' nodes at their maximum draw
+    power_kw_facility: float  # x PUE
+    hardware_usd_per_month: float | None  # None: the site gives no hardware cost
+    energy_usd_per_month: float
+    cost_usd_per_month: float  # the priced part
+    co2e_t_per_month: float
+    controller_host: str | None = None
 
 
 class Totals(_Plan):
@@ -332,12 +384,15 @@ class ClusterPlan(_Plan):
     audit_logging: tuple[str, ...]
     hours_per_month: float
     warnings: tuple[str, ...]
+    sites: tuple[PlannedSite, ...] = ()
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)
 
     def controller_host(self) -> str:
         """The scheduler controller's host name, as Slurm and the inventory name it."""
+        if self.controller is not None and self.controller.host is not None:
+            return self.controller.host
         return f"{self.name}-slurmctld"
 
     def ib_domain_max_vms(self) -> int:

@@ -10,5 +10,6 @@ from aicluster.providers.aws.plan import PLANNER as AWS
 from aicluster.providers.azure.plan import PLANNER as AZURE
 from aicluster.providers.base import ProviderPlanner
 from aicluster.providers.gcp.plan import PLANNER as GCP
+from aicluster.providers.onprem.plan import PLANNER as ONPREM
 
-PLANNERS: dict[str, ProviderPlanner] = {p.name: p for p in (AWS, AZURE, GCP)}
+PLANNERS: dict[str, ProviderPlanner] = {p.name: p for p in (AWS, AZURE, GCP, ONPREM)}
