@@ -182,6 +182,8 @@ _GPU_REGIONS = {
         "us-south1",
         "us-west1",
     ),
+    # owned hardware: the on-prem GPU shapes have no offerings (no list price, no region), so no GPU region
+    "onprem": (),
 }
 
 # The reviewed list of (provider, priced item) -> GPU regions WITHOUT a catalog price (the item is shown
@@ -280,3 +282,87 @@ def test_an_nccl_profile_for_a_type_without_its_fabric_is_refused(tmp_path: Path
     with pytest.raises(CatalogError) as caught:
         load_catalog(data)
     assert "azure/Standard_NC24ads_A100_v4 is not an instance type with the infiniband fabric" in str(caught.value)
+
+
+# ------------------------------------------------------------------------------------------ on-prem shapes
+
+
+@pytest.mark.parametrize(
+    ("name", "accelerator", "layout", "power_kw", "basis"),
+    [
+        pytest.param("dgx-h100", "h100-sxm-80gb", (2, 56, 2), 10.2, "datasheet", id="dgx-h100"),
+        pytest.param("dgx-h200", "h200-sxm-141gb", (2, 56, 2), 10.2, "datasheet", id="dgx-h200"),
+        pytest.param("dgx-b200", "b200-sxm-180gb", (2, 56, 2), 14.3, "datasheet", id="dgx-b200"),
+        pytest.param("hgx-h100-8gpu", "h100-sxm-80gb", (2, 52, 2), 9.6, "estimate", id="hgx-h100-xe9680"),
+    ],
+)
+def test_onprem_shapes_are_eight_rail_infiniband_nodes_without_offerings(
+    catalog: Catalog,
+    name: str,
+    accelerator: str,
+    layout: tuple[int, int, int],
+    power_kw: float,
+    basis: str,
+) -> None:
+    it = catalog.instance_type("onprem", name)
+    assert it is not None
+    t = it.cpu_topology
+    assert (it.accelerator, it.accelerator_count) == (accelerator, 8)
+    assert (t.sockets, t.cores_per_socket, t.threads_per_core) == layout
+    assert it.network.fabric == "infiniband"
+    assert it.network.gpu_nics == 8
+    assert it.network.bandwidth_gbps == it.network.gpu_nics * 400  # rails x NDR link
+    assert (it.node_power_kw, it.power_basis) == (power_kw, basis)
+    assert it.offerings == ()
+    assert catalog.cite(it, "node_power_kw").url.startswith("https://")
+
+
+# ------------------------------------------------------------------------------------------ switches
+
+
+@pytest.mark.parametrize(
+    ("switch_id", "fabric", "radix", "port_gbps", "ports_per_cage"),
+    [
+        pytest.param("qm9700", "infiniband", 64, 400, 2, id="quantum-2-ndr"),
+        pytest.param("qm8700", "infiniband", 40, 200, 1, id="quantum-hdr"),
+        pytest.param("q3400", "infiniband", 144, 800, 2, id="quantum-x800-xdr"),
+        pytest.param("sn5600", "roce", 64, 800, 1, id="spectrum-4"),
+    ],
+)
+def test_switches_have_their_published_radix(
+    catalog: Catalog, switch_id: str, fabric: str, radix: int, port_gbps: int, ports_per_cage: int
+) -> None:
+    sw = catalog.switch(switch_id)
+    assert sw is not None
+    assert (sw.fabric, sw.radix, sw.port_gbps, sw.modes[0].ports_per_cage) == (fabric, radix, port_gbps, ports_per_cage)
+    assert catalog.cite(sw, "modes").url.startswith("https://")
+
+
+def test_the_sn5600_breaks_out_to_128_ports_of_400g(catalog: Catalog) -> None:
+    sw = catalog.switch("sn5600")
+    assert sw is not None
+    mode = sw.mode(400)
+    assert mode is not None
+    assert (mode.radix, mode.ports_per_cage) == (128, 2)
+    assert sw.mode(100) is None
+
+
+def test_a_switch_mode_that_does_not_fill_its_cages_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "switches.yaml"
+    text = path.read_text()
+    old = "{port_gbps: 400, radix: 64, ports_per_cage: 2}"
+    assert old in text
+    path.write_text(text.replace(old, "{port_gbps: 400, radix: 66, ports_per_cage: 2}"))
+    with pytest.raises(CatalogError, match=re.escape("qm9700: 66 ports at 400G are not 32 cages x 2")):
+        load_catalog(data)
+
+
+def test_a_switch_citing_an_unknown_source_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "switches.yaml"
+    path.write_text(path.read_text().replace("source: onprem-qm8700", "source: onprem-nowhere"))
+    with pytest.raises(CatalogError, match="switch qm8700: unknown source id 'onprem-nowhere'"):
+        load_catalog(data)

@@ -1,4 +1,4 @@
-"""The catalog: accelerators, instance types, TPU types, regions, storage tiers, images, prices.
+"""The catalog: accelerators, instance types, TPU types, regions, storage tiers, images, prices, switches.
 
 Data lives in YAML files under ``data/`` with a source (URL + date read) for every figure, and is
 loaded into the typed, frozen records of :mod:`aicluster.catalog.models`. The catalog is the single
@@ -27,6 +27,7 @@ from .models import (
     NcclData,
     NcclProfile,
     Offering,
+    PortMode,
     Provider,
     ProviderDefaults,
     Region,
@@ -34,6 +35,7 @@ from .models import (
     Source,
     Sourced,
     StorageTier,
+    Switch,
     TpuType,
     version_in_range,
 )
@@ -51,12 +53,14 @@ __all__ = [
     "NcclData",
     "NcclProfile",
     "Offering",
+    "PortMode",
     "Provider",
     "ProviderDefaults",
     "Region",
     "ServicePrice",
     "Source",
     "StorageTier",
+    "Switch",
     "TpuType",
     "load_catalog",
 ]
@@ -90,6 +94,8 @@ class Catalog:
     nccl: NcclData = field(
         default_factory=lambda: NcclData(default_versions=(), guest_nic_names=(), profiles=(), busbw=())
     )
+    # fabric switches for on-prem fat trees (data/switches.yaml)
+    switches: dict[str, Switch] = field(default_factory=dict)
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -100,6 +106,9 @@ class Catalog:
 
     def accelerator_of(self, it: InstanceType) -> Accelerator | None:
         return self.accelerators.get(it.accelerator) if it.accelerator else None
+
+    def switch(self, switch_id: str) -> Switch | None:
+        return self.switches.get(switch_id)
 
     def region(self, provider: str, name: str) -> Region | None:
         return self.regions.get((provider, name))
@@ -225,6 +234,8 @@ def _check(cat: Catalog) -> None:
     for sid in cat.constants.sources.values():
         if sid not in cat.sources:
             problems.append(f"constants: unknown source id {sid!r}")
+    for sw in cat.switches.values():
+        cited(sw, f"switch {sw.id}")
     _check_nccl(cat, problems)
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
@@ -347,8 +358,26 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         )
     except ValidationError as exc:
         raise CatalogError(f"{nccl_path}: {exc}") from exc
+    switches_path = data_dir / "switches.yaml"
+    switches = _unique(
+        (
+            (sw.id, sw)
+            for sw in _records(Switch, (_read(switches_path) if switches_path.exists() else None) or [], switches_path)
+        ),
+        "switch",
+    )
     cat = Catalog(
-        sources, accelerators, instance_types, tpu_types, regions, storage, images, services, constants, nccl=nccl
+        sources,
+        accelerators,
+        instance_types,
+        tpu_types,
+        regions,
+        storage,
+        images,
+        services,
+        constants,
+        nccl=nccl,
+        switches=switches,
     )
     _check(cat)
     return cat

@@ -175,6 +175,63 @@ class InstanceType(Sourced):
         return next((o for o in self.offerings if o.region == region), None)
 
 
+SwitchFabric = Literal["infiniband", "roce"]
+
+
+class PortMode(_Record):
+    """One port layout of a switch: how many ports it has at one speed, and how many ports one cage carries."""
+
+    port_gbps: Annotated[int, Field(gt=0, description="Link speed of each port, Gb/s (e.g. `400`).")]
+    radix: Annotated[int, Field(ge=2, description="Ports at this speed (the fat-tree k).")]
+    ports_per_cage: Annotated[
+        int,
+        Field(ge=1, description="Ports one switch-side transceiver or cable end serves (twin-port OSFP on NDR: 2)."),
+    ]
+
+
+class Switch(Sourced):
+    """A fabric switch for on-prem fat trees (data/switches.yaml)."""
+
+    id: Annotated[str, Field(description="Catalog id (e.g. `qm9700`).")]
+    vendor: Literal["nvidia"]
+    name: Annotated[str, Field(description="Product name (e.g. `NVIDIA Quantum-2 QM9700 (NDR)`).")]
+    fabric: SwitchFabric
+    cages: Annotated[int, Field(ge=1, description="Front-panel transceiver cages (OSFP / QSFP56).")]
+    modes: Annotated[
+        tuple[PortMode, ...],
+        Field(min_length=1, description="Port layouts, native speed first, then breakouts to lower speeds."),
+    ]
+    max_power_w: Annotated[
+        float | None, Field(gt=0, description="Published system maximum power, W; null if unpublished.")
+    ] = None
+
+    @property
+    def radix(self) -> int:
+        """Ports at the native speed."""
+        return self.modes[0].radix
+
+    @property
+    def port_gbps(self) -> int:
+        """Native port speed, Gb/s."""
+        return self.modes[0].port_gbps
+
+    def mode(self, link_gbps: int) -> PortMode | None:
+        """The port layout at a link speed; None: the switch has no ports at that speed."""
+        return next((m for m in self.modes if m.port_gbps == link_gbps), None)
+
+    @model_validator(mode="after")
+    def _modes_fit_the_cages(self) -> Switch:
+        speeds = [m.port_gbps for m in self.modes]
+        if len(set(speeds)) != len(speeds):
+            raise ValueError(f"{self.id}: one mode per port speed (got {speeds})")
+        for m in self.modes:
+            if m.radix != self.cages * m.ports_per_cage:
+                raise ValueError(
+                    f"{self.id}: {m.radix} ports at {m.port_gbps}G are not {self.cages} cages x {m.ports_per_cage}"
+                )
+        return self
+
+
 class TpuType(Sourced):
     provider: Literal["gcp"] = "gcp"
     name: Annotated[str, Field(description="TPU generation (e.g. `v5p`).")]
