@@ -241,7 +241,7 @@ def _plan_details(plan: ClusterPlan) -> None:
         f"carbon {tot.co2e_t_per_month:,.1f} t CO2e/month",
     ]
     if tot.racks is not None:
-        facts.append(f"{tot.racks:,} racks at {plan.budgets.rack_kw:g} kW")
+        facts.append(f"{tot.racks:,} racks" + (f" at {plan.budgets.rack_kw:g} kW" if plan.budgets.rack_kw else ""))
     if plan.filesystems:
         facts.append(f"storage {tot.storage_tib:,.1f} TiB at {tot.storage_throughput_gb_s:,.1f} GB/s")
     out.print("  ".join(facts))

@@ -862,6 +862,24 @@ class OnpremFabric(Strict):
     switch_radix: Annotated[
         Count, Field(ge=8, le=512, description="Ports per switch at the link speed (e.g. `64`: Quantum-2 QM9700).")
     ] = 64
+    switch: Annotated[
+        str | None,
+        Field(
+            pattern=_pattern(r"^[a-z0-9][a-z0-9-]{0,62}$", "must be a catalog switch id (e.g. qm9700)"),
+            description="Catalog switch id (e.g. `qm9700`). Default: the catalog switch of this kind, link speed "
+            "and radix.",
+        ),
+    ] = None
+    planes: Annotated[
+        Literal["shared", "per-rail"],
+        Field(
+            description="`shared`: one fabric whose spines join every rail (DGX SuperPOD H100/B200); `per-rail`: a "
+            "separate fat-tree per rail (more reach; NIC r reaches only NIC r of other nodes)."
+        ),
+    ] = "shared"
+    reserved_ports: Annotated[
+        Count, Field(ge=0, le=10_000, description="Leaf ports kept for other devices (UFM appliances, storage).")
+    ] = 0
     rails: Annotated[
         Count | None, Field(ge=1, le=16, description="Rails (compute NICs per node). Default: the node shape's.")
     ] = None
@@ -1006,6 +1024,15 @@ class OnpremPool(Strict):
     @property
     def zone(self) -> None:
         return None
+
+
+def pool_fabric(pool: OnpremPool, site: Site) -> tuple[str, OnpremFabric]:
+    """The fabric that joins an on-prem pool's nodes: its own (named <site>-<pool>), else its site's (named after
+    the site, shared by every pool of the site that gives none). The spec guarantees one of the two."""
+    if pool.fabric is not None:
+        return f"{site.name}-{pool.name}", pool.fabric
+    assert site.fabric is not None
+    return site.name, site.fabric
 
 
 Pool = Annotated[AwsPool | AzurePool | GcpPool | OnpremPool, Field(discriminator="provider")]

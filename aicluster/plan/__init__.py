@@ -711,40 +711,6 @@ def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _plan_sites(ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedController | None) -> list[PlannedSite]:
-    out = []
-    for site in ctx.spec.sites:
-        mine = [p for p in pools if p.onprem is not None and p.onprem.site == site.name]
-        hardware = [p.instances_usd_per_month for p in mine]
-        energy = cents(math.fsum(p.energy_usd_per_month or 0.0 for p in mine))
-        priced = [h for h in hardware if h is not None]
-        it_kw = math.fsum(p.power_kw_it for p in mine)
-        out.append(
-            PlannedSite(
-                name=site.name,
-                cidrs=tuple(site.network.cidrs),
-                vpn_endpoint=site.network.vpn_endpoint,
-                bgp_asn=site.network.bgp_asn,
-                pue=site.power.pue,
-                usd_per_kwh=site.power.usd_per_kwh,
-                rack_kw=site.power.rack_kw,
-                max_kw=site.power.max_kw,
-                carbon_g_per_kwh=site.carbon_g_per_kwh,
-                pools=tuple(p.name for p in mine),
-                nodes=sum(p.nodes for p in mine),
-                gpus=sum(p.gpus for p in mine),
-                power_kw_it=round2(it_kw),
-                power_kw_facility=round2(it_kw * site.power.pue),
-                hardware_usd_per_month=cents(math.fsum(priced)) if mine and len(priced) == len(hardware) else None,
-                energy_usd_per_month=energy,
-                cost_usd_per_month=cents(math.fsum(priced) + energy),
-                co2e_t_per_month=round2(math.fsum(p.co2e_t_per_month for p in mine)),
-                controller_host=controller.host if controller and controller.region == site.name else None,
-            )
-        )
-    return out
-
-
 def cost_lines(
     pools: Sequence[PlannedPool],
     filesystems: Sequence[PlannedFilesystem],
@@ -787,6 +753,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
     controller = _plan_controller(ctx)
     networks = _plan_networks(ctx)
+    sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     if ctx.problems:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
@@ -823,7 +790,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         unpriced=cost.unpriced,
     )
     return ClusterPlan(
-        sites=tuple(_plan_sites(ctx, pools, controller)),
+        sites=tuple(sites),
         name=spec.name,
         tags={**spec.tags, "aicluster:cluster": spec.name},
         scheduler=spec.scheduler.kind,

@@ -13,6 +13,9 @@ from aicluster.catalog import CpuTopology
 from aicluster.catalog.pricing import Price
 from aicluster.spec import Access, Budgets, Compliance, Market, Pricing
 
+from .fabric import PlannedFabric
+from .racks import PlannedRack
+
 
 class _Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -348,6 +351,8 @@ class PlannedSite(_Plan):
     cost_usd_per_month: float  # the priced part
     co2e_t_per_month: float
     controller_host: str | None = None
+    fabrics: tuple[PlannedFabric, ...] = ()
+    racks: tuple[PlannedRack, ...] = ()
 
 
 class Totals(_Plan):

@@ -6,7 +6,7 @@ it never skips the type, region, offering, zone, image or price checks, which li
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from aicluster.catalog import InstanceType, Region
@@ -25,7 +25,7 @@ from .context import (
     service_cost,
     zone_of,
 )
-from .models import PlannedPool
+from .models import PlannedController, PlannedPool, PlannedSite
 from .network import Cut
 
 
@@ -57,6 +57,12 @@ class CloudPlanner:
 
     def network_fields(self, ctx: PlanCtx, key: str, roles: dict[str, int]) -> dict[str, object]:
         return {}
+
+    def plan_sites(
+        self, ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedController | None
+    ) -> list[PlannedSite]:
+        """Clouds have no sites of their own."""
+        return []
 
     def boot_disk(self, ctx: PlanCtx, it: InstanceType) -> str:
         return boot_disk(ctx, it, self.boot_disk_fallback)

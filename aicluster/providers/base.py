@@ -8,12 +8,12 @@ itself and plans no cloud network (sites declare their CIDRs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from aicluster.catalog import Region
 from aicluster.plan.context import PlanCtx
-from aicluster.plan.models import PlannedPool
+from aicluster.plan.models import PlannedController, PlannedPool, PlannedSite
 from aicluster.plan.network import Cut
 
 
@@ -27,6 +27,10 @@ class ProviderPlanner(Protocol):
     def is_image_reference(self, text: str) -> bool: ...
 
     def plan_pool(self, ctx: PlanCtx, i: int, pool: Any) -> PlannedPool | None: ...
+
+    def plan_sites(
+        self, ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedController | None
+    ) -> list[PlannedSite]: ...
 
 
 class ControllerDefaults(Protocol):

@@ -4,14 +4,16 @@ amortised purchase or a node-hour rate) plus the energy the nodes draw at the si
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from aicluster.catalog.pricing import Price, cents
 from aicluster.plan.context import UNPRICED_NOTE, PlanCtx, facts_of, instance_type_of, pool_record
-from aicluster.plan.models import OnpremHost, OnpremPoolDetails, PlannedPool
-from aicluster.spec import OnpremFabric, OnpremPool, Site
+from aicluster.plan.models import OnpremHost, OnpremPoolDetails, PlannedController, PlannedPool, PlannedSite
+from aicluster.spec import OnpremPool, Site, pool_fabric
+
+from .site import plan_sites
 
 HOURS_PER_YEAR = 8760
 
@@ -27,15 +29,6 @@ class SiteFacility:
 
 def site_of(ctx: PlanCtx, name: str) -> Site:
     return next(s for s in ctx.spec.sites if s.name == name)
-
-
-def fabric_of(pool: OnpremPool, site: Site) -> tuple[str, OnpremFabric]:
-    """The fabric that joins the pool's nodes: its own (named after the pool), else the site's (shared by every
-    pool of the site that gives none). The spec guarantees one of the two."""
-    if pool.fabric is not None:
-        return f"{site.name}-{pool.name}", pool.fabric
-    assert site.fabric is not None
-    return site.name, site.fabric
 
 
 def hardware_price(site: Site) -> Price | None:
@@ -83,7 +76,7 @@ class OnpremPlanner:
             )
         hours = ctx.catalog.hours_per_month
         energy = cents(it.node_power_kw * nodes * site.power.pue * site.power.usd_per_kwh * hours)
-        fabric, _ = fabric_of(pool, site)
+        fabric, _ = pool_fabric(pool, site)
         details = OnpremPoolDetails(
             site=site.name,
             hosts=tuple(OnpremHost(**h.model_dump()) for h in pool.hosts),
@@ -118,6 +111,11 @@ class OnpremPlanner:
                 "cost_usd_per_hour": cents(month / hours),
             }
         )
+
+    def plan_sites(
+        self, ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedController | None
+    ) -> list[PlannedSite]:
+        return plan_sites(ctx, pools, controller)
 
 
 PLANNER = OnpremPlanner()
