@@ -55,7 +55,10 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
                 "aicluster.providers",
                 "aicluster.spec",
                 "aicluster.catalog",
-                *(f"aicluster.plan.{m}" for m in ("context", "models", "network", "pools", "groups")),
+                *(
+                    f"aicluster.plan.{m}"
+                    for m in ("context", "models", "network", "pools", "groups", "fabric", "racks")
+                ),
             ),
             id="providers-import-plan-submodules-never-the-package",
         ),
