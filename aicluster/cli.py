@@ -589,6 +589,12 @@ def _discover(project: Project, stack: Any, plan: ClusterPlan, outputs: Mapping[
         configs = discover.plugin_configs(plan, stack.config)
     except discover.DiscoveryError as exc:
         raise UsageError(str(exc)) from None
+    owned = [p.name for p in plan.pools if p.onprem is not None]
+    if owned:
+        out.print(
+            f"[yellow]--discover: on-prem pool(s) {escape(', '.join(owned))}: their hosts and addresses come from "
+            "the stack (pools[].hosts) and the controller's from scheduler.controller, never from a cloud[/]"
+        )
     if not configs:
         out.print("[yellow]--discover: no pool of this stack is discoverable (TPU hosts come from --hosts)[/]")
         return {}
@@ -691,9 +697,10 @@ class _Inventory:
             return
         plan = self.plan
         hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
+        addressed = len(set(self.addresses) | set(inv.stack_addresses(plan)))
         out.print(
             f"wrote {self.target}/hosts.yml and {len(self.files) - 1} group_vars file(s): {hosts} host(s), "
-            f"{len(self.addresses)} with an address"
+            f"{addressed} with an address"
             f"{f' ({self.reused} kept from the previous inventory)' if self.reused else ''}; "
             f"outputs from the {self.source}"
         )
@@ -827,7 +834,8 @@ def _check_targets(args: argparse.Namespace, target: Any, playbook: Path, invent
     if missing:
         shown = ", ".join(missing[:8]) + (f" ... ({len(missing)} in all)" if len(missing) > 8 else "")
         raise UsageError(
-            f"no address for {shown}: give them with --hosts FILE (node name -> address) or --discover, "
+            f"no address for {shown}: give them with --hosts FILE (node name -> address) or --discover (cloud "
+            f"pools; on-prem nodes: list them with their addresses under the pool's hosts in the stack), "
             f"or leave them out with --limit"
         )
 

@@ -2,11 +2,13 @@
 the cloud does not say) the nodes' addresses.
 
 Hosts are the plan's node names (`PlannedPool.node_names()`, the names Slurm uses too), grouped by pool
-(`pool_<name>`), provider (`provider_<aws|azure|gcp>`), fabric (`fabric_<efa|infiniband|...>`) and role
-(`slurm_controller`, `slurm_compute`). Each host knows its index in the pool and its fabric domain (the
-Azure scale set, GCP placement group or TPU slice it shares a fabric with). group_vars carry what the
-roles need: the pool's platform facts from the plan and the handles the stack outputs add (mount commands,
-scale sets, instance groups). Values the outputs do not know yet (an offline preview, or before `up`) are
+(`pool_<name>`), provider (`provider_<aws|azure|gcp|onprem>`), fabric (`fabric_<efa|infiniband|...>`), site
+(`site_<name>`, owned pools) and role (`slurm_controller`, `slurm_compute`). Owned hosts come from the stack: a
+pool's listed hosts and the controller host get `ansible_host` = the address the stack gives (an address passed with
+--hosts wins, for a host reached another way); nothing is discovered for them. Each host knows its index in the pool
+and its fabric domain (the Azure scale set, GCP placement group or TPU slice it shares a fabric with). group_vars
+carry what the roles need: the pool's platform facts from the plan and the handles the stack outputs add (mount
+commands, scale sets, instance groups). Values the outputs do not know yet (an offline preview, or before `up`) are
 left out rather than written as placeholders; secret outputs are never written.
 """
 
@@ -95,6 +97,12 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any], catalog: Catalog) 
         facts["infiniband"] = pool.azure.infiniband
     if pool.gcp is not None:
         facts["gpu_nics"] = [n.model_dump() for n in pool.gcp.nics]
+    if pool.onprem is not None:
+        facts["site"] = pool.onprem.site
+        facts["site_fabric"] = pool.onprem.fabric
+        racks = {h.name: {"rack": h.rack, "u": h.u} for h in pool.onprem.hosts if h.rack is not None}
+        if racks:
+            facts["racks"] = racks
     if pool.tpu is not None:
         facts["tpu"] = {
             "accelerator_type": pool.tpu.accelerator_type,
@@ -107,6 +115,14 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any], catalog: Catalog) 
     if handles:
         facts["outputs"] = handles
     return facts
+
+
+def stack_addresses(plan: ClusterPlan) -> dict[str, str]:
+    """Node name -> address the stack itself gives: owned hosts (pools[].hosts) and an on-prem controller host."""
+    found = {h.name: h.address for p in plan.pools if p.onprem is not None for h in p.onprem.hosts}
+    if plan.controller is not None and plan.controller.address is not None:
+        found[plan.controller_host()] = plan.controller.address
+    return found
 
 
 def inventory(
@@ -123,14 +139,18 @@ def inventory(
     children: dict[str, Any] = {}
     group_vars: dict[str, dict[str, Any]] = {}
 
+    from_stack = stack_addresses(plan)
+
     def host(name: str, **hostvars: Any) -> dict[str, Any]:
-        if name in addresses:
-            hostvars["ansible_host"] = addresses[name]
+        address = addresses.get(name, from_stack.get(name))
+        if address is not None:
+            hostvars["ansible_host"] = address
         return hostvars
 
     compute: dict[str, Any] = {}
     by_provider: dict[str, dict[str, Any]] = {}
     by_fabric: dict[str, dict[str, Any]] = {}
+    by_site: dict[str, dict[str, Any]] = {}
     for pool in plan.pools:
         group = group_name("pool", pool.name)
         names = pool.node_names()
@@ -144,7 +164,9 @@ def inventory(
         compute[group] = {}
         by_provider.setdefault(group_name("provider", pool.provider), {})[group] = {}
         by_fabric.setdefault(group_name("fabric", pool.fabric), {})[group] = {}
-    for kind in (by_provider, by_fabric):
+        if pool.onprem is not None:
+            by_site.setdefault(group_name("site", pool.onprem.site), {})[group] = {}
+    for kind in (by_provider, by_fabric, by_site):
         for name, members in sorted(kind.items()):
             children[name] = {"children": members}
     children["slurm_compute"] = {"children": compute}

@@ -158,3 +158,30 @@ def run_in_process(argv: list[str]) -> tuple[int, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     return code, err.getvalue()
+
+
+def onprem_site_cluster() -> dict[str, Any]:
+    """The example stack onprem-dgx-h100 (128 DGX H100 at site fra1, controller slurm01) as cluster data."""
+    import yaml
+
+    from tests.conftest import ROOT
+
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.onprem-dgx-h100.yaml").read_text())
+    return copy.deepcopy(doc["config"]["aicluster:cluster"])
+
+
+def hybrid_site_cluster() -> dict[str, Any]:
+    """The on-prem example site, its 128 DGX H100 listed as hosts (dgx-000 .. at 10.200.1.x / 10.200.2.x), bursting
+    into 4 x p5.48xlarge spot on AWS (us-east-1a) and 8 x a3-megagpu-8g on GCP (us-east5-a)."""
+    data = onprem_site_cluster()
+    data["name"] = "hybrid-fra1"
+    owned = data["pools"][0]
+    owned["hosts"] = [
+        {"name": f"dgx-{i:03d}", "address": f"10.200.{1 + i // 100}.{10 + i % 100}"} for i in range(owned["nodes"])
+    ]
+    data["pools"] += [
+        pool(name="p5", nodes=4, market="spot"),
+        gcp_pool(name="a3", region="us-east5", zone="us-east5-a", nodes=8),
+    ]
+    data["compliance"] = {**data["compliance"], "allowed_regions": ["us-east-1", "us-east5"]}
+    return data

@@ -16,8 +16,8 @@ import pytest
 
 from aicluster.catalog import Catalog
 from aicluster.inventory import group_name, inventory, known, read_yaml, write
-from tests.conftest import run_cli
-from tests.helpers import azure_cluster, azure_pool, gcp_pool, plan_of, pool, tpu_pool
+from tests.conftest import ROOT, run_cli
+from tests.helpers import azure_cluster, azure_pool, gcp_pool, hybrid_site_cluster, plan_of, pool, tpu_pool
 
 
 def load(files: dict[str, str], rel: str) -> dict[str, object]:
@@ -397,3 +397,36 @@ def test_the_writer_never_follows_a_link_out_of_its_directory(catalog: Catalog, 
         write(target, files, {}, shown="inv")
     assert (elsewhere / "all.yml").read_text() == "theirs\n"
     assert sorted(f.name for f in elsewhere.iterdir()) == ["all.yml"]
+
+
+def test_owned_hosts_and_the_site_controller_are_addressed_from_the_stack(catalog: Catalog) -> None:
+    p = plan_of(catalog, hybrid_site_cluster())
+    files = inventory(p, {}, {"dgx-001": "dgx-001.mgmt.example"}, "offline preview", catalog=catalog)
+    children = load(files, "hosts.yml")["all"]["children"]  # type: ignore[index]
+    owned = children["pool_h100"]["hosts"]
+    assert owned["dgx-000"] == {"node_index": 0, "ansible_host": "10.200.1.10"}
+    assert owned["dgx-001"]["ansible_host"] == "dgx-001.mgmt.example"  # --hosts wins over the stack
+    assert children["slurm_controller"]["hosts"] == {"slurm01": {"ansible_host": "10.200.0.5"}}
+    assert "ansible_host" not in children["pool_p5"]["hosts"]["p5-000"]  # cloud nodes: outputs, --discover
+    assert children["site_fra1"]["children"] == {"pool_h100": {}}
+    assert children["provider_onprem"]["children"] == {"pool_h100": {}}
+    assert children["fabric_infiniband"]["children"] == {"pool_h100": {}}
+    gv = load(files, "group_vars/pool_h100.yml")
+    assert (gv["provider"], gv["site"], gv["site_fabric"]) == ("onprem", "fra1", "fra1")
+    assert gv["nccl_profile"] == "onprem-dgx-h100-ib"
+    assert gv["nccl_library_versions"] == {"nccl": "2.30.7"}
+    assert "NCCL_IB_HCA==mlx5_0,mlx5_3," in gv["nccl_conf"]  # type: ignore[operator]
+    # the Slurm files the roles install are the site layout: the controller on the site host
+    slurm_conf = load(files, "group_vars/all.yml")["slurm_files"]["/etc/slurm/slurm.conf"]  # type: ignore[index]
+    assert "\nSlurmctldHost=slurm01(10.200.0.5)\n" in slurm_conf
+
+
+def test_discover_says_owned_hosts_come_from_the_stack(project: Path) -> None:
+    shutil.copy(ROOT / "stacks" / "Pulumi.onprem-dgx-h100.yaml", project / "stacks" / "Pulumi.site.yaml")
+    proc = run_cli("inventory", "site", "--discover", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "on-prem pool(s) h100: their hosts and addresses come from the stack (pools[].hosts)" in said
+    assert "129 host(s), 1 with an address" in said  # the controller host; the 128 nodes are named, not listed
+    hosts = read_yaml((project / ".work" / "site" / "inventory" / "hosts.yml").read_text())
+    assert hosts["all"]["children"]["slurm_controller"]["hosts"]["slurm01"] == {"ansible_host": "10.200.0.5"}

@@ -19,7 +19,17 @@ from aicluster.catalog import DATA_DIR, Catalog, CatalogError, load_catalog
 from aicluster.catalog.models import NCCL_PLUGIN_PREFIXES, version_in_range
 from aicluster.plan import PlannedPool
 from aicluster.render.nccl import NcclProfileError, expected_busbw, nccl_conf, nccl_env, profile_for
-from tests.helpers import azure_cluster, azure_pool, cluster, gcp_cluster, gcp_pool, plan_of, pool, tpu_pool
+from tests.helpers import (
+    azure_cluster,
+    azure_pool,
+    cluster,
+    gcp_cluster,
+    gcp_pool,
+    onprem_site_cluster,
+    plan_of,
+    pool,
+    tpu_pool,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "nccl"
 LEGACY_OFI = {"aws-ofi-nccl": "1.5.0"}
@@ -42,6 +52,10 @@ def gcp_gpu_pool(catalog: Catalog, machine: str, zone: str = "us-central1-a") ->
 
 
 def platform_pool(catalog: Catalog, platform: str) -> PlannedPool:
+    if platform.startswith("onprem-"):
+        data = onprem_site_cluster()
+        data["pools"][0].update(instance_type=platform.removeprefix("onprem-"), nodes=4)
+        return plan_of(catalog, data).pools[0]
     if platform.startswith("aws-"):
         instance_type = {"aws-p5": "p5.48xlarge", "aws-p4d": "p4d.24xlarge", "aws-p5en": "p5en.48xlarge"}[platform]
         return plan_of(catalog, cluster(pools=[pool(instance_type=instance_type)])).pools[0]
@@ -65,6 +79,7 @@ GOLDEN_CASES = [
     pytest.param("gcp-a3-megagpu", None, "gcp-a3mega-tcpxo", id="gcp-a3-megagpu-tcpxo"),
     pytest.param("gcp-a3-ultragpu", None, "gcp-a3ultra-gib", id="gcp-a3-ultragpu-rdma-gib"),
     pytest.param("gcp-a4-highgpu", None, "gcp-a3ultra-gib", id="gcp-a4-highgpu-rdma-gib"),
+    pytest.param("onprem-dgx-h100", None, "onprem-dgx-h100-ib", id="onprem-dgx-h100-infiniband"),
 ]
 
 
@@ -352,3 +367,24 @@ def test_the_catalog_refuses_inconsistent_nccl_data(tmp_path: Path, old: str, ne
     (data / "nccl.yaml").write_text(text.replace(old, new, 1))
     with pytest.raises(CatalogError, match=re.escape(problem)):
         load_catalog(data)
+
+
+def test_owned_dgx_h100_and_h200_use_exactly_their_eight_compute_hcas(catalog: Catalog) -> None:
+    for shape in ("dgx-h100", "dgx-h200"):
+        p = platform_pool(catalog, f"onprem-{shape}")
+        profile = profile_for(p, catalog)
+        assert profile is not None
+        assert profile.id == "onprem-dgx-h100-ib"
+        conf = _assignments(nccl_conf(p, catalog), export=False)
+        assert conf["NCCL_IB_HCA"].startswith("=")  # exact names: a prefix mlx5_1 would take mlx5_10 and mlx5_11
+        hcas = conf["NCCL_IB_HCA"][1:].split(",")
+        it = catalog.instance_type("onprem", shape)
+        assert it is not None
+        assert len(set(hcas)) == len(hcas) == it.network.gpu_nics == 8
+        assert not _assignments(nccl_env(p, catalog), export=True)  # nothing for the environment: no plugin
+
+
+def test_an_owned_shape_whose_hcas_are_unsourced_has_no_profile_and_says_so(catalog: Catalog) -> None:
+    b200 = platform_pool(catalog, "onprem-dgx-b200")
+    with pytest.raises(NcclProfileError, match=r"no NCCL profile for onprem dgx-b200 \(fabric infiniband\)"):
+        profile_for(b200, catalog)

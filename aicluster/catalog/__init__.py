@@ -32,6 +32,7 @@ from .models import (
     ProviderDefaults,
     Region,
     ServicePrice,
+    SlurmCloudTimes,
     Source,
     Sourced,
     StorageTier,
@@ -58,6 +59,7 @@ __all__ = [
     "ProviderDefaults",
     "Region",
     "ServicePrice",
+    "SlurmCloudTimes",
     "Source",
     "StorageTier",
     "Switch",
@@ -145,6 +147,10 @@ class Catalog:
     @property
     def hours_per_month(self) -> float:
         return self.constants.hours_per_month
+
+    def slurm_cloud(self, provider: str) -> SlurmCloudTimes | None:
+        """Slurm power-saving times for `provider`'s nodes bursting from another site; None: none recorded."""
+        return self.constants.slurm_cloud.get(provider)
 
 
 def _read(path: Path) -> Any:
@@ -234,6 +240,10 @@ def _check(cat: Catalog) -> None:
     for sid in cat.constants.sources.values():
         if sid not in cat.sources:
             problems.append(f"constants: unknown source id {sid!r}")
+    for prov, times in cat.constants.slurm_cloud.items():
+        for sid in {times.source, *times.field_sources.values()}:
+            if sid not in cat.sources:
+                problems.append(f"constants slurm_cloud.{prov}: unknown source id {sid!r}")
     for sw in cat.switches.values():
         cited(sw, f"switch {sw.id}")
     _check_nccl(cat, problems)

@@ -324,12 +324,31 @@ class ProviderDefaults(_Record):
     ]
 
 
+class SlurmCloudTimes(Sourced):
+    """Slurm power-saving times for a cloud's nodes bursting from a controller elsewhere: the defaults of that
+    cloud's own Slurm integration (AWS ParallelCluster, Google's slurm-gcp, Azure CycleCloud)."""
+
+    resume_timeout_s: Annotated[
+        int, Field(gt=0, description="ResumeTimeout: seconds a resumed node has to boot and register (e.g. `1800`).")
+    ]
+    suspend_timeout_s: Annotated[
+        int, Field(gt=0, description="SuspendTimeout: seconds a suspended node stays unusable (e.g. `120`).")
+    ]
+    suspend_time_s: Annotated[
+        int, Field(gt=0, description="SuspendTime: idle seconds before a cloud node is powered down (e.g. `600`).")
+    ]
+
+
 class Constants(_Record):
     hours_per_month: Annotated[float, Field(description="Billing hours per month (730).")]
     defaults: Annotated[dict[str, ProviderDefaults], Field(description="Per-provider defaults.")] = {}
     network_slots: Annotated[
         dict[str, dict[str, int]],
         Field(description="provider -> region -> fixed index of the region's network block in a supernet."),
+    ] = {}
+    slurm_cloud: Annotated[
+        dict[str, SlurmCloudTimes],
+        Field(description="provider -> Slurm power-saving times of its nodes when they burst from another site."),
     ] = {}
     sources: dict[str, str]
 

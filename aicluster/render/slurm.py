@@ -39,6 +39,30 @@ What the files say, and why:
 - Block topology (Slurm >= 23.11, the default there): one block per fabric domain; `BlockSizes` starts at the
   smallest domain and doubles while a network still holds that many nodes. Text only: no slurmctld here has
   topology/block. Cross-network placement is then prevented by the partitions alone.
+- Sites (a stack with owned data centres; cloud-only stacks keep the text above byte for byte). One controller on
+  the site host the stack names (`SlurmctldHost=<host>(<address>)`). Owned pools are static nodes named by their
+  hosts with `NodeAddr=` (or `<pool>-NNN`, resolved by the site's DNS) and `Weight=1`, so Slurm fills them first.
+  Cloud pools are burst capacity: `State=CLOUD` nodes, powered down until a job needs them, with
+  `Feature=cloud,<provider>,...,<instance type>` and `Weight=1000` (ParallelCluster's weight for dynamic nodes).
+  Power saving follows power_save.shtml: global `SuspendTime=INFINITE` (an owned node is never powered down), and
+  `SuspendTime`/`ResumeTimeout`/`SuspendTimeout` only on the cloud pools' partitions, from the catalog's figures for
+  that cloud (its own Slurm integration's defaults: ParallelCluster, slurm-gcp, CycleCloud);
+  `ResumeRate=0`/`SuspendRate=0` (unlimited, as all three set); `ResumeProgram`/`SuspendProgram` are aicluster's
+  burst programs (`aicluster-resume`, `aicluster-suspend`, installed under `SlurmSettings.burst_bin_dir`) and
+  `ResumeFailProgram` is the suspend program, as ParallelCluster and slurm-gcp do, so a node that never registered
+  is given back to the cloud. `TreeWidth=65533`: cloud nodes are not in the site's DNS, so slurmd must not fan
+  messages out through them. `ReconfigFlags=KeepPowerSaveSettings` (Slurm 23.02 and later, which added `scontrol
+  update SuspendExcNodes=`; 22.05 refuses the flag) keeps an admin's exclusions across reconfigure.
+  `SlurmctldParameters=idle_on_node_suspend` (ParallelCluster, slurm-gcp and CycleCloud): a cloud node that failed
+  (the cloud said no, spot took it back) is IDLE again once powered down, so the next job may try again;
+  `cloud_reg_addrs` before Slurm 23.11 only (a CLOUD node registers its address; 23.11 made that the default and
+  removed the option). `PrivateData=cloud` before Slurm 23.02 only: older releases hide powered-down CLOUD nodes
+  from sinfo and scontrol without it; 23.02 shows them by default and the option is a no-op there, so it is not
+  written. Topology: a tree per owned fabric (a leaf per scalable unit of `nodes_per_leaf_group` nodes, the fabric's
+  root over them) and one per cloud pool (its fabric domains), with no common root, so no job straddles the WAN;
+  topology/block is refused here (aggregated blocks could join a site's block with a cloud's). Partitions: one per
+  pool, and a default `hybrid` partition of every node: users submit without `-p` and Slurm fills the owned nodes
+  first and bursts by weight when they are busy (the hybrid example of power_save.shtml).
 - Prolog/Epilog/HealthCheckProgram: DCGM diagnostics and GPU counts on GPU nodes; on failure they drain the
   node with a reason and exit non-zero. slurmd starts them with no PATH, so they set their own.
 """
@@ -52,6 +76,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from aicluster.catalog import Catalog, SlurmCloudTimes, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
 from aicluster.render import render
 
@@ -59,6 +84,14 @@ Version = tuple[int, int]
 TopologyPlugin = Literal["tree", "block"]
 
 BLOCK_SINCE: Version = (23, 11)
+PRIVATE_DATA_CLOUD_UNTIL: Version = (23, 2)  # PrivateData=cloud: CLOUD nodes are shown by default from 23.02
+CLOUD_REG_ADDRS_UNTIL: Version = (23, 11)  # SlurmctldParameters=cloud_reg_addrs: removed (made the default) in 23.11
+KEEP_POWER_SAVE_SINCE: Version = (23, 2)  # ReconfigFlags=KeepPowerSaveSettings (with `scontrol update SuspendExc*`)
+ONPREM_WEIGHT = 1  # owned nodes first
+CLOUD_WEIGHT = 1000  # cloud nodes last (ParallelCluster's DynamicNodePriority)
+HYBRID_PARTITION = "hybrid"
+RESUME_PROGRAM = "aicluster-resume"
+SUSPEND_PROGRAM = "aicluster-suspend"
 MEMORY_HEADROOM = 0.05  # share of the instance memory kept from Slurm
 MEMORY_HEADROOM_MIN_MIB = 4096
 # Catalog accelerator ids that are not GPUs (no gres/gpu): AWS Trainium and Cloud TPU chips.
@@ -93,6 +126,8 @@ class SlurmSettings:
     health_check_interval_s: int = 300
     device_dir: str = "/dev"  # where gres.conf finds /dev/nvidia0.. (the test points it at fake devices)
     topology: TopologyPlugin | None = None  # None: tree before Slurm 23.11, block from 23.11
+    # Sites: where aicluster's console scripts (aicluster-resume, aicluster-suspend) are installed on the controller
+    burst_bin_dir: str = "/opt/aicluster/bin"
 
     def __post_init__(self) -> None:
         if (
@@ -193,9 +228,11 @@ def def_cpu_per_gpu(pool: PlannedPool) -> int | None:
     return pool.vcpus_per_node // gpus // threads * threads
 
 
-def features(pool: PlannedPool) -> list[str]:
-    """Node features: provider, region, zone, instance type, fabric, accelerator, market."""
-    found = [pool.provider, pool.region]
+def features(pool: PlannedPool, site_layout: bool = False) -> list[str]:
+    """Node features: provider, region, zone, instance type, fabric, accelerator, market. With sites, a cloud
+    pool's nodes lead with `cloud` (`--constraint=cloud`, or `--constraint=onprem` to stay at the site)."""
+    found = ["cloud"] if site_layout and not is_owned(pool) else []
+    found += [pool.provider, pool.region]
     if pool.zone is not None:  # Azure zones are "1".."3": prefix the region
         found.append(pool.zone if pool.zone.startswith(pool.region) else f"{pool.region}-{pool.zone}")
     found += [pool.instance_type, pool.fabric]
@@ -210,6 +247,19 @@ def features(pool: PlannedPool) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def plugin_for(plan: ClusterPlan, version: Version, settings: SlurmSettings = DEFAULT_SETTINGS) -> TopologyPlugin:
+    """The topology plugin for the plan: with sites always the tree, whose disjoint roots keep every job inside one
+    site fabric or one cloud pool (aggregated blocks of topology/block could join a site's block with a cloud's)."""
+    if not has_sites(plan):
+        return topology_plugin(version, settings)
+    if settings.topology == "block":
+        raise ValueError(
+            f"cluster {plan.name} has sites: topology/block could place one job across a site and a cloud; "
+            "use topology/tree (leave SlurmSettings.topology unset)"
+        )
+    return "tree"
+
+
 def topology_plugin(version: Version, settings: SlurmSettings = DEFAULT_SETTINGS) -> TopologyPlugin:
     chosen: TopologyPlugin = settings.topology or ("block" if version >= BLOCK_SINCE else "tree")
     if chosen == "block" and version < BLOCK_SINCE:
@@ -220,6 +270,70 @@ def topology_plugin(version: Version, settings: SlurmSettings = DEFAULT_SETTINGS
 def controller_host(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
     """The inventory's name for the controller (`<cluster>-slurmctld`) unless the settings override it."""
     return settings.controller_host or plan.controller_host()
+
+
+def controller_address(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str | None:
+    """The site host's address the stack gives (`SlurmctldHost=name(address)`); None when the settings name another
+    host (its address is then the host's own) or the controller is a cloud VM (slurmd resolves its name)."""
+    if settings.controller_host is not None or plan.controller is None:
+        return None
+    return plan.controller.address
+
+
+# ----------------------------------------------------------------------------------------------- sites
+
+
+def is_owned(pool: PlannedPool) -> bool:
+    """An on-prem pool: static nodes at a site, never powered down by Slurm."""
+    return pool.onprem is not None
+
+
+def has_sites(plan: ClusterPlan) -> bool:
+    """The plan has owned sites: render the site layout (static owned nodes, cloud pools as burst capacity)."""
+    return bool(plan.sites)
+
+
+def cloud_pools(plan: ClusterPlan) -> list[PlannedPool]:
+    return [p for p in plan.pools if not is_owned(p)]
+
+
+def cloud_times(pool: PlannedPool, catalog: Catalog) -> SlurmCloudTimes:
+    """ResumeTimeout, SuspendTimeout and SuspendTime of a cloud pool's partition (catalog, per provider)."""
+    times = catalog.slurm_cloud(pool.provider)
+    if times is None:
+        raise ValueError(
+            f"pool {pool.name}: no Slurm power-saving times for provider {pool.provider} in the catalog; add "
+            "slurm_cloud.<provider> (resume_timeout_s, suspend_timeout_s, suspend_time_s, source) to constants.yaml"
+        )
+    return times
+
+
+def burst_programs(settings: SlurmSettings = DEFAULT_SETTINGS) -> dict[str, str]:
+    """Absolute paths of the burst programs slurmctld runs (it runs them with no PATH)."""
+    bin_dir = settings.burst_bin_dir.rstrip("/")
+    return {"resume": f"{bin_dir}/{RESUME_PROGRAM}", "suspend": f"{bin_dir}/{SUSPEND_PROGRAM}"}
+
+
+def onprem_leaves(plan: ClusterPlan) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """(fabric, [(leaf, node names)]) per owned fabric: the nodes of the fabric's pools in plan order, a leaf per
+    scalable unit (`nodes_per_leaf_group` nodes sharing one set of rail leaves), named `<fabric>-su<N>`. A pool whose
+    fabric the plan does not list (its fabric was refused) is one leaf, named after the pool."""
+    fabrics = {f.name: f for site in plan.sites for f in site.fabrics}
+    members: dict[str, list[str]] = {}
+    for pool in plan.pools:
+        if pool.onprem is not None:
+            key = pool.onprem.fabric if pool.onprem.fabric in fabrics else pool.name
+            members.setdefault(key, []).extend(pool.node_names())
+    out: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    for name, nodes in members.items():
+        fabric = fabrics.get(name)
+        size = fabric.nodes_per_leaf_group if fabric is not None else len(nodes)
+        groups = [nodes[i : i + size] for i in range(0, len(nodes), max(1, size))]
+        if len(groups) == 1:
+            out.append((name, [(name, groups[0])]))
+        else:
+            out.append((name, [(f"{name}-su{i + 1}", g) for i, g in enumerate(groups)]))
+    return out
 
 
 def _check(plan: ClusterPlan) -> None:
@@ -252,8 +366,33 @@ def _networks(plan: ClusterPlan) -> list[tuple[str, list[PlannedPool]]]:
 # ----------------------------------------------------------------------------------------------- topology
 
 
+def _pool_tree(pool: PlannedPool) -> tuple[list[Switch], str]:
+    """A pool's switches (a leaf per fabric domain, a pool switch over several) and the name of its top switch."""
+    leaves = [Switch(name, nodes=tuple(nodes)) for name, nodes in _domains(pool)]
+    if len(leaves) == 1:
+        return leaves, leaves[0].name
+    return [*leaves, Switch(pool.name, switches=tuple(s.name for s in leaves))], pool.name
+
+
+def site_tree_switches(plan: ClusterPlan) -> list[Switch]:
+    """topology/tree with sites: a tree per owned fabric (a leaf per scalable unit under the fabric's root) and a
+    tree per cloud pool (its fabric domains). No switch joins two trees, so no job spans a site and a cloud."""
+    switches: list[Switch] = []
+    for fabric, leaves in onprem_leaves(plan):
+        switches += [Switch(name, nodes=tuple(nodes)) for name, nodes in leaves]
+        if len(leaves) > 1:
+            switches.append(Switch(fabric, switches=tuple(name for name, _ in leaves)))
+    for pool in cloud_pools(plan):
+        switches += _pool_tree(pool)[0]
+    _unique("switch", [s.name for s in switches])
+    return switches
+
+
 def tree_switches(plan: ClusterPlan) -> list[Switch]:
-    """topology/tree: leaves per fabric domain, a pool switch over more than one leaf, a root per network."""
+    """topology/tree: leaves per fabric domain, a pool switch over more than one leaf, a root per network (with
+    sites: `site_tree_switches`)."""
+    if has_sites(plan):
+        return site_tree_switches(plan)
     switches: list[Switch] = []
     for network, pools in _networks(plan):
         children: list[str] = []
@@ -290,7 +429,13 @@ def block_sizes(plan: ClusterPlan) -> list[int]:
 
 def topology_conf(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
     _check(plan)
-    plugin = topology_plugin(version, settings)
+    plugin = plugin_for(plan, version, settings)
+    if has_sites(plan):
+        tree = [
+            (s.name, hostlist(s.nodes) if s.nodes else None, ",".join(s.switches) if s.switches else None)
+            for s in site_tree_switches(plan)
+        ]
+        return render("slurm/topology-sites.conf.j2", plan=plan, switches=tree)
     if plugin == "block":
         rows = [(b.name, hostlist(b.nodes)) for b in blocks(plan)]
         return render("slurm/topology-block.conf.j2", plan=plan, blocks=rows, block_sizes=block_sizes(plan))
@@ -304,35 +449,52 @@ def topology_conf(plan: ClusterPlan, version: Version = (22, 5), settings: Slurm
 # ----------------------------------------------------------------------------------------------- slurm.conf
 
 
+def _node_line(pool: PlannedPool, nodes: str, site_layout: bool = False) -> dict[str, object]:
+    owned = is_owned(pool)
+    return {
+        "pool": pool.name,
+        "nodes": nodes,
+        "addr": None,
+        "cpus": pool.vcpus_per_node,
+        "layout": cpu_layout(pool),
+        "real_memory": real_memory_mib(pool),
+        "gres": f"gpu:{gres_type(pool)}:{pool.accelerators_per_node}" if is_gpu_pool(pool) else None,
+        "features": ",".join(features(pool, site_layout)),
+        "weight": (ONPREM_WEIGHT if owned else CLOUD_WEIGHT) if site_layout else None,
+        "state": "UNKNOWN" if owned else "CLOUD",
+    }
+
+
 def _node_lines(plan: ClusterPlan) -> list[dict[str, object]]:
-    return [
-        {
-            "pool": pool.name,
-            "nodes": hostlist(pool.node_names()),
-            "cpus": pool.vcpus_per_node,
-            "layout": cpu_layout(pool),
-            "real_memory": real_memory_mib(pool),
-            "gres": f"gpu:{gres_type(pool)}:{pool.accelerators_per_node}" if is_gpu_pool(pool) else None,
-            "features": ",".join(features(pool)),
-        }
-        for pool in plan.pools
-    ]
+    """A line per pool; with sites, an owned pool's listed hosts get a line each, with their address."""
+    site_layout = has_sites(plan)
+    lines: list[dict[str, object]] = []
+    for pool in plan.pools:
+        if pool.onprem is not None and pool.onprem.hosts:
+            for h in pool.onprem.hosts:
+                lines.append({**_node_line(pool, h.name, site_layout), "addr": h.address})
+        else:
+            lines.append(_node_line(pool, hostlist(pool.node_names()), site_layout))
+    return lines
 
 
-def _partitions(plan: ClusterPlan) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    for i, pool in enumerate(plan.pools):
-        gpus = pool.accelerators_per_node if is_gpu_pool(pool) else 0
-        rows.append(
-            {
-                "name": pool.name,
-                "nodes": hostlist(pool.node_names()),
-                "default": i == 0,
-                "def_cpu_per_gpu": def_cpu_per_gpu(pool),
-                "def_mem_per_gpu": real_memory_mib(pool) // gpus if gpus else None,
-                "exclusive": not gpus,
-            }
-        )
+def _pool_partition(pool: PlannedPool, default: bool) -> dict[str, object]:
+    gpus = pool.accelerators_per_node if is_gpu_pool(pool) else 0
+    return {
+        "name": pool.name,
+        "nodes": hostlist(pool.node_names()),
+        "default": default,
+        "def_cpu_per_gpu": def_cpu_per_gpu(pool),
+        "def_mem_per_gpu": real_memory_mib(pool) // gpus if gpus else None,
+        "exclusive": not gpus,
+        "power": None,
+    }
+
+
+def _partitions(plan: ClusterPlan, catalog: Catalog | None = None) -> list[dict[str, object]]:
+    if has_sites(plan):
+        return _site_partitions(plan, catalog or load_catalog())
+    rows = [_pool_partition(pool, i == 0) for i, pool in enumerate(plan.pools)]
     for network, pools in _networks(plan):
         if len(pools) > 1:
             rows.append(
@@ -343,13 +505,73 @@ def _partitions(plan: ClusterPlan) -> list[dict[str, object]]:
                     "def_cpu_per_gpu": None,
                     "def_mem_per_gpu": None,
                     "exclusive": not any(is_gpu_pool(p) for p in pools),
+                    "power": None,
                 }
             )
     _unique("partition", [str(r["name"]) for r in rows])
     return rows
 
 
-def slurm_conf(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+def _site_partitions(plan: ClusterPlan, catalog: Catalog) -> list[dict[str, object]]:
+    """A partition per pool (a cloud pool's with its power-saving times) and, when the stack has both owned and
+    cloud pools, the default `hybrid` partition of every node (per-GPU defaults that fit every pool)."""
+    clouds = cloud_pools(plan)
+    hybrid = bool(clouds) and len(clouds) < len(plan.pools)
+    rows: list[dict[str, object]] = []
+    for i, pool in enumerate(plan.pools):
+        row = _pool_partition(pool, i == 0 and not hybrid)
+        if not is_owned(pool):
+            t = cloud_times(pool, catalog)
+            row["power"] = {
+                "suspend_time": t.suspend_time_s,
+                "resume_timeout": t.resume_timeout_s,
+                "suspend_timeout": t.suspend_timeout_s,
+            }
+        rows.append(row)
+    if hybrid:
+        gpu_pools = [p for p in plan.pools if is_gpu_pool(p)]
+        rows.append(
+            {
+                "name": HYBRID_PARTITION,
+                "nodes": hostlist(n for p in plan.pools for n in p.node_names()),
+                "default": True,
+                "def_cpu_per_gpu": min((def_cpu_per_gpu(p) or 0) for p in gpu_pools) if gpu_pools else None,
+                "def_mem_per_gpu": (
+                    min(real_memory_mib(p) // p.accelerators_per_node for p in gpu_pools) if gpu_pools else None
+                ),
+                "exclusive": not gpu_pools,
+                "power": None,
+            }
+        )
+    _unique("partition", [str(r["name"]) for r in rows])
+    return rows
+
+
+def _power(plan: ClusterPlan, version: Version, settings: SlurmSettings) -> dict[str, object] | None:
+    """Global power-saving lines of a plan with sites (None: the cloud-only layout)."""
+    if not has_sites(plan):
+        return None
+    programs = burst_programs(settings)
+    bursting = bool(cloud_pools(plan))
+    params = ["idle_on_node_suspend"] if bursting else []
+    if bursting and version < CLOUD_REG_ADDRS_UNTIL:
+        params.insert(0, "cloud_reg_addrs")
+    return {
+        "bursting": bursting,
+        "private_data_cloud": bursting and version < PRIVATE_DATA_CLOUD_UNTIL,
+        "keep_power_save": bursting and version >= KEEP_POWER_SAVE_SINCE,
+        "resume_program": programs["resume"],
+        "suspend_program": programs["suspend"],
+        "slurmctld_parameters": ",".join(params),
+    }
+
+
+def slurm_conf(
+    plan: ClusterPlan,
+    version: Version = (22, 5),
+    settings: SlurmSettings = DEFAULT_SETTINGS,
+    catalog: Catalog | None = None,
+) -> str:
     _check(plan)
     return render(
         "slurm/slurm.conf.j2",
@@ -357,10 +579,12 @@ def slurm_conf(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSet
         version=f"{version[0]}.{version[1]:02d}",
         s=settings,
         controller_host=controller_host(plan, settings),
-        topology_plugin=f"topology/{topology_plugin(version, settings)}",
+        controller_address=controller_address(plan, settings),
+        topology_plugin=f"topology/{plugin_for(plan, version, settings)}",
         nodes=_node_lines(plan),
-        partitions=_partitions(plan),
+        partitions=_partitions(plan, catalog),
         scripts=scripts(settings),
+        power=_power(plan, version, settings),
     )
 
 
@@ -408,12 +632,17 @@ def healthcheck_sh(plan: ClusterPlan) -> str:
     return render("slurm/healthcheck.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="healthcheck")
 
 
-def files(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> dict[str, str]:
+def files(
+    plan: ClusterPlan,
+    version: Version = (22, 5),
+    settings: SlurmSettings = DEFAULT_SETTINGS,
+    catalog: Catalog | None = None,
+) -> dict[str, str]:
     """Target path -> content of every Slurm file the controller and the nodes need."""
     conf = settings.conf_dir
     paths = scripts(settings)
     return {
-        f"{conf}/slurm.conf": slurm_conf(plan, version, settings),
+        f"{conf}/slurm.conf": slurm_conf(plan, version, settings, catalog),
         f"{conf}/gres.conf": gres_conf(plan, settings),
         f"{conf}/cgroup.conf": cgroup_conf(plan),
         f"{conf}/topology.conf": topology_conf(plan, version, settings),

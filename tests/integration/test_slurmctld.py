@@ -9,6 +9,7 @@ known noise. Needs `apt-get install slurmctld slurmd slurm-client`; skipped with
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import os
 import re
 import shutil
@@ -22,11 +23,25 @@ from pathlib import Path
 
 import pytest
 
+from aicluster.catalog import load_catalog
 from aicluster.plan import ClusterPlan
+from aicluster.plan.models import OnpremHost
 from aicluster.preview import plan_stack
-from aicluster.render.slurm import SlurmSettings, cpu_layout, files, gres_type, hostlist
+from aicluster.render.slurm import (
+    HYBRID_PARTITION,
+    RESUME_PROGRAM,
+    SUSPEND_PROGRAM,
+    SlurmSettings,
+    cloud_pools,
+    cpu_layout,
+    files,
+    gres_type,
+    hostlist,
+    onprem_leaves,
+)
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import IN_CI, ROOT, STACKS
+from tests.helpers import hybrid_site_cluster, plan_of
 
 pytestmark = pytest.mark.slow
 
@@ -63,14 +78,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+HYBRID_SITE = "hybrid-site"  # not a stack file: the on-prem example bursting into AWS and GCP (tests.helpers)
+
+
 def load(stack: str) -> ClusterPlan:
-    return plan_stack(read_stack(find_project(ROOT), stack))
+    if stack == HYBRID_SITE:
+        return plan_of(load_catalog(), hybrid_site_cluster())
+    return addressed(plan_stack(read_stack(find_project(ROOT), stack)))
+
+
+def addressed(plan: ClusterPlan) -> ClusterPlan:
+    """Owned pools the stack gives only a count of are named <pool>-NNN and found through the site's DNS, which
+    slurmctld resolves at start (it refuses names it cannot resolve). The test machine has no such DNS, so those
+    nodes are given as hosts of the same names at addresses in the site's network (NodeAddr=)."""
+    cidrs = {site.name: ipaddress.ip_network(site.cidrs[0]) for site in plan.sites}
+    pools = []
+    for pool in plan.pools:
+        if pool.onprem is None or pool.onprem.hosts:
+            pools.append(pool)
+            continue
+        ips = cidrs[pool.onprem.site].hosts()
+        hosts = tuple(OnpremHost(name=n, address=str(next(ips))) for n in pool.node_names())
+        pools.append(pool.model_copy(update={"onprem": pool.onprem.model_copy(update={"hosts": hosts})}))
+    return plan.model_copy(update={"pools": tuple(pools)})
 
 
 def settings_for(base: Path, device_dir: str = "/dev") -> SlurmSettings:
     """Private directories, a free port, no munge and no cgroups: what a test machine can run."""
-    for d in ("etc", "state", "spool", "log", "run"):
+    for d in ("etc", "state", "spool", "log", "run", "bin"):
         (base / d).mkdir(exist_ok=True)
+    for program in (RESUME_PROGRAM, SUSPEND_PROGRAM):  # slurmctld disables power saving without executables
+        script = base / "bin" / program
+        script.write_text(f'#!/bin/sh\necho "$0 $*" >> "{base}/log/burst.log"\n')
+        script.chmod(0o755)
     port = free_port()
     host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
     return SlurmSettings(
@@ -88,6 +128,7 @@ def settings_for(base: Path, device_dir: str = "/dev") -> SlurmSettings:
         proctrack_type="proctrack/linuxproc",
         task_plugin="task/none",
         device_dir=device_dir,
+        burst_bin_dir=str(base / "bin"),
     )
 
 
@@ -96,6 +137,24 @@ def write(plan: ClusterPlan, settings: SlurmSettings) -> dict[str, str]:
     for path, text in files(plan, (22, 5), settings).items():
         Path(path).write_text(text)
     return {**os.environ, "SLURM_CONF": f"{settings.conf_dir}/slurm.conf"}
+
+
+def expected_leaves(plan: ClusterPlan) -> set[frozenset[str]]:
+    """Leaf switches' node sets: a cloud pool's fabric domains (the pool, if it has none); with sites, an owned
+    fabric's scalable units."""
+    found: set[frozenset[str]] = set()
+    for pool in cloud_pools(plan) if plan.sites else plan.pools:
+        names = pool.node_names()
+        found |= {frozenset(names[r.start : r.stop]) for _, r in pool.fabric_domains() or [("", range(pool.nodes))]}
+    if plan.sites:
+        found |= {frozenset(nodes) for _, leaves in onprem_leaves(plan) for _, nodes in leaves}
+    return found
+
+
+def expected_trees(plan: ClusterPlan) -> list[set[str]]:
+    """With sites: the node set of each topology tree, an owned fabric's or a cloud pool's."""
+    owned = [{n for _, nodes in leaves for n in nodes} for _, leaves in onprem_leaves(plan)]
+    return owned + [set(p.node_names()) for p in cloud_pools(plan)]
 
 
 @dataclass
@@ -145,7 +204,7 @@ def controller(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Contr
                 proc.wait()
 
 
-@pytest.mark.parametrize("controller", STACKS, indirect=True)
+@pytest.mark.parametrize("controller", [*STACKS, HYBRID_SITE], indirect=True)
 def test_slurmctld_runs_the_plan(controller: Controller) -> None:
     ctl, plan = controller, controller.plan
     print(f"{plan.name}: slurmctld up in {ctl.started_s:.2f} s")
@@ -166,34 +225,39 @@ def test_slurmctld_runs_the_plan(controller: Controller) -> None:
                 int(nodes[name]["ThreadsPerCore"]),
             )
             assert reported == layout, name
-        assert "CLOUD" in nodes[name]["State"], name
+        # owned (on-prem) nodes are static; the clouds' nodes are CLOUD nodes
+        assert ("CLOUD" in nodes[name]["State"]) == (pool.onprem is None), name
 
-    # partitions: one per pool with its nodes; none spans two networks
+    # partitions: one per pool with its nodes; none spans two networks (with sites: but the default `hybrid`)
     network_of = {name: pool.network for name, pool in expected.items()}
     partitions = {r["PartitionName"]: ctl.hostnames(r["Nodes"]) for r in ctl.records("partition")}
     for pool in plan.pools:
         assert partitions[pool.name] == set(pool.node_names())
     for name, members in partitions.items():
-        assert len({network_of[n] for n in members}) == 1, f"partition {name} spans networks"
+        if name != HYBRID_PARTITION:
+            assert len({network_of[n] for n in members}) == 1, f"partition {name} spans networks"
 
-    # topology: a leaf per fabric domain, one root per network holding exactly its nodes
+    # topology: a leaf per fabric domain (an owned fabric: per scalable unit), one root per network (with sites:
+    # per owned fabric and per cloud pool) holding exactly its nodes
     switches = ctl.records("topology")
     leaves = {frozenset(ctl.hostnames(s["Nodes"])) for s in switches if s["Level"] == "0"}
-    domains = set()
-    for pool in plan.pools:
-        names = pool.node_names()
-        domains |= {frozenset(names[r.start : r.stop]) for _, r in pool.fabric_domains() or [("", range(pool.nodes))]}
-    assert leaves == domains
+    assert leaves == expected_leaves(plan)
     children = {c for s in switches for c in s.get("Switches", "").split(",") if c}
     roots = {s["SwitchName"]: ctl.hostnames(s["Nodes"]) for s in switches if s["SwitchName"] not in children}
-    assert roots == {
-        network: {n for n, net in network_of.items() if net == network} for network in set(network_of.values())
-    }
+    if plan.sites:
+        assert sorted(map(sorted, roots.values())) == sorted(map(sorted, expected_trees(plan)))
+        network_of = {n: root for root, members in roots.items() for n in members}  # a tree is a network here
+    else:
+        assert roots == {
+            network: {n for n, net in network_of.items() if net == network} for network in set(network_of.values())
+        }
 
-    # a job larger than any one network is refused even when it may use every partition
-    sizes = [len(members) for members in roots.values()]
+    # a job larger than any one network is refused even when it may use every partition. Owned nodes wait for
+    # their slurmd (State=UNKNOWN), which this machine does not run, so only the clouds' trees can take a job here.
+    cloud_nodes = {n for n, pool in expected.items() if pool.onprem is None}
+    sizes = [len(members) for members in roots.values() if members <= cloud_nodes]
     if len(sizes) > 1:
-        every = ",".join(partitions)
+        every = ",".join(p.name for p in plan.pools if p.onprem is None)
         fits = ctl.run("sbatch", "--test-only", "-N", str(max(sizes)), "-p", every, "--wrap", "true", check=False)
         assert fits.returncode == 0, fits.stderr
         spans = ctl.run("sbatch", "--test-only", "-N", str(max(sizes) + 1), "-p", every, "--wrap", "true", check=False)
@@ -207,7 +271,7 @@ def test_slurmctld_runs_the_plan(controller: Controller) -> None:
     assert "Job accounting information gathered, but not stored" not in log
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", [*STACKS, HYBRID_SITE])
 def test_slurmd_reads_gres_conf(stack: str, tmp_path: Path) -> None:
     """`slurmd -G -N <node>` parses gres.conf as a node would (it needs the device files: fake ones)."""
     need("slurmd")
@@ -225,6 +289,64 @@ def test_slurmd_reads_gres_conf(stack: str, tmp_path: Path) -> None:
         found = re.findall(r"Gres Name=(\S+) Type=(\S+) Count=(\d+)", out.stdout + out.stderr)
         gres = gres_type(pool)
         assert found == ([("gpu", gres, str(pool.accelerators_per_node))] if gres else []), node
+
+
+@pytest.mark.parametrize("controller", [HYBRID_SITE], indirect=True)
+def test_slurmctld_keeps_the_site_static_and_the_clouds_powered_down(controller: Controller) -> None:
+    """The hybrid layout as slurmctld reads it: owned nodes static at their addresses, cloud nodes CLOUD and
+    powered down with their features and weights, disjoint trees, and no job larger than one tree."""
+    ctl, plan = controller, controller.plan
+    nodes = {r["NodeName"]: r for r in ctl.records("node")}
+    owned, p5, a3 = plan.pools
+    for host in owned.onprem.hosts if owned.onprem else ():
+        node = nodes[host.name]
+        assert node["NodeAddr"] == host.address
+        assert not {"CLOUD", "POWERED_DOWN"} & set(node["State"].split("+")), node["State"]
+        assert node["Weight"] == "1"
+        assert node["AvailableFeatures"] == "onprem,fra1,dgx-h100,infiniband,h100,owned"
+    for pool in (a3, p5):
+        for name in pool.node_names():
+            node = nodes[name]
+            assert {"CLOUD", "POWERED_DOWN"} <= set(node["State"].split("+")), node["State"]
+            features = node["AvailableFeatures"].split(",")
+            assert features[:2] == ["cloud", pool.provider]
+            assert pool.instance_type in features
+            assert int(node["Weight"]) > 1
+    assert nodes["p5-000"]["AvailableFeatures"].endswith(",spot")
+
+    # disjoint trees: the site's fabric and each cloud pool
+    switches = ctl.records("topology")
+    children = {c for s in switches for c in s.get("Switches", "").split(",") if c}
+    roots = {s["SwitchName"]: ctl.hostnames(s["Nodes"]) for s in switches if s["SwitchName"] not in children}
+    assert sorted(roots) == ["a3-p0", "fra1", "p5"]
+    assert roots["fra1"] == set(owned.node_names())
+    assert not roots["fra1"] & (roots["p5"] | roots["a3-p0"])
+
+    # power saving on the cloud partitions only; the default partition is `hybrid`, and a job submitted there
+    # (no -p) fits in one tree or not at all: 8 cloud nodes are GCP's pool, 12 would straddle AWS and GCP. The
+    # owned nodes wait for their slurmd (State=UNKNOWN), which this machine does not run.
+    parts = {r["PartitionName"]: r for r in ctl.records("partition")}
+    assert parts[HYBRID_PARTITION]["Default"] == "YES"
+    assert (parts["p5"]["SuspendTime"], parts["p5"]["ResumeTimeout"], parts["p5"]["SuspendTimeout"]) == (
+        "600",
+        "1800",
+        "120",
+    )
+    assert (parts["a3"]["SuspendTime"], parts["a3"]["ResumeTimeout"]) == ("300", "300")
+    assert "SuspendTime" not in parts["h100"]
+    assert "SuspendTime" not in parts[HYBRID_PARTITION]
+    config = dict(re.findall(r"^(\w+)\s+= (.*)$", ctl.run("scontrol", "show", "config").stdout, re.M))
+    assert config["SuspendTime"] == "INFINITE"
+    assert config["ResumeProgram"].endswith("/aicluster-resume")
+    assert config["SuspendProgram"] == config["ResumeFailProgram"]
+    assert config["SuspendProgram"].endswith("/aicluster-suspend")
+    cloud = ctl.run("sbatch", "--test-only", "-N", "8", "-C", "cloud", "--wrap", "true", check=False)
+    assert cloud.returncode == 0, cloud.stderr
+    assert "on nodes a3-[000-007] in partition hybrid" in cloud.stderr
+    for size in (a3.nodes + p5.nodes, owned.nodes + 1):
+        spans = ctl.run("sbatch", "--test-only", "-N", str(size), "--wrap", "true", check=False)
+        assert spans.returncode != 0, size
+        assert "Requested node configuration is not available" in spans.stderr
 
 
 def test_slurm_expands_our_hostlists(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ same files into a real slurmctld.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -36,7 +37,7 @@ from aicluster.render.slurm import (
 )
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import ROOT, STACKS
-from tests.helpers import cluster, gcp_cluster, plan_of, pool, tpu_pool
+from tests.helpers import cluster, gcp_cluster, hybrid_site_cluster, plan_of, pool, tpu_pool
 
 GOLDEN = ROOT / "tests" / "golden" / "slurm"
 HYBRID = [s for s in STACKS if s.startswith(("hybrid-", "three-"))]
@@ -441,3 +442,131 @@ def test_job_accounting_is_gathered_only_where_it_is_stored() -> None:
     assert SlurmSettings(
         job_acct_gather_type="jobacct_gather/cgroup", accounting_storage_type="accounting_storage/slurmdbd"
     )
+
+
+# ------------------------------------------------------------------------------------------ sites and bursting
+
+
+@pytest.fixture
+def hybrid(catalog: Catalog) -> ClusterPlan:
+    return plan_of(catalog, hybrid_site_cluster())
+
+
+def conf_lines(text: str, key: str) -> list[dict[str, str]]:
+    """Lines starting with `key=` as dicts of their key=value words."""
+    return [dict(w.split("=", 1) for w in x.split()) for x in text.splitlines() if x.startswith(f"{key}=")]
+
+
+def settings_of(text: str) -> dict[str, str]:
+    """Global key=value lines (one word each) of a slurm.conf."""
+    return dict(
+        x.split("=", 1) for x in text.splitlines() if "=" in x and " " not in x and not x.startswith(("#", "Node"))
+    )
+
+
+def test_golden_hybrid_site(hybrid: ClusterPlan) -> None:
+    golden("hybrid-site/slurm.conf", slurm_conf(hybrid))
+    golden("hybrid-site/slurm-23.11.conf", slurm_conf(hybrid, (23, 11)))
+    golden("hybrid-site/gres.conf", gres_conf(hybrid))
+    golden("hybrid-site/topology.conf", topology_conf(hybrid))
+
+
+def test_the_controller_is_the_named_site_host(hybrid: ClusterPlan) -> None:
+    assert settings_of(slurm_conf(hybrid))["SlurmctldHost"] == "slurm01(10.200.0.5)"
+    # settings that name another host (the integration test's machine) drop the stack's address with it
+    assert settings_of(slurm_conf(hybrid, settings=SlurmSettings(controller_host="here")))["SlurmctldHost"] == "here"
+
+
+def test_owned_nodes_are_static_with_their_addresses_and_cloud_nodes_burst(hybrid: ClusterPlan) -> None:
+    nodes = conf_lines(slurm_conf(hybrid), "NodeName")
+    owned = [n for n in nodes if n["State"] == "UNKNOWN"]
+    assert [n["NodeName"] for n in owned] == hybrid.pools[0].node_names()  # a line per host
+    assert (owned[0]["NodeAddr"], owned[127]["NodeAddr"]) == ("10.200.1.10", "10.200.2.37")
+    assert {n["Weight"] for n in owned} == {"1"}
+    assert {n["Feature"] for n in owned} == {"onprem,fra1,dgx-h100,infiniband,h100,owned"}
+    cloud = {n["NodeName"]: n for n in nodes if n["State"] == "CLOUD"}
+    assert sorted(cloud) == ["a3-[000-007]", "p5-[000-003]"]
+    assert cloud["p5-[000-003]"]["Feature"] == "cloud,aws,us-east-1,us-east-1a,p5.48xlarge,efa,h100,spot"
+    assert cloud["a3-[000-007]"]["Feature"].startswith("cloud,gcp,us-east5,us-east5-a,a3-megagpu-8g,")
+    assert all(int(n["Weight"]) > 1 for n in cloud.values())
+    assert all("NodeAddr" not in n for n in cloud.values())  # slurmd registers its address (cloud_reg_addrs)
+
+
+def test_power_saving_only_on_the_cloud_partitions(hybrid: ClusterPlan, catalog: Catalog) -> None:
+    text = slurm_conf(hybrid, settings=SlurmSettings(burst_bin_dir="/srv/aic/bin/"))
+    s = settings_of(text)
+    assert s["SuspendTime"] == "INFINITE"  # never an owned node
+    assert (s["ResumeRate"], s["SuspendRate"]) == ("0", "0")
+    assert s["ResumeProgram"] == "/srv/aic/bin/aicluster-resume"
+    assert s["SuspendProgram"] == s["ResumeFailProgram"] == "/srv/aic/bin/aicluster-suspend"
+    assert s["TreeWidth"] == "65533"
+    assert "ReconfigFlags" not in s  # Slurm 22.05 refuses KeepPowerSaveSettings (added in 23.02)
+    assert settings_of(slurm_conf(hybrid, (23, 2)))["ReconfigFlags"] == "KeepPowerSaveSettings"
+    assert s["SlurmctldParameters"] == "cloud_reg_addrs,idle_on_node_suspend"
+    assert not {"ResumeTimeout", "SuspendTimeout"} & set(s)  # per cloud partition only
+    assert s["PrivateData"] == "cloud"  # Slurm 22.05 hides powered-down CLOUD nodes without it
+    parts = {p["PartitionName"]: p for p in conf_lines(text, "PartitionName")}
+    for planned in hybrid.pools:
+        part = parts[planned.name]
+        times = catalog.slurm_cloud(planned.provider)
+        if planned.onprem is not None:
+            assert not {"SuspendTime", "ResumeTimeout", "SuspendTimeout"} & set(part), planned.name
+            continue
+        assert times is not None
+        assert part["SuspendTime"] == str(times.suspend_time_s)
+        assert part["ResumeTimeout"] == str(times.resume_timeout_s)
+        assert part["SuspendTimeout"] == str(times.suspend_timeout_s)
+    assert (parts["p5"]["ResumeTimeout"], parts["a3"]["ResumeTimeout"]) == ("1800", "300")
+    # Slurm 23.11 removed cloud_reg_addrs (it is the default there); PrivateData=cloud is a no-op from 23.02
+    assert settings_of(slurm_conf(hybrid, (23, 11)))["SlurmctldParameters"] == "idle_on_node_suspend"
+    assert "PrivateData" not in slurm_conf(hybrid, (23, 2))
+    assert "cloud_reg_addrs" in slurm_conf(hybrid, (23, 2))
+
+
+def test_the_hybrid_partition_is_the_default_and_holds_every_node(hybrid: ClusterPlan) -> None:
+    parts = conf_lines(slurm_conf(hybrid), "PartitionName")
+    assert [p["PartitionName"] for p in parts] == ["h100", "p5", "a3", "hybrid"]
+    assert [p["PartitionName"] for p in parts if p.get("Default") == "YES"] == ["hybrid"]
+    assert parts[-1]["Nodes"] == "dgx-[000-127],p5-[000-003],a3-[000-007]"
+    # per-GPU defaults that fit on every pool's nodes (the smallest of the pools')
+    assert (parts[-1]["DefCpuPerGPU"], parts[-1]["DefMemPerGPU"]) == ("24", "227635")
+
+
+def test_site_topology_is_a_tree_per_fabric_and_per_cloud_pool_without_a_common_root(hybrid: ClusterPlan) -> None:
+    switches = {s.name: s for s in tree_switches(hybrid)}
+    children = {c for s in switches.values() for c in s.switches}
+    roots = sorted(n for n in switches if n not in children)
+    assert roots == ["a3-p0", "fra1", "p5"]
+    assert switches["fra1"].switches == ("fra1-su1", "fra1-su2", "fra1-su3", "fra1-su4")  # SUs of 32 DGX
+    assert switches["fra1-su2"].nodes[0] == "dgx-032"
+    trees = [below(hybrid, r) for r in roots]
+    assert trees == [
+        set(hybrid.pools[2].node_names()),
+        set(hybrid.pools[0].node_names()),
+        set(hybrid.pools[1].node_names()),
+    ]
+    assert "SwitchName=fra1 Switches=fra1-su1,fra1-su2,fra1-su3,fra1-su4\n" in topology_conf(hybrid)
+
+
+def test_sites_keep_the_tree_even_on_slurm_23_11_and_refuse_blocks(hybrid: ClusterPlan) -> None:
+    assert settings_of(slurm_conf(hybrid, (23, 11)))["TopologyPlugin"] == "topology/tree"
+    with pytest.raises(ValueError, match="topology/block could place one job across a site and a cloud"):
+        topology_conf(hybrid, (23, 11), SlurmSettings(topology="block"))
+
+
+def test_an_owned_site_alone_has_static_nodes_and_no_power_saving() -> None:
+    cp = stack_plan("onprem-dgx-h100")
+    text = slurm_conf(cp)
+    s = settings_of(text)
+    assert s["SlurmctldHost"] == "slurm01(10.200.0.5)"
+    assert s["SuspendTime"] == "INFINITE"
+    for key in ("ResumeProgram", "SuspendProgram", "TreeWidth", "SlurmctldParameters", "PrivateData"):
+        assert key not in s, key
+    assert "State=CLOUD" not in text
+    assert [p["PartitionName"] for p in conf_lines(text, "PartitionName") if p.get("Default") == "YES"] == ["h100"]
+
+
+def test_a_cloud_without_power_saving_times_in_the_catalog_is_refused(hybrid: ClusterPlan, catalog: Catalog) -> None:
+    bare = dataclasses.replace(catalog, constants=catalog.constants.model_copy(update={"slurm_cloud": {}}))
+    with pytest.raises(ValueError, match="pool p5: no Slurm power-saving times for provider aws in the catalog"):
+        slurm_conf(hybrid, catalog=bare)
