@@ -1755,8 +1755,9 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         return Problem((*path, tag), f"allowed: {', '.join(expected)}", tag_value, True, hint)
     if etype == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
-        # A "public key" that is not one may be a pasted private key: never echo it.
-        echo = pattern != _SSH_KEY
+        # A "public key" that is not one may be a pasted private key, and a BMC URL with a user part may carry
+        # its password: never echo either.
+        echo = pattern != _SSH_KEY and not (pattern == BMC_RE and "@" in str(value))
         return Problem(
             path,
             _PATTERN_HINTS.get(pattern, "is not of the form this field takes (docs/spec-reference.md shows it)"),
