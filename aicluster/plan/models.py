@@ -414,7 +414,7 @@ class PlannedVpn(_Plan):
     unpriced: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()  # catalog source ids of the ciphers, inside ranges and ASNs chosen
 
-    def keys(self) -> list[int]:
+    def key_indexes(self) -> list[int]:
         """The link's pre-shared keys, by index."""
         return sorted({t.key for t in self.tunnels})
 
