@@ -24,7 +24,7 @@ the caller turns them into problems.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -154,9 +154,9 @@ def check_sites(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite]) ->
     taken: dict[int, str] = {asn: f"the {key} VPN gateway" for key, asn in clouds.items()}
     if any(n.provider == "azure" for n in networks):
         taken.setdefault(AZURE_DEFAULT_ASN, "Azure's VPN gateway default")
-    free = next(a for a in range(65000, PRIVATE_ASN_16[1]) if a not in taken)
     for i, s in enumerate(sites):
         path = f"sites[{i}].bgp_asn"
+        free = next(a for a in range(65000, PRIVATE_ASN_16[1]) if a not in taken and a not in AWS_RESERVED_ASNS)
         if s.bgp_asn in taken:
             problems.append(
                 (
@@ -187,27 +187,39 @@ def check_sites(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite]) ->
 # -- Inside addresses ----------------------------------------------------------------------------------------------
 
 
-def _slash30s(blocks: Sequence[str], avoid: Sequence[str]) -> Iterator[ipaddress.IPv4Network]:
+def _slash30s(blocks: Sequence[str], avoid: Sequence[str]) -> list[ipaddress.IPv4Network]:
     bad = [ipaddress.IPv4Network(a) for a in avoid]
-    for block in blocks:
-        for net in ipaddress.IPv4Network(block).subnets(new_prefix=30):
-            if not any(net.overlaps(b) for b in bad):
-                yield net
+    return [
+        net
+        for block in blocks
+        for net in ipaddress.IPv4Network(block).subnets(new_prefix=30)
+        if not any(net.overlaps(b) for b in bad)
+    ]
 
 
 class _InsideAllocator:
-    """Hands out /30s: Azure links from Azure's APIPA range, all others from the rest of 169.254.0.0/16."""
+    """Hands out /30s: Azure links from Azure's APIPA range, all others from the rest of 169.254.0.0/16.
+
+    Site links count up from the bottom of a range and cloud-to-cloud links down from its top, and site links are
+    planned site by site, so adding a site (at the end of `sites:`) moves no existing tunnel's addresses; a moved
+    inside CIDR would replace the VPN connection.
+    """
 
     def __init__(self) -> None:
-        self.azure = _slash30s(AZURE_APIPA, AWS_RESERVED_INSIDE)
-        self.other = _slash30s([LINK_LOCAL], [*AWS_RESERVED_INSIDE, *AZURE_APIPA, METADATA_BLOCK])
+        self.pools = {
+            True: _slash30s(AZURE_APIPA, AWS_RESERVED_INSIDE),
+            False: _slash30s([LINK_LOCAL], [*AWS_RESERVED_INSIDE, *AZURE_APIPA, METADATA_BLOCK]),
+        }
+        self.used: set[ipaddress.IPv4Network] = set()
 
-    def take(self, azure: bool) -> ipaddress.IPv4Network:
-        try:
-            return next(self.azure if azure else self.other)
-        except StopIteration:
+    def take(self, azure: bool, from_top: bool) -> ipaddress.IPv4Network:
+        pool = self.pools[azure]
+        net = next((n for n in (reversed(pool) if from_top else pool) if n not in self.used), None)
+        if net is None:
             where = "Azure's APIPA range 169.254.21.0-169.254.22.255" if azure else "169.254.0.0/16"
-            raise VpnPlanError([("sites", f"the stack's VPN tunnels need more /30s than {where} holds")]) from None
+            raise VpnPlanError([("sites", f"the stack's VPN tunnels need more /30s than {where} holds")])
+        self.used.add(net)
+        return net
 
 
 # -- Links -----------------------------------------------------------------------------------------------------------
@@ -240,7 +252,7 @@ def _tunnels(a: VpnSide, b: VpnSide, inside: _InsideAllocator) -> tuple[VpnTunne
     azure = "azure" in (a.provider, b.provider)
     out = []
     for index, (ea, eb) in enumerate(_pairs(a, b)):
-        net = inside.take(azure)
+        net = inside.take(azure, from_top=b.kind != "site")
         first, second = list(net.hosts())
         # An Azure connection (one per peer endpoint) carries one shared key for all its tunnels.
         key = (eb if a.provider == "azure" else ea) if azure else index
@@ -323,8 +335,8 @@ def plan_vpns(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite], cata
     inside = _InsideAllocator()
     charged: set[str] = set()
     links = []
-    for n in networks:
-        for s in sites:
+    for s in sites:
+        for n in networks:
             a = _cloud_side(n, asns[n.key], True, s.cidrs)
             b = VpnSide(
                 kind="site",

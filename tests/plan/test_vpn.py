@@ -216,3 +216,13 @@ def test_a_region_without_a_price_stays_unpriced_never_zero(
 def test_a_site_endpoint_must_be_a_public_ipv4_address(address: str) -> None:
     with pytest.raises(ValidationError):
         site(ip=address)
+
+
+def test_adding_a_site_moves_no_existing_tunnel(networks: tuple[PlannedNetwork, ...], catalog: Catalog) -> None:
+    def inside(vpns: tuple[PlannedVpn, ...]) -> dict[str, list[str]]:
+        return {v.name: [t.inside_cidr for t in v.tunnels] for v in vpns}
+
+    before = inside(plan_vpns(networks, [site()], catalog))
+    after = inside(plan_vpns(networks, [site(), site("dc2", "10.201.0.0/16", 65011, "81.2.69.143")], catalog))
+    assert {name: after[name] for name in before} == before
+    assert len(after) == len(before) + 3
