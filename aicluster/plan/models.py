@@ -379,7 +379,9 @@ class VpnTunnel(_Plan):
     a_endpoint: int
     b_endpoint: int
     a_ip: str  # side a's BGP address: the /30's first host (AWS takes the first host of its tunnels)
-    b_ip: str  # side b's BGP address: the second host
+    # side b's BGP address: the second host. Azure to a site: Azure's one local network gateway for the site holds
+    # one BGP address, tunnel 0's; the site's device speaks BGP from it to both Azure instances
+    b_ip: str
     key: int  # which pre-shared key of the link (tunnels of one Azure connection share its key)
 
 
