@@ -163,7 +163,23 @@ def load(path: Path) -> BurstConfig:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            given = f"got {err['input']!r}; " if err["type"] != "missing" else ""
-            problems.append(f"{path}: {where}: {given}{err['msg']}")
+            loc = list(err["loc"])
+            value = err["input"]
+            if err["type"] == "union_tag_invalid":  # the provider: name that field, not the whole node set
+                loc, value = [*loc, "provider"], err["ctx"]["tag"]
+            given = f"got {value!r}; " if err["type"] != "missing" else ""
+            problems.append(f"{path}: {_where(loc)}: {given}{err['msg']}")
         raise ConfigError("\n".join(problems)) from None
+
+
+def _where(loc: list[int | str]) -> str:
+    """pydantic's location as the house style writes it: node_sets[0].market (the union's tag left out)."""
+    out = ""
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif i and isinstance(loc[i - 1], int) and part in ("aws", "gcp", "azure"):
+            continue
+        else:
+            out += f".{part}" if out else part
+    return out or "(top level)"

@@ -1,7 +1,8 @@
 """aicluster-resume: slurm.conf's ResumeProgram. `aicluster-resume [--config PATH] HOSTLIST`
 
 slurmctld runs it as SlurmUser with the nodes to power up (a hostlist) and SLURM_RESUME_FILE (a JSON job -> nodes
-map that slurmctld deletes soon: copied at once into state_dir and logged). For each node set of the config it:
+map that slurmctld deletes soon: copied at once into state_dir/resume, logged, and deleted when done unless
+AICLUSTER_BURST_KEEP_RESUME_FILE=1). For each node set of the config it:
 1. reuses the instances already bound to the asked nodes (a retry after a slurmctld restart) and unbound live ones;
 2. grows the group by the rest, never above its maximum;
 3. waits at most launch_wait_s for the new instances to have an address, stopping early when the group reports a
@@ -89,7 +90,7 @@ def resume_group(
                 failed.update(dict.fromkeys([n for n in wanted if n not in failed][len(free) :], str(exc)))
     todo = [n for n in wanted if n not in failed]
     ready: list[Instance] = []
-    deadline = time.monotonic() + launch_wait_s
+    deadline = started + launch_wait_s
     while todo:
         ready = [i for i in group.instances() if i.alive and not i.node and i.address and i.id not in taken]
         if len(ready) >= len(todo):
@@ -98,7 +99,7 @@ def resume_group(
         if problems:
             log.warning("group %s: launch failed: %s", group.name, problems[0])
             break
-        if time.monotonic() >= deadline:
+        if clock() >= deadline:
             problems = [f"no instance of group {group.name} got an address within {launch_wait_s:.0f} s"]
             break
         sleep(poll_s)

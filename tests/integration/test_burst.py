@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from aicluster.burst.cloud import NODE_TAG
-from aicluster.burst.slurm import parse_node_line
+from aicluster.burst.slurm import parse_node_line, read_resume_file
 from tests.conftest import IN_CI
 
 boto3 = pytest.importorskip("boto3", reason="install the dev extras: pip install -e '.[dev]'")
@@ -242,7 +242,11 @@ def site(tmp_path: Path) -> Iterator[Site]:
         "node_sets": [{"provider": "aws", "nodes": "aws-m5-[00-01]", "region": REGION, "group": group,
                        "instance_type": TYPE, "market": "spot", "endpoint_url": url}],
     }, indent=2))  # fmt: skip
-    wrapper_env = {"AICLUSTER_BURST_KEEP_RESUME_FILE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **creds}
+    wrapper_env = {
+        "AICLUSTER_BURST_KEEP_RESUME_FILE": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        **creds,
+    }
     resume = wrapper(base / "resume.sh", "resume", wrapper_env)
     suspend = wrapper(base / "suspend.sh", "suspend", wrapper_env)
     sync = wrapper(base / "sync.sh", "sync", wrapper_env)
@@ -299,6 +303,11 @@ def test_slurm_bursts_into_an_auto_scaling_group_and_back(site: Site) -> None:
                    and s.node(node), why=s.logs)  # fmt: skip
     assert rec["NodeHostName"] == inst["PrivateDnsName"]
     assert "POWERING_UP" in s.states(node)
+    # the program copied SLURM_RESUME_FILE before slurmctld deleted it (kept here: AICLUSTER_BURST_KEEP_RESUME_FILE)
+    copies = [read_resume_file(p.read_text()) for p in (s.base / "burst" / "resume").glob("*.json")]
+    assert [(every, [(j.job_id, j.nodes_resume) for j in jobs]) for every, jobs in copies] == [
+        (node, [(int(job), node)])
+    ]
     # the instance boots: slurmd registers as the node (from this machine: cloud_reg_addrs) and the job runs
     s.boot(node)
     wait_for(f"job {job} completes", lambda: s.job(job).get("JobState") == "COMPLETED",
