@@ -171,3 +171,16 @@ def test_an_aws_instance_being_reclaimed_is_not_alive() -> None:
     leaving = _instance({**base, "State": {"Name": "running"}}, {"LifecycleState": "Terminating:Wait"})
     assert not leaving.alive
     assert leaving.why_not == "EC2 state running, Auto Scaling Terminating:Wait"
+
+
+def test_the_programs_import_no_engine_and_no_cloud_sdk_until_a_group_is_opened() -> None:
+    """They run on the Slurm controller, started by slurmctld for every resume: no Pulumi, no SDK they do not use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aicluster.burst.resume, aicluster.burst.suspend, aicluster.burst.sync;"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pulumi', 'boto3', 'google', 'azure', 'jinja2'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
