@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -136,6 +136,15 @@ class BurstConfig(_Strict):
         return self
 
 
+def json_schema() -> dict[str, Any]:
+    """The published JSON schema of the bursting configuration (schema/aicluster-burst.schema.json)."""
+    schema = BurstConfig.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://aicluster.dev/schema/aicluster-burst.schema.json"
+    schema["title"] = "aicluster-burst.json"
+    return schema
+
+
 class ConfigError(Exception):
     """The configuration is missing or invalid; the message names the file, the field and the fix."""
 
@@ -183,3 +192,7 @@ def _where(loc: list[int | str]) -> str:
         else:
             out += f".{part}" if out else part
     return out or "(top level)"
+
+
+if __name__ == "__main__":  # `python -m aicluster.burst.config` prints the schema (`make schema` writes it)
+    print(json.dumps(json_schema(), indent=2))

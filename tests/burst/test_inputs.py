@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,20 @@ def test_the_programs_import_no_engine_and_no_cloud_sdk_until_a_group_is_opened(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_published_schema_is_current_and_accepts_the_docstring_example() -> None:
+    import jsonschema
+
+    from aicluster.burst import config as module
+    from aicluster.burst.config import json_schema
+
+    root = Path(__file__).resolve().parents[2]
+    published = json.loads((root / "schema" / "aicluster-burst.schema.json").read_text())
+    assert published == json_schema(), "run `make schema` and commit the result"
+    doc = module.__doc__ or ""
+    example = doc[doc.index("    {\n") : doc.index("\n    }\n") + 6]
+    lines = [re.sub(r"\s+#.*$", "", line) for line in example.splitlines()]
+    data = json.loads("\n".join(lines).replace('"...",', '"0000",'))
+    jsonschema.validate(data, published, cls=jsonschema.Draft202012Validator)
+    assert BurstConfig.model_validate(data).node_sets[1].provider == "gcp"
