@@ -59,13 +59,13 @@ def resume_group(
     """Power up `names` from `group`; returns {node: reason} for the nodes the cloud did not deliver."""
     failed: dict[str, str] = {}
     alive = [i for i in group.instances() if i.alive]
-    bound: dict[str, Instance] = {}
+    bound: dict[str, Instance] = {}  # a retry (slurmctld restarted): the node keeps its instance
     for i in alive:
-        if i.node and i.node in names and i.node not in bound and i.address:
+        if i.node and i.node in names and i.node not in bound:
             bound[i.node] = i
     wanted = [n for n in names if n not in bound]
     taken = {i.id for i in bound.values()}
-    free = [i for i in alive if not i.node and i.id not in taken]
+    free = [i for i in alive if not i.node]
     grown = 0
     started = clock()
     need = len(wanted) - len(free)
@@ -90,10 +90,14 @@ def resume_group(
                 failed.update(dict.fromkeys([n for n in wanted if n not in failed][len(free) :], str(exc)))
     todo = [n for n in wanted if n not in failed]
     ready: list[Instance] = []
+    problems: list[str] = []
     deadline = started + launch_wait_s
-    while todo:
-        ready = [i for i in group.instances() if i.alive and not i.node and i.address and i.id not in taken]
-        if len(ready) >= len(todo):
+    while True:
+        current = group.instances()
+        by_id = {i.id: i for i in current}
+        bound = {n: by_id.get(i.id, i) for n, i in bound.items()}  # their addresses, once the cloud has them
+        ready = [i for i in current if i.alive and not i.node and i.address and i.id not in taken]
+        if len(ready) >= len(todo) and all(i.address for i in bound.values()):
             break
         problems = group.failures(started - 1.0) if grown else []
         if problems:
@@ -103,8 +107,10 @@ def resume_group(
             problems = [f"no instance of group {group.name} got an address within {launch_wait_s:.0f} s"]
             break
         sleep(poll_s)
-    else:
-        problems = []
+    for node, inst in list(bound.items()):
+        if not inst.address:
+            failed[node] = f"instance {inst.id} has no address yet"
+            del bound[node]
     for node, inst in zip(todo, ready, strict=False):
         try:
             group.bind(inst.id, node)

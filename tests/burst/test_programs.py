@@ -284,3 +284,18 @@ def test_sync_main_exits_nonzero_when_the_cloud_refuses(tmp_path: Path, monkeypa
 def test_suspend_main_with_a_missing_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert suspend_mod.main(["--config", str(tmp_path / "none.json"), "aws-00"]) == 2
     assert "none.json: not found" in capsys.readouterr().err
+
+
+def test_a_retry_waits_for_the_address_of_the_instance_already_bound(tmp_path: Path) -> None:
+    group = FakeGroup("ga", desired=1, pool=[Instance("i-a", "aws-01", None, None, True)])
+    polls = [0]
+
+    def sleep(s: float) -> None:  # the cloud gives the address on the second look
+        polls[0] += 1
+        group.pool = [Instance("i-a", "aws-01", "10.1.0.1", "ip-a", True)]
+
+    slurm = FakeSlurm()
+    assert resume_group(group, ["aws-01"], slurm, 30, 1, clock=lambda: 0.0, sleep=sleep) == {}
+    assert group.resizes == []
+    assert polls == [1]
+    assert slurm.updates == [(("aws-01",), {"nodeaddr": "10.1.0.1", "nodehostname": "ip-a"})]
