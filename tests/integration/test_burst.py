@@ -361,4 +361,7 @@ def test_slurm_bursts_into_an_auto_scaling_group_and_back(site: Site) -> None:
     time.sleep(1.1)  # orphan_grace_s
     assert s.run(str(s.sync)).returncode == 0, s.logs()
     wait_for("the group is empty again", lambda: s.capacity() == 0 and not s.instances(), why=s.logs)
+    # slurmctld logs "power_save: program exit status of N" for a resume/suspend that failed: none did
+    assert "power_save: program exit status" not in (s.base / "log" / "slurmctld.log").read_text()
+    assert " ERROR " not in (s.base / "log" / "burst.log").read_text(), s.logs()
     print(f"\nburst round trip {burst_s:.1f} s, whole test {time.monotonic() - t0:.1f} s")
