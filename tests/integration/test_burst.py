@@ -19,6 +19,7 @@ without Slurm, except in CI (CI=true), where a missing Slurm is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -194,9 +195,24 @@ class Site:
             start_new_session=True,
         )  # fmt: skip
 
+    def steps(self, node: str) -> list[int]:
+        """Process ids of job steps still running under this node's slurmd (`scontrol listpids`)."""
+        env = {**self.env, "SLURMD_NODENAME": node}
+        out = subprocess.run(["scontrol", "listpids"], env=env, capture_output=True, text=True, check=False).stdout
+        return [int(line.split()[0]) for line in out.splitlines()[1:] if line.split() and line.split()[0].isdigit()]
+
     def halt(self, node: str) -> None:
+        """The instance goes: its job steps end (slurmctld kills them, or this does after 15 s), then slurmd."""
         proc = self.slurmds.pop(node, None)
         if proc is not None:
+            deadline = time.monotonic() + 15
+            while self.steps(node) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            for pid in self.steps(node):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            while self.steps(node) and time.monotonic() < deadline + 5:
+                time.sleep(0.2)
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=10)
@@ -268,6 +284,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
                  lambda: (base / "log" / "stdout.log").read_text() + s.logs())  # fmt: skip
         yield s
     finally:
+        s.run("scancel", "--user", user, check=False)
         for node in list(s.slurmds):
             s.halt(node)
         s.run("scontrol", "shutdown", "slurmctld", check=False)
@@ -350,13 +367,13 @@ def test_slurm_bursts_into_an_auto_scaling_group_and_back(site: Site) -> None:
     reclaimed = s.bound(node)
     assert reclaimed is not None
     s.ec2.terminate_instances(InstanceIds=[reclaimed["InstanceId"]])
-    s.halt(node)
     assert s.run(str(s.sync)).returncode == 0, s.logs()
     rec = s.node(node)
     assert rec["Reason"].startswith(f"aicluster-burst-sync: instance {reclaimed['InstanceId']} EC2 state terminated")
     wait_for(f"job {job} requeued", lambda: int(s.job(job).get("Restarts", "0")) >= 1,
              why=lambda: str(s.job(job)) + s.logs())  # fmt: skip
     s.run("scancel", job)
+    s.halt(node)  # after slurmctld killed the job's steps (a reclaimed VM takes them with it)
     # Auto Scaling replaced the instance; the replacement is bound to no node: the next sync deletes it
     time.sleep(1.1)  # orphan_grace_s
     assert s.run(str(s.sync)).returncode == 0, s.logs()
