@@ -69,6 +69,7 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
         ),
         pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),
         pytest.param("aicluster/report", ("aicluster.report",), id="reports-read-only-the-preview-json"),
+        pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
     ],
 )
 def test_layering(folder: str, may_import: tuple[str, ...]) -> None:
