@@ -783,6 +783,8 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     pools: list[PlannedPool] = []
     for i, pool in enumerate(spec.pools):
         planned = _planners()[pool.provider].plan_pool(ctx, i, pool)
+        if planned is not None and spec.sites and planned.provider != "onprem":
+            planned = planned.model_copy(update={"burst": True})
         if planned is not None:
             pools.append(planned)
     _check_overrides(ctx)

@@ -256,6 +256,9 @@ class PlannedPool(_Plan):
     onprem: OnpremPoolDetails | None = None
     # owned nodes: the energy they draw at the site's price (IT kW x PUE x $/kWh); a cloud's price includes it
     energy_usd_per_month: float | None = None
+    # a cloud pool of a stack with a site: burst capacity that Slurm powers up and down (its group starts empty and
+    # the resume/suspend programs resize it); its cost is what it costs while every node runs
+    burst: bool = False
 
     def ib_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
