@@ -24,6 +24,7 @@ from . import __version__
 from .catalog.pricing import cents, money
 from .files import WriteError, check_target, write_atomic
 from .plan import ClusterPlan, PlannedPool
+from .plan.fabric import PlannedFabric
 from .spec import SpecError, json_schema
 from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
 from .term import SafeConsole, strip_control
@@ -195,19 +196,34 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
         )
     if plan.controller is not None:
         c = plan.controller
-        t.add_row(
-            "controller",
-            c.provider,
-            _where(c.region, c.zone),
-            c.instance_type,
-            "1",
-            "",
-            "on-demand",
-            _money(c.cost_usd_per_hour, c.unpriced),
-            _money(c.cost_usd_per_month, c.unpriced),
-            f"{c.node_power_kw:,.2f}",
-            f"{c.power_kw_facility:,.2f}",
-        )
+        if c.host is not None:  # an existing site host: its cost and power are the site's, not a $0.00 instance
+            t.add_row(
+                "controller",
+                c.provider,
+                _where(c.region, c.zone),
+                escape(c.host + (f" ({c.address})" if c.address else "")),
+                "1",
+                "",
+                "owned",
+                "site's",
+                "site's",
+                "—",
+                "—",
+            )
+        else:
+            t.add_row(
+                "controller",
+                c.provider,
+                _where(c.region, c.zone),
+                c.instance_type,
+                "1",
+                "",
+                "on-demand",
+                _money(c.cost_usd_per_hour, c.unpriced),
+                _money(c.cost_usd_per_month, c.unpriced),
+                f"{c.node_power_kw:,.2f}",
+                f"{c.power_kw_facility:,.2f}",
+            )
     tot = plan.totals
     t.add_section()
     t.add_row(
@@ -234,8 +250,98 @@ def _where(region: str, zone: str | None) -> str:
     return zone if zone.startswith(region) else f"{region}/{zone}"
 
 
+def _ratio(x: float) -> str:
+    return f"{x:g}:1"
+
+
+def _sites_table(plan: ClusterPlan) -> Table:
+    """Each owned site: what its pools draw, cost and emit, against what the site and its racks can deliver."""
+    t = Table(title="Sites", title_justify="left")
+    for col, just in [
+        ("site", "left"),
+        ("pools", "left"),
+        ("nodes", "right"),
+        (_accelerators(plan.pools), "right"),
+        ("kW IT", "right"),
+        ("kW facility / max", "right"),
+        ("racks", "right"),
+        ("fullest rack / limit", "right"),
+        ("hardware $/month", "right"),
+        ("energy $/month", "right"),
+        ("t CO2e/month", "right"),
+    ]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for s in plan.sites:
+        used = s.power_kw_facility / s.max_kw * 100 if s.max_kw else 0.0
+        facility = f"{s.power_kw_facility:,.1f} / {s.max_kw:,.0f} ({used:.0f}%)"
+        if s.power_kw_facility > s.max_kw:
+            facility = f"[red]{facility} over[/]"
+        fullest = max(s.racks, key=lambda r: r.power_kw, default=None)
+        over = [r for r in s.racks if r.over_limit]
+        rack = "" if fullest is None else f"{fullest.power_kw:,.1f} / {s.rack_kw:g} kW"
+        if over:
+            rack = f"[red]{rack}, {len(over)} over[/]"
+        t.add_row(
+            escape(s.name),
+            escape(", ".join(s.pools)),
+            f"{s.nodes:,}",
+            f"{s.gpus:,}",
+            f"{s.power_kw_it:,.1f}",
+            facility,
+            f"{len(s.racks):,}",
+            rack,
+            _money(s.hardware_usd_per_month),
+            _money(s.energy_usd_per_month),
+            f"{s.co2e_t_per_month:,.1f}",
+        )
+    return t
+
+
+def _cables(f: PlannedFabric) -> tuple[int, ...]:
+    """Cables per tier, node-leaf first: leaf-spine in two tiers, spine-core too in three."""
+    tiers = (f.cables_node_leaf, f.cables_leaf_spine, f.cables_spine_core)
+    return tiers[: f.tiers]
+
+
+def _fabrics_table(plan: ClusterPlan) -> Table:
+    """Each site fabric: its switches by tier, cables by tier, transceivers, ports and oversubscription."""
+    t = Table(title="Fabrics", title_justify="left")
+    for col, just in [
+        ("site", "left"),
+        ("fabric", "left"),
+        ("switch", "left"),
+        ("kind", "left"),
+        ("tiers", "right"),
+        ("leaf/spine/core switches", "right"),
+        ("cables per tier", "right"),
+        ("transceivers switch+node", "right"),
+        ("ports used/free", "right"),
+        ("oversubscription wanted/got", "right"),
+    ]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for s in plan.sites:
+        for f in s.fabrics:
+            t.add_row(
+                escape(s.name),
+                escape(f.name),
+                escape(f"{f.switch} {f.radix}x{f.link_gbps}G"),
+                f"{f.fabric}, {f.rails} rails" + (", per-rail planes" if f.planes == "per-rail" else ""),
+                str(f.tiers),
+                f"{f.leaf_switches:,}/{f.spine_switches:,}/{f.core_switches:,}",
+                "/".join(f"{n:,}" for n in _cables(f)),
+                f"{f.switch_transceivers:,}+{f.node_transceivers:,}",
+                f"{f.ports_used:,}/{f.ports_free:,}",
+                f"{_ratio(f.oversubscription_wanted)}/{_ratio(f.oversubscription_achieved)}",
+            )
+    return t
+
+
 def _plan_details(plan: ClusterPlan) -> None:
     tot = plan.totals
+    if plan.sites:
+        out.print(_sites_table(plan))
+        if any(s.fabrics for s in plan.sites):
+            out.print(_fabrics_table(plan))
     facts = [
         f"BF16 peak {tot.bf16_pflops:,.1f} PFLOP/s",
         f"carbon {tot.co2e_t_per_month:,.1f} t CO2e/month",
@@ -278,6 +384,11 @@ def _plan_details(plan: ClusterPlan) -> None:
                 out.print(f"[dim]{escape(note)}[/]")
         for note in _gcp_notes(p):
             out.print(f"[dim]{escape(note)}[/]")
+    c = plan.controller
+    if c is not None and c.host is not None:
+        at = f" at {c.address}" if c.address else ""
+        text = f"controller: site host {c.host}{at} in {c.region} (an existing host: its cost and power are the site's)"
+        out.print(f"[dim]{escape(text)}[/]")
     for n in plan.networks:
         subnets = ", ".join(
             f"{s.role}{f' {s.index}' if s.role in ('gpu', 'rdma') else ''}{f' {s.zone}' if s.zone else ''} {s.cidr}"

@@ -108,6 +108,8 @@ class Preview:
                 }
                 for pool in p.pools
             ],
+            # owned data centres: their power, cost and carbon, fat-tree fabrics and racks, as the plan has them
+            "sites": [site.model_dump(mode="json") for site in p.sites],
             "resources": [r.to_json() for r in self.capture.resources],
             "outputs": _outputs_json(self.capture.outputs),
             "warnings": list(p.warnings),

@@ -1,5 +1,5 @@
 """The PR comment for `aicluster diff BASE.json HEAD.json`: what a change does to the stack's
-resources, cost, power and findings, and the head's verdict.
+resources, cost, power, owned sites and their fabrics, and findings, and the head's verdict.
 
 Resources are matched by URN, findings by (policy, URN, message), pools by name. URNs embed the
 stack name, so when the two previews are of different stacks it is left out of the match (and the
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._doc import PreviewDoc, Resource, Violation
+from ._sites import site_changes
 from ._templates import render_markdown
 from ._views import Verdict, change_pct, group_findings, number, plural, signed, usd, verdict
 
@@ -268,7 +269,8 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
     head_verdict = verdict(head.policy)
     base_verdict = _verdict_or_none(verdict(base.policy), head_verdict)
     costs_unchanged = all(d.unchanged for d in deltas)
-    unchanged = not resources and not findings and costs_unchanged and base_verdict is None
+    sites = site_changes(base, head)
+    unchanged = not resources and not findings and costs_unchanged and not sites and base_verdict is None
     return render_markdown(
         "diff.md.j2",
         base=base,
@@ -281,6 +283,8 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
         resource_sections=_resource_sections(resources),
         deltas=deltas,
         costs_unchanged=costs_unchanged,
+        has_sites=bool(base.sites or head.sites),
+        sites=sites,
         findings=findings,
         finding_sections=[
             (title, len(found), group_findings(found))

@@ -68,6 +68,74 @@ class Pool:
 
 
 @dataclass(frozen=True)
+class Fabric:
+    """One fat-tree fabric of a site (every tier of the same switch model), as the plan counts it."""
+
+    name: str
+    switch: str  # catalog switch id, e.g. qm9700
+    fabric: str  # infiniband | roce
+    radix: int
+    link_gbps: int
+    rails: int
+    planes: str  # shared | per-rail
+    nodes: int
+    tiers: int
+    leaf_switches: int
+    spine_switches: int
+    core_switches: int
+    cables_node_leaf: int
+    cables_leaf_spine: int
+    cables_spine_core: int
+    switch_transceivers: int
+    node_transceivers: int
+    ports_total: int
+    ports_used: int
+    ports_free: int
+    oversubscription_wanted: float
+    oversubscription_achieved: float
+    switch_power_w: float | None  # None: the switch's maximum power is not published
+
+    @property
+    def switches(self) -> int:
+        return self.leaf_switches + self.spine_switches + self.core_switches
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    nodes: int
+    power_kw: float  # the nodes' maximum power
+    limit_kw: float
+    pools: tuple[str, ...]
+    named: bool  # True: the hosts name the rack; False: packed by the planner
+
+    @property
+    def over_limit(self) -> bool:
+        return self.power_kw > self.limit_kw + 1e-9
+
+
+@dataclass(frozen=True)
+class Site:
+    """An owned data centre: what its pools draw, cost and emit, against what it can deliver."""
+
+    name: str
+    pools: tuple[str, ...]
+    nodes: int
+    gpus: int
+    pue: float
+    rack_kw: float
+    max_kw: float
+    power_kw_it: float
+    power_kw_facility: float
+    hardware_usd_per_month: float | None  # None: the site gives no hardware cost
+    energy_usd_per_month: float
+    cost_usd_per_month: float
+    co2e_t_per_month: float
+    fabrics: tuple[Fabric, ...]
+    racks: tuple[Rack, ...]
+
+
+@dataclass(frozen=True)
 class Resource:
     urn: str
     type: str
@@ -152,6 +220,7 @@ class PreviewDoc:
     warnings: tuple[str, ...]
     policy: PolicyResults | None
     given_stack_file: str | None = None  # relative to the project; previews before it existed lack it
+    sites: tuple[Site, ...] = ()  # owned data centres; previews before sites existed lack the key
 
     @property
     def stack_file(self) -> str:
@@ -241,6 +310,16 @@ class _Reader:
             raise ValueError(f"preview JSON: '{self._at(key)}' must be one of {', '.join(choices)}, got {_show(value)}")
         return value
 
+    def flag(self, key: str) -> bool:
+        value = self._get(key)
+        if not isinstance(value, bool):
+            raise ValueError(f"preview JSON: '{self._at(key)}' must be true or false, got {_kind(value)}")
+        return value
+
+    def optional_objs(self, key: str) -> list[_Reader]:
+        """A list of objects; empty when absent (previews written before the key existed)."""
+        return [] if self._data.get(key) is None else self.objs(key)
+
     def raw(self, key: str) -> Mapping[str, Any]:
         return self.obj(key)._data
 
@@ -291,6 +370,7 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         warnings=r.texts("warnings"),
         policy=_policy_results(r.obj("policy")) if r.has("policy") else None,
         given_stack_file=r.optional_text("stack_file"),
+        sites=tuple(_site(x) for x in r.optional_objs("sites")),
     )
 
 
@@ -339,6 +419,65 @@ def _pool(r: _Reader) -> Pool:
         power_kw_it=r.number("power_kw_it"),
         power_kw_facility=r.number("power_kw_facility"),
         unpriced=r.optional_texts("unpriced"),
+    )
+
+
+def _site(r: _Reader) -> Site:
+    return Site(
+        name=r.text("name"),
+        pools=r.texts("pools"),
+        nodes=r.whole("nodes"),
+        gpus=r.whole("gpus"),
+        pue=r.number("pue"),
+        rack_kw=r.number("rack_kw"),
+        max_kw=r.number("max_kw"),
+        power_kw_it=r.number("power_kw_it"),
+        power_kw_facility=r.number("power_kw_facility"),
+        hardware_usd_per_month=r.optional_number("hardware_usd_per_month"),
+        energy_usd_per_month=r.number("energy_usd_per_month"),
+        cost_usd_per_month=r.number("cost_usd_per_month"),
+        co2e_t_per_month=r.number("co2e_t_per_month"),
+        fabrics=tuple(_fabric(f) for f in r.objs("fabrics")),
+        racks=tuple(_rack(x) for x in r.objs("racks")),
+    )
+
+
+def _fabric(r: _Reader) -> Fabric:
+    return Fabric(
+        name=r.text("name"),
+        switch=r.text("switch"),
+        fabric=r.text("fabric"),
+        radix=r.whole("radix"),
+        link_gbps=r.whole("link_gbps"),
+        rails=r.whole("rails"),
+        planes=r.text("planes"),
+        nodes=r.whole("nodes"),
+        tiers=r.whole("tiers"),
+        leaf_switches=r.whole("leaf_switches"),
+        spine_switches=r.whole("spine_switches"),
+        core_switches=r.whole("core_switches"),
+        cables_node_leaf=r.whole("cables_node_leaf"),
+        cables_leaf_spine=r.whole("cables_leaf_spine"),
+        cables_spine_core=r.whole("cables_spine_core"),
+        switch_transceivers=r.whole("switch_transceivers"),
+        node_transceivers=r.whole("node_transceivers"),
+        ports_total=r.whole("ports_total"),
+        ports_used=r.whole("ports_used"),
+        ports_free=r.whole("ports_free"),
+        oversubscription_wanted=r.number("oversubscription_wanted"),
+        oversubscription_achieved=r.number("oversubscription_achieved"),
+        switch_power_w=r.optional_number("switch_power_w"),
+    )
+
+
+def _rack(r: _Reader) -> Rack:
+    return Rack(
+        name=r.text("name"),
+        nodes=r.whole("nodes"),
+        power_kw=r.number("power_kw"),
+        limit_kw=r.number("limit_kw"),
+        pools=r.texts("pools"),
+        named=r.flag("named"),
     )
 
 

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ._doc import PreviewDoc
+from ._doc import Fabric, PreviewDoc, Site
+from ._sites import BomLine, RackBar, SiteRow, bill_of_materials, fabric_line, rack_bars, racks_summary, site_rows
 from ._templates import render_html
 from ._views import budget_uses, group_waived, grouped_by_framework, kw, number, pct, plural, usd, verdict
 
@@ -116,6 +117,40 @@ def cards(doc: PreviewDoc) -> list[Card]:
     ]
 
 
+@dataclass(frozen=True)
+class FabricView:
+    fabric: Fabric
+    line: str
+    bom: list[BomLine]
+
+
+@dataclass(frozen=True)
+class SiteView:
+    site: Site
+    row: SiteRow
+    fabrics: list[FabricView]
+    bars: list[RackBar]
+    summary: str
+
+    @property
+    def any_over(self) -> bool:
+        return any(b.over for b in self.bars)
+
+
+def site_views(doc: PreviewDoc) -> list[SiteView]:
+    """Each site's table row, its fabrics' bills of materials and its racks' power bars."""
+    return [
+        SiteView(
+            site=s,
+            row=row,
+            fabrics=[FabricView(f, fabric_line(f), bill_of_materials(f)) for f in s.fabrics],
+            bars=rack_bars(s),
+            summary=racks_summary(s),
+        )
+        for s, row in zip(doc.sites, site_rows(doc.sites), strict=True)
+    ]
+
+
 def render_report(doc: PreviewDoc) -> str:
     rack_kw = doc.cluster.budgets.rack_kw if doc.cluster else None
     return render_html(
@@ -135,6 +170,7 @@ def render_report(doc: PreviewDoc) -> str:
             ),
             bar_chart("Power by pool, kW (facility)", [(p.name, p.power_kw_facility) for p in doc.pools], kw),
         ],
+        sites=site_views(doc),
         frameworks=grouped_by_framework(doc.policy) if doc.policy else [],
         waived=group_waived(doc.policy.waived) if doc.policy else [],
         disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],

@@ -6,7 +6,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ._doc import Cluster, PreviewDoc
+from ._doc import Cluster, PreviewDoc, Site
+from ._sites import bill_of_materials, fullest
 from ._views import budget_uses, verdict
 
 
@@ -17,6 +18,23 @@ def _cluster(cluster: Cluster | None) -> dict[str, Any] | None:
     data["budgets"] = {
         k: v for k, v in data["budgets"].items() if v is not None
     }  # absent when unset, as in the preview
+    return data
+
+
+def _site(site: Site) -> dict[str, Any]:
+    """The site as the preview has it, with what the other reports derive: each rack's over_limit, the fullest
+    rack, and each fabric's bill of materials."""
+    data = asdict(site)
+    for rack, given in zip(site.racks, data["racks"], strict=True):
+        given["over_limit"] = rack.over_limit
+    for fabric, given in zip(site.fabrics, data["fabrics"], strict=True):
+        given["bill_of_materials"] = [
+            {"item": b.item, "what": b.what, "model": b.model, "quantity": b.quantity}
+            for b in bill_of_materials(fabric)
+        ]
+    top = fullest(site.racks)
+    data["fullest_rack"] = top.name if top else None
+    data["racks_over_limit"] = [r.name for r in site.racks if r.over_limit]
     return data
 
 
@@ -41,6 +59,7 @@ def report_data(doc: PreviewDoc) -> dict[str, Any]:
             for b in budget_uses(doc)
         ],
         "pools": [asdict(p) for p in doc.pools],
+        "sites": [_site(s) for s in doc.sites],
         "policy": asdict(doc.policy) if doc.policy else None,
         "warnings": list(doc.warnings),
     }

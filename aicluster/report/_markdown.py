@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._doc import PreviewDoc
+from ._doc import Fabric, PreviewDoc
+from ._sites import racks_summary, ratio, site_rows
 from ._templates import render_markdown
 from ._views import BudgetUse, budget_uses, group_waived, grouped, kw, number, pct, usd, verdict, whole
 
@@ -43,6 +44,11 @@ def summary_rows(doc: PreviewDoc) -> list[SummaryRow]:
     ]
 
 
+def cables(f: Fabric) -> str:
+    """Cables per tier the fabric has, node-leaf first: `1,024 / 1,024`."""
+    return " / ".join(whole(n) for n in (f.cables_node_leaf, f.cables_leaf_spine, f.cables_spine_core)[: f.tiers])
+
+
 def render_report(doc: PreviewDoc) -> str:
     rack_kw = doc.cluster.budgets.rack_kw if doc.cluster else None
     return render_markdown(
@@ -51,6 +57,11 @@ def render_report(doc: PreviewDoc) -> str:
         verdict=verdict(doc.policy),
         summary=summary_rows(doc),
         rack_kw=kw(rack_kw) if rack_kw else "",
+        sites=site_rows(doc.sites),
+        fabrics=[(s.name, f) for s in doc.sites for f in s.fabrics],
+        racks=[(s.name, racks_summary(s)) for s in doc.sites],
+        cables=cables,
+        ratio=ratio,
         findings=grouped(doc.policy.violations) if doc.policy else [],
         waived=group_waived(doc.policy.waived) if doc.policy else [],
         disabled=[p for p in doc.policy.policies if p.enforcement == "disabled"] if doc.policy else [],

@@ -268,3 +268,96 @@ def waived_outside_regions(n: int = 4) -> dict[str, Any]:
     doc["policy"]["violations"] = []
     doc["policy"]["passed"] = [*doc["policy"]["passed"], REGIONS]
     return doc
+
+
+def rack(name: str, power_kw: float = 40.8, *, nodes: int = 4, limit_kw: float = 41.0) -> dict[str, Any]:
+    return {"name": name, "nodes": nodes, "power_kw": power_kw, "limit_kw": limit_kw, "pools": ["h100"], "named": False}
+
+
+def fabric(name: str = "fra1", **changes: Any) -> dict[str, Any]:
+    """The DGX SuperPOD H100 4-SU fabric the example stack plans: 128 DGX, 8 rails, QM9700 (radix 64), two tiers."""
+    data: dict[str, Any] = {
+        "name": name,
+        "kind": "rail-optimized",
+        "planes": "shared",
+        "switch": "qm9700",
+        "fabric": "infiniband",
+        "radix": 64,
+        "link_gbps": 400,
+        "rails": 8,
+        "nodes": 128,
+        "reserved_ports": 0,
+        "endpoints": 1024,
+        "tiers": 2,
+        "leaf_down_ports": 32,
+        "leaf_up_ports": 32,
+        "nodes_per_leaf_group": 32,
+        "leaf_groups": 4,
+        "pods": 1,
+        "leaf_switches": 32,
+        "spine_switches": 16,
+        "core_switches": 0,
+        "links_per_leaf_spine": 2,
+        "cables_node_leaf": 1024,
+        "cables_leaf_spine": 1024,
+        "cables_spine_core": 0,
+        "switch_transceivers": 1536,
+        "node_transceivers": 512,
+        "ports_total": 3072,
+        "ports_used": 3072,
+        "ports_free": 0,
+        "oversubscription_wanted": 1.0,
+        "oversubscription_achieved": 1.0,
+        "max_endpoints": 2048,
+        "max_nodes": 256,
+        "switch_power_w": None,
+    }
+    data.update(changes)
+    return data
+
+
+def onprem() -> dict[str, Any]:
+    """The passing preview as the on-prem DGX H100 example stack has it: one site of 128 DGX H100 in 32 racks of
+    40.8 kW against 41 kW, one fat tree of 32 leaves and 16 spines."""
+    doc = copy.deepcopy(PASSING)
+    doc["stack"] = "onprem-dgx-h100"
+    doc["pools"] = [
+        pool(
+            "h100",
+            nodes=128,
+            cost_month=1156296.53,
+            kw_it=1305.6,
+            kw_facility=1632.0,
+            provider="onprem",
+            region="fra1",
+            zone=None,
+            instance_type="dgx-h100",
+            market="owned",
+        )
+    ]
+    doc["sites"] = [
+        {
+            "name": "fra1",
+            "cidrs": ["10.200.0.0/16"],
+            "vpn_endpoint": "203.0.113.10",
+            "bgp_asn": 65010,
+            "pue": 1.25,
+            "usd_per_kwh": 0.12,
+            "rack_kw": 41.0,
+            "max_kw": 2500.0,
+            "carbon_g_per_kwh": 380.0,
+            "pools": ["h100"],
+            "nodes": 128,
+            "gpus": 1024,
+            "power_kw_it": 1305.6,
+            "power_kw_facility": 1632.0,
+            "hardware_usd_per_month": 1013333.33,
+            "energy_usd_per_month": 142963.2,
+            "cost_usd_per_month": 1156296.53,
+            "co2e_t_per_month": 452.72,
+            "controller_host": "slurm01",
+            "fabrics": [fabric()],
+            "racks": [rack(f"h100-r{i:02d}") for i in range(1, 33)],
+        }
+    ]
+    return doc

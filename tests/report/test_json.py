@@ -24,6 +24,7 @@ def test_carries_verdict_budgets_pools_and_policy(failing_doc: dict[str, Any]) -
         "policy",
         "pools",
         "project",
+        "sites",  # [] for a cloud-only preview
         "stack",
         "summary",
         "verdict",
