@@ -846,7 +846,7 @@ def _plan_inventory(args: argparse.Namespace) -> _Inventory:
     # Addresses this run gives (--hosts, --discover) replace the earlier ones; a run that gives none (`tune` after
     # `inventory --hosts`) keeps them, rather than losing every address.
     addresses = given if (args.hosts or discovering) else kept
-    files = inv.inventory(plan, outputs, addresses, source, slurm_version=slurm_version)
+    files = inv.inventory(plan, outputs, addresses, source, slurm_version=slurm_version, stack_config=stack.config)
     reused = 0 if (args.hosts or discovering) else len(kept)
     return _Inventory(project, stack, target, shown, plan, files, addresses, source, reused, bool(args.out))
 

@@ -28,7 +28,7 @@ import yaml
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.files import write_atomic
 from aicluster.plan import ClusterPlan, PlannedPool
-from aicluster.render import nccl, slurm
+from aicluster.render import burst, nccl, slurm
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
@@ -132,9 +132,12 @@ def inventory(
     source: str,
     slurm_version: slurm.Version = (22, 5),
     catalog: Catalog | None = None,
+    stack_config: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """Relative path -> file text: `hosts.yml` and `group_vars/<group>.yml`. The Slurm files the roles install
-    (`slurm_files`: target path -> text) are rendered here for the nodes' Slurm version."""
+    (`slurm_files`: target path -> text) are rendered here for the nodes' Slurm version, with the bursting
+    configuration when the stack has burst pools and its outputs name their groups (else `burst_config_missing`
+    says what is missing)."""
     catalog = catalog or load_catalog()
     children: dict[str, Any] = {}
     group_vars: dict[str, dict[str, Any]] = {}
@@ -185,6 +188,17 @@ def inventory(
             "instance_type": ctl.instance_type,
             **({"outputs": ctl_outputs} if ctl_outputs else {}),
         }
+    slurm_files: dict[str, str] = {}
+    burst_missing: str | None = None
+    if ctl is not None and plan.scheduler == "slurm":
+        slurm_files = slurm.files(plan, slurm_version, catalog=catalog)
+        try:
+            text = burst.burst_json(plan, outputs, stack_config or {}, catalog=catalog)
+        except burst.BurstConfigUnknown as exc:
+            burst_missing = str(exc)
+        else:
+            if text is not None:
+                slurm_files[f"{slurm.DEFAULT_SETTINGS.conf_dir}/{burst.CONFIG_FILE}"] = text
     fs_out = outputs.get("filesystems", {})
     group_vars["all"] = {
         "cluster": plan.name,
@@ -192,7 +206,8 @@ def inventory(
         "inventory_source": source,
         "slurm_controller_host": plan.controller_host() if ctl is not None else None,
         "slurm_version": f"{slurm_version[0]}.{slurm_version[1]:02d}",
-        "slurm_files": slurm.files(plan, slurm_version) if ctl is not None and plan.scheduler == "slurm" else {},
+        "slurm_files": slurm_files,
+        **({"burst_config_missing": burst_missing} if burst_missing else {}),
         "filesystems": [
             {
                 "name": fs.name,

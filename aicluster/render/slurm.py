@@ -128,6 +128,7 @@ class SlurmSettings:
     topology: TopologyPlugin | None = None  # None: tree before Slurm 23.11, block from 23.11
     # Sites: where aicluster's console scripts (aicluster-resume, aicluster-suspend) are installed on the controller
     burst_bin_dir: str = "/opt/aicluster/bin"
+    scontrol: str = "/usr/bin/scontrol"  # for the burst programs: slurmctld runs them with no PATH
 
     def __post_init__(self) -> None:
         if (
