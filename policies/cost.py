@@ -59,6 +59,12 @@ def bill(stack: Stack) -> list[CostLine]:
             one = stack.service_month(r.catalog_provider, service, r.region, 1)
             month = cents(one * count) if one is not None else None
             lines.append(CostLine(f"{r.name}: {shown}", month, _fix(stack, r.catalog_provider, service, r.region)))
+    for site in stack.sites:  # owned nodes: amortised hardware (or the site's node-hour rate) and their energy
+        for p in site.pools:
+            owned = f"{p.nodes} x {p.node_shape} at site {site.name}"
+            lines.append(CostLine(f"{site.res.name}: hardware of {owned}", p.hardware_usd_per_month))
+            if p.energy_usd_per_month is not None:
+                lines.append(CostLine(f"{site.res.name}: energy of {owned}", p.energy_usd_per_month))
     return lines
 
 
@@ -139,7 +145,8 @@ monthly_budget = StackRule(
     Meta(
         name="aicluster-cluster-enforce-monthly-budget",
         display_name="Monthly budget",
-        description="The monthly cost of GPU fleets, controllers, file systems and network stays within budget.",
+        description="The monthly cost of GPU fleets, controllers, file systems, network and owned sites (hardware and "
+        "energy) stays within budget.",
         concern="cost",
         severity=Severity.HIGH,
         enforcement=EnforcementLevel.MANDATORY,
