@@ -46,12 +46,14 @@ format: $(STAMP)
 schema: $(STAMP)  ## regenerate the published JSON schema and the spec reference
 	$(BIN)/aicluster schema -o schema/cluster.schema.json
 	$(BIN)/python -m aicluster.docs > docs/spec-reference.md
+	$(BIN)/python -m aicluster.burst.config > schema/aicluster-burst.schema.json
 
 bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py
 	$(BIN)/python benchmarks/preview_scale.py --base azure-nd-h100
 	$(BIN)/python benchmarks/preview_scale.py --base gcp-a3mega-slurm
 	$(BIN)/python benchmarks/policy_scale.py
+	$(BIN)/python benchmarks/onprem_scale.py
 	$(BIN)/python benchmarks/tune_hosts.py   # needs root, debootstrap, iproute2, openssh-client
 	$(BIN)/python benchmarks/discover_scale.py
 

@@ -15,6 +15,7 @@ from aicluster.plan import ClusterPlan
 
 from . import aws, azure, gcp, onprem
 from .tags import tagging
+from .vpn import build_vpns
 
 __all__ = ["AiCluster", "AiClusterArgs"]
 
@@ -68,6 +69,7 @@ class AiCluster(pulumi.ComponentResource):
             "filesystems": {},
             "networks": {},
         }
+        handles: dict[str, Any] = {}  # network key -> the network component its builder made
         for provider in plan.providers():
             part = BUILDERS[provider](plan, self)
             for key in ("pools", "filesystems", "networks"):
@@ -77,5 +79,9 @@ class AiCluster(pulumi.ComponentResource):
             for key in ("controller", "audit"):
                 if key in part:
                     merged[key] = part[key]
+            handles.update(part.get("network_handles", {}))
+        # Cross-site links need every provider's networks (and each other's public addresses): built last.
+        if plan.vpns:
+            merged["vpns"] = build_vpns(plan, self, handles)
         self.outputs = merged
         self.register_outputs(merged)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aicluster.plan import PlannedFilesystem, PlannedPool
+from aicluster.plan import ClusterPlan, PlannedFilesystem, PlannedPool
 
 
 def pool_outputs(pool: PlannedPool, **handles: Any) -> dict[str, Any]:
@@ -23,3 +23,8 @@ def pool_outputs(pool: PlannedPool, **handles: Any) -> dict[str, Any]:
 
 def filesystem_outputs(fs: PlannedFilesystem, **handles: Any) -> dict[str, Any]:
     return {"kind": fs.kind, "service": fs.service, "mount": fs.mount, **handles}
+
+
+def learned(plan: ClusterPlan, network_key: str) -> list[str]:
+    """The CIDRs a cloud network reaches over the plan's VPN links (what its firewall must let in)."""
+    return sorted({c for v in plan.vpns for side in (v.a, v.b) if side.key == network_key for c in side.learns})

@@ -11,6 +11,7 @@ from aicluster.catalog.pricing import CostLine, CostTotal, cents, money, service
 
 from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, GCP_ROUTER_NAT, NAT_GATEWAY, Fleet, Res, Stack, items
 from .rule import Ctx, Meta, NotApplicable, StackRule
+from .vpn import AWS_VPN, GCP_VPN_TUNNEL
 
 # Azure OS disk types (storageAccountType) the catalog prices per GiB-month; others are named as unpriced.
 AZURE_DISK_SERVICES = {"Premium_LRS": "managed-disk-premium-ssd"}
@@ -27,7 +28,12 @@ NETWORK_CHARGES = (
     (EIP, "public-ipv4", "public IPv4"),
     (AZURE_PUBLIC_IP, "public-ipv4", "public IPv4"),
     (GCP_ROUTER_NAT, "public-ipv4", "Cloud NAT public IPv4"),
+    # site-to-site VPNs: AWS bills each VPN connection by the hour, GCP each HA VPN tunnel (the Azure gateway's
+    # hourly SKU rate is below; its public addresses are counted above)
+    (AWS_VPN, "vpn-connection", "VPN connection"),
+    (GCP_VPN_TUNNEL, "ha-vpn-tunnel", "HA VPN tunnel"),
 )
+AZURE_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
 
 
 Line = CostLine  # one item of the bill; None: not priced (named in the findings, never counted as 0)
@@ -59,6 +65,11 @@ def bill(stack: Stack) -> list[CostLine]:
             one = stack.service_month(r.catalog_provider, service, r.region, 1)
             month = cents(one * count) if one is not None else None
             lines.append(CostLine(f"{r.name}: {shown}", month, _fix(stack, r.catalog_provider, service, r.region)))
+    for r in stack.of(AZURE_VPN_GATEWAY):  # priced per SKU: the catalog's service is vpn-gateway-<sku>
+        sku = r.get("sku", "name")
+        service = f"vpn-gateway-{sku.lower()}" if isinstance(sku, str) else "vpn-gateway"
+        month = stack.service_month("azure", service, r.region, 1)
+        lines.append(CostLine(f"{r.name}: {sku} VPN gateway", month, _fix(stack, "azure", service, r.region)))
     for site in stack.sites:  # owned nodes: amortised hardware (or the site's node-hour rate) and their energy
         for p in site.pools:
             owned = f"{p.nodes} x {p.node_shape} at site {site.name}"

@@ -158,3 +158,41 @@ def run_in_process(argv: list[str]) -> tuple[int, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     return code, err.getvalue()
+
+
+SITE: dict[str, Any] = {
+    "name": "fra1",
+    "network": {"cidrs": ["10.200.0.0/16"], "vpn_endpoint": "203.0.113.10", "bgp_asn": 65010},
+    "power": {"pue": 1.25, "usd_per_kwh": 0.12, "rack_kw": 41, "max_kw": 2500},
+    "carbon_g_per_kwh": 380,
+    "hardware_cost": {"purchase_usd_per_node": 380000, "amortization_years": 4},
+    "fabric": {"kind": "infiniband", "link_gbps": 400, "switch_radix": 64},
+}
+ONPREM_POOL: dict[str, Any] = {
+    "name": "h100",
+    "provider": "onprem",
+    "site": "fra1",
+    "instance_type": "dgx-h100",
+    "nodes": 128,
+}
+
+
+def site(**changes: Any) -> dict[str, Any]:
+    return {**SITE, **changes}
+
+
+def onprem_pool(**changes: Any) -> dict[str, Any]:
+    return {**ONPREM_POOL, **changes}
+
+
+def onprem_cluster(**changes: Any) -> dict[str, Any]:
+    """An owned site with 128 DGX H100 and slurmctld on a site host: the on-prem example stack's shape."""
+    data: dict[str, Any] = {
+        "name": "dgx-fra1",
+        "tags": {"owner": "ml-platform", "cost-center": "4711"},
+        "sites": [site()],
+        "pools": [onprem_pool()],
+        "scheduler": {"kind": "slurm", "controller": {"host": "slurm01", "address": "10.200.0.5"}},
+    }
+    data.update(changes)
+    return data

@@ -217,6 +217,9 @@ _UNPRICED: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("gcp", "parallelstore/SCRATCH/1234.8"): _ALL,
     ("gcp", "filestore/ZONAL/272.6"): _ALL,
     ("gcp", "filestore/ZONAL-10-100TiB/272.6"): _ALL,
+    ("aws", "vpn-connection"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("azure", "vpn-gateway-vpngw1az"): ("eastus2", "southcentralus", "westus", "westus2"),
+    ("gcp", "ha-vpn-tunnel"): tuple(r for r in _GPU_REGIONS["gcp"] if r != "us-central1"),
 }
 
 

@@ -41,7 +41,7 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
 @pytest.mark.parametrize(
     ("folder", "may_import"),
     [
-        pytest.param("aicluster/spec.py", ("aicluster.spec",), id="spec-is-a-leaf"),
+        pytest.param("aicluster/spec", ("aicluster.spec",), id="spec-is-a-leaf"),
         pytest.param("aicluster/catalog", ("aicluster.catalog",), id="catalog-is-a-leaf"),
         pytest.param("aicluster/stackfile.py", ("aicluster.spec",), id="stackfile-reads-files-into-the-spec"),
         pytest.param(
@@ -69,6 +69,7 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
         ),
         pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),
         pytest.param("aicluster/report", ("aicluster.report",), id="reports-read-only-the-preview-json"),
+        pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
     ],
 )
 def test_layering(folder: str, may_import: tuple[str, ...]) -> None:
@@ -84,12 +85,17 @@ def test_components_never_read_pulumi_config() -> None:
 
 
 @pytest.mark.parametrize(
-    "provider", [*sorted(f"{p.parent.name}.plan" for p in (ROOT / "aicluster" / "providers").glob("*/plan.py")), "base"]
+    "provider",
+    [
+        *sorted(f"providers.{p.parent.name}.plan" for p in (ROOT / "aicluster" / "providers").glob("*/plan.py")),
+        "providers.base",
+        *sorted(f"spec.{p.stem}" for p in (ROOT / "aicluster" / "spec").glob("*.py") if p.stem != "__init__"),
+    ],
 )
 def test_each_provider_planner_imports_first_in_a_fresh_interpreter(provider: str) -> None:
     """The registry imports provider modules while aicluster.plan initialises: no import cycle may hide there."""
     done = subprocess.run(
-        [sys.executable, "-c", f"import aicluster.providers.{provider}"],
+        [sys.executable, "-c", f"import aicluster.{provider}"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -53,6 +53,7 @@ from .models import (
     PlannedNetwork,
     PlannedPool,
     PlannedSite,
+    PlannedVpn,
     ScaleSet,
     Subnet,
     Totals,
@@ -66,6 +67,7 @@ from .network import (
     usable,
 )
 from .pools import CloudPlanner
+from .vpn import VpnSite, check_sites, overlapping_cidrs, plan_vpns
 
 if TYPE_CHECKING:
     from aicluster.providers.base import ProviderPlanner
@@ -115,6 +117,44 @@ def _cloud(provider: str) -> CloudPlanner:
     planner = _planners()[provider]
     assert isinstance(planner, CloudPlanner), provider
     return planner
+
+
+def _joined(ctx: PlanCtx) -> bool:
+    """Whether the stack's networks are joined by VPNs: it has a site, or networks of several clouds."""
+    return bool(ctx.spec.sites) or len({key.split("-", 1)[0] for key in ctx.addresses}) > 1
+
+
+def _vpn_gateway_subnets(ctx: PlanCtx) -> None:
+    """An Azure network that a VPN joins needs its GatewaySubnet for the virtual network gateway."""
+    if not _joined(ctx):
+        return
+    for key, user in list(ctx.network_users.items()):
+        provider, region = key.split("-", 1)
+        if provider == "azure":
+            ctx.need(user, provider, region, None, 0, role="gateway")
+
+
+def _plan_vpns(ctx: PlanCtx, networks: Sequence[PlannedNetwork]) -> tuple[PlannedVpn, ...]:
+    """IPsec links from every cloud network to every site and between the clouds (plan/vpn.py), after the
+    checks that only the whole stack can make: distinct BGP ASNs (the CIDR overlaps are checked with the
+    network blocks)."""
+    if ctx.problems or not _joined(ctx):
+        return ()
+    sites = [
+        VpnSite(
+            name=s.name, cidrs=tuple(s.network.cidrs), vpn_endpoint=s.network.vpn_endpoint, bgp_asn=s.network.bgp_asn
+        )
+        for s in ctx.spec.sites
+    ]
+    overlaps = set(overlapping_cidrs(networks, sites))
+    for path, message in check_sites(networks, sites):
+        if (path, message) in overlaps:
+            continue  # reported by _plan_networks with the field to change
+        i = int(path.split("[", 1)[1].split("]", 1)[0])
+        ctx.problem(("sites", i, "network", "bgp_asn"), message, ctx.spec.sites[i].network.bgp_asn)
+    if ctx.problems:
+        return ()
+    return plan_vpns(networks, sites, ctx.catalog)
 
 
 def _first_cloud(ctx: PlanCtx) -> str:
@@ -716,6 +756,7 @@ def cost_lines(
     filesystems: Sequence[PlannedFilesystem],
     controller: PlannedController | None,
     networks: Sequence[PlannedNetwork],
+    vpns: Sequence[PlannedVpn] = (),
 ) -> list[CostLine]:
     """The plan's monthly bill, item by item, as the policy pack's budget rule counts it (None: unpriced)."""
     lines = []
@@ -732,6 +773,7 @@ def cost_lines(
     for n in networks:
         lines.append(CostLine(f"network {n.key}: {n.nat_gateways} x NAT gateway", n.nat_usd_per_month))
         lines.append(CostLine(f"network {n.key}: {n.nat_gateways} x NAT public IPv4", n.ipv4_usd_per_month))
+    lines += [CostLine(f"vpn {v.name}: {c.item}", c.usd_per_month) for v in vpns for c in v.charges]
     return lines
 
 
@@ -741,6 +783,8 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     pools: list[PlannedPool] = []
     for i, pool in enumerate(spec.pools):
         planned = _planners()[pool.provider].plan_pool(ctx, i, pool)
+        if planned is not None and spec.sites and planned.provider != "onprem":
+            planned = planned.model_copy(update={"burst": True})
         if planned is not None:
             pools.append(planned)
     _check_overrides(ctx)
@@ -752,7 +796,9 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         )
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
     controller = _plan_controller(ctx)
+    _vpn_gateway_subnets(ctx)
     networks = _plan_networks(ctx)
+    vpns = _plan_vpns(ctx, networks)
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     if ctx.problems:
         raise SpecError("", ctx.problems)
@@ -765,7 +811,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     )
 
     hours = catalog.hours_per_month
-    cost = total(cost_lines(pools, filesystems, controller, networks))
+    cost = total(cost_lines(pools, filesystems, controller, networks, vpns))
     it_kw = sum(p.power_kw_it for p in pools)
     fac_kw = sum(p.power_kw_facility for p in pools)
     co2 = sum(p.co2e_t_per_month for p in pools)
@@ -791,6 +837,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     )
     return ClusterPlan(
         sites=tuple(sites),
+        vpns=vpns,
         name=spec.name,
         tags={**spec.tags, "aicluster:cluster": spec.name},
         scheduler=spec.scheduler.kind,

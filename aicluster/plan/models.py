@@ -21,7 +21,7 @@ class _Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-SubnetRole = Literal["compute", "public", "lustre", "netapp", "gvnic", "gpu", "rdma", "services"]
+SubnetRole = Literal["compute", "public", "lustre", "netapp", "gvnic", "gpu", "rdma", "services", "gateway"]
 
 
 class Subnet(_Plan):
@@ -29,7 +29,8 @@ class Subnet(_Plan):
     cidr: str
     # compute: the nodes' (first) NIC; public: AWS NAT; lustre/netapp: Azure's dedicated subnets;
     # gvnic: GCP's second gVNIC (A3 Ultra, A4); gpu: a GCP GPU NIC's VPC (TCPX/TCPXO); rdma: one of the
-    # RoCE VPC's subnets; services: the range GCP's private services access allocates file systems from
+    # RoCE VPC's subnets; services: the range GCP's private services access allocates file systems from;
+    # gateway: Azure's GatewaySubnet, where the VPN gateway's instances live
     role: SubnetRole
     index: int = 0  # which GPU NIC (gpu, rdma)
     addresses_needed: int
@@ -255,6 +256,9 @@ class PlannedPool(_Plan):
     onprem: OnpremPoolDetails | None = None
     # owned nodes: the energy they draw at the site's price (IT kW x PUE x $/kWh); a cloud's price includes it
     energy_usd_per_month: float | None = None
+    # a cloud pool of a stack with a site: burst capacity that Slurm powers up and down (its group starts empty and
+    # the resume/suspend programs resize it); its cost is what it costs while every node runs
+    burst: bool = False
 
     def ib_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
@@ -390,6 +394,8 @@ class ClusterPlan(_Plan):
     hours_per_month: float
     warnings: tuple[str, ...]
     sites: tuple[PlannedSite, ...] = ()
+    # IPsec site-to-site links: every cloud network to every site, and between clouds (plan/vpn.py)
+    vpns: tuple[PlannedVpn, ...] = ()
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)
@@ -407,3 +413,76 @@ class ClusterPlan(_Plan):
     def providers(self) -> list[str]:
         """The providers whose builders make the cluster: each cloud network's, and on-prem when there are sites."""
         return sorted({n.provider for n in self.networks} | ({"onprem"} if self.sites else set()))
+
+
+# -- Cross-site networks: IPsec VPN links (planned by aicluster/plan/vpn.py) -------------------------------------
+# Here rather than in plan/vpn.py because ClusterPlan carries them and plan/vpn.py imports this module.
+
+
+class VpnSide(_Plan):
+    """One end of a VPN link: a cloud network of the stack or a site (an owned data centre)."""
+
+    kind: Literal["network", "site"]
+    key: str  # PlannedNetwork.key, or the site's name
+    provider: str  # aws, azure, gcp; "site" for a site
+    region: str | None  # None: a site
+    cidrs: tuple[str, ...]  # what this side announces over the link
+    asn: int  # this side's BGP speaker (AWS virtual private gateway, GCP Cloud Router, Azure VPN gateway, site)
+    # public endpoints this side offers the link: AWS the outside addresses of its VPN connections (2 each), GCP
+    # the 2 HA VPN interfaces, Azure the 2 active-active gateway instances, a site its one VPN device
+    endpoints: int
+    public_ip: str | None = None  # a site's VPN endpoint; a cloud's addresses exist only after `up`
+    learns: tuple[str, ...] = ()  # routes this side learns over the link: the other side's CIDRs
+
+
+class VpnTunnel(_Plan):
+    """One IPsec tunnel with its BGP session; `a_endpoint`/`b_endpoint` index each side's public endpoints."""
+
+    index: int
+    inside_cidr: str  # a /30 of 169.254.0.0/16, unique in the whole stack
+    a_endpoint: int
+    b_endpoint: int
+    a_ip: str  # side a's BGP address: the /30's first host (AWS takes the first host of its tunnels)
+    # side b's BGP address: the second host. Azure to a site: Azure's one local network gateway for the site holds
+    # one BGP address, tunnel 0's; the site's device speaks BGP from it to both Azure instances
+    b_ip: str
+    key: int  # which pre-shared key of the link (tunnels of one Azure connection share its key)
+
+
+class IkePhase(_Plan):
+    """Algorithms one IKE phase allows: exactly one per role, as every cloud's guide recommends."""
+
+    encryption: Literal["AES-256-CBC", "AES-256-GCM-16"]
+    integrity: Literal["SHA2-256", "SHA2-384"] | None  # None: an AEAD cipher (GCM) carries its own integrity
+    dh_group: Literal[20, 21, 24]  # phase 1: the DH group; phase 2: the PFS group
+    lifetime_s: int
+
+
+class VpnCharge(_Plan):
+    item: str  # what is charged, e.g. "aws vpn-connection x2"
+    provider: str
+    service: str  # catalog service id
+    quantity: int  # units billed per hour (connections, tunnels, gateways, addresses)
+    usd_per_month: float | None  # None: the catalog has no price for this region (named in `unpriced`)
+    source: str | None  # catalog source id of the price
+
+
+class PlannedVpn(_Plan):
+    name: str  # "<a key>--<b key>", e.g. "aws-us-east-1--dc1"
+    a: VpnSide  # always a cloud network
+    b: VpnSide  # a site, or a cloud network of another provider
+    tunnels: tuple[VpnTunnel, ...]
+    ike_version: Literal[2]
+    phase1: IkePhase
+    phase2: IkePhase
+    charges: tuple[VpnCharge, ...]
+    cost_usd_per_month: float | None  # the priced charges; None: none is priced
+    unpriced: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # catalog source ids of the ciphers, inside ranges and ASNs chosen
+
+    def key_indexes(self) -> list[int]:
+        """The link's pre-shared keys, by index."""
+        return sorted({t.key for t in self.tunnels})
+
+
+ClusterPlan.model_rebuild()  # ClusterPlan.vpns names PlannedVpn, defined after it

@@ -31,6 +31,11 @@ AZURE_RESERVED = ("172.16.0.0/16",)
 # never moves anything: block 6 holds Managed Lustre (a /19 in a /16, and never smaller than the /23
 # Microsoft recommends for 200-400 TiB), block 7 the subnet delegated to Azure NetApp Files.
 AZURE_ROLE_BLOCKS: dict[Literal["lustre", "netapp"], int] = {"lustre": 6, "netapp": 7}
+# The VPN gateway's GatewaySubnet: a /27 (the size Microsoft recommends; /29 is the floor, and active-active
+# gateways and ExpressRoute coexistence want /27) at the start of block 5, which no other role uses, so adding
+# a VPN never moves a subnet. Only carved when the stack has a VPN link to the network (`roles` has "gateway").
+AZURE_GATEWAY_BLOCK = 5
+AZURE_GATEWAY_PREFIX = 27
 
 
 class AddressError(ValueError):
@@ -53,7 +58,7 @@ GCP_NIC_SUBNETS = 8
 @dataclass(frozen=True)
 class Cut:
     zone: str | None
-    role: Literal["compute", "public", "lustre", "netapp", "gvnic", "gpu", "rdma", "services"]
+    role: Literal["compute", "public", "lustre", "netapp", "gvnic", "gpu", "rdma", "services", "gateway"]
     cidr: str
     need: int
     index: int = 0
@@ -76,7 +81,17 @@ def azure_subnets(network: str, zones: dict[str | None, int], roles: set[str]) -
     for role, index in AZURE_ROLE_BLOCKS.items():
         if role in roles:
             out.append(Cut(None, role, str(blocks[index]), 1))
+    if "gateway" in roles:
+        out.append(Cut(None, "gateway", azure_gateway_subnet(network), 1))
     return out
+
+
+def azure_gateway_subnet(network: str) -> str:
+    """The GatewaySubnet of an Azure network: the first /27 of its block 5."""
+    block = list(ipaddress.IPv4Network(network).subnets(prefixlen_diff=ZONE_BITS))[AZURE_GATEWAY_BLOCK]
+    if block.prefixlen > AZURE_GATEWAY_PREFIX:
+        raise AddressError(f"the network {network} is too small for a /{AZURE_GATEWAY_PREFIX} GatewaySubnet")
+    return str(next(block.subnets(new_prefix=AZURE_GATEWAY_PREFIX)))
 
 
 def gcp_subnets(network: str, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:

@@ -119,11 +119,12 @@ def policy_problems(spec: ClusterSpec) -> list[Problem]:
     allowed = list(spec.compliance.allowed_regions)
     residency = allowed_regions.meta.name
     if allowed and residency not in waived:
+        # cloud regions only: an owned site is the operator's own premises, not a cloud region
         placed: list[tuple[SpecPath, str | None]] = [
-            (("pools", i, "region"), p.region) for i, p in enumerate(spec.pools)
+            (("pools", i, "region"), p.region) for i, p in enumerate(spec.pools) if p.provider != "onprem"
         ]
         placed += [(("storage", i, "region"), s.region) for i, s in enumerate(spec.storage)]
-        if spec.scheduler.kind == "slurm":
+        if spec.scheduler.kind == "slurm" and not spec.sites:
             placed.append((("scheduler", "controller", "region"), spec.scheduler.controller.region))
         for path, region in placed:
             if region is not None and region not in allowed:

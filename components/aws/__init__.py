@@ -9,7 +9,7 @@ import pulumi
 from aicluster.plan import ClusterPlan
 from aicluster.render import controller_cloud_init, node_cloud_init
 
-from ..outputs import filesystem_outputs, pool_outputs
+from ..outputs import filesystem_outputs, learned, pool_outputs
 from ..tags import tagging
 from .audit import AwsAuditTrail
 from .controller import AwsSlurmController
@@ -36,10 +36,12 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
     name = plan.name
     opts = pulumi.ResourceOptions(parent=parent)
     networks = {
-        n.key: AwsNetwork(f"{name}-{n.region}", {"network": n}, opts) for n in plan.networks if n.provider == "aws"
+        n.key: AwsNetwork(f"{name}-{n.region}", {"network": n, "remote_cidrs": learned(plan, n.key)}, opts)
+        for n in plan.networks
+        if n.provider == "aws"
     }
     identity = AwsNodeIdentity(f"{name}-nodes", {"cluster": name}, opts)
-    outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}}
+    outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}, "network_handles": dict(networks)}
     for key, net in networks.items():
         outputs["networks"][key] = {"vpc_id": net.vpc_id, "subnet_ids": net.compute_subnet_ids}
     if "aws" in plan.audit_logging:

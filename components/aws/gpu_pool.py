@@ -139,11 +139,15 @@ class AwsGpuPool(pulumi.ComponentResource):
             opts=child,
         )
 
+        # A burst pool starts empty: Slurm's resume and suspend programs set its desired capacity (never above
+        # max), so `pulumi up` must not reset it, and Auto Scaling must not rebalance nodes Slurm has bound.
+        burst = pool.burst
         asg = aws.autoscaling.Group(
             f"{name}-asg",
-            min_size=pool.nodes,
+            min_size=0 if burst else pool.nodes,
             max_size=pool.nodes,
-            desired_capacity=pool.nodes,
+            desired_capacity=0 if burst else pool.nodes,
+            suspended_processes=["AZRebalance"] if burst else None,
             vpc_zone_identifiers=[args["subnet_id"]],
             placement_group=placement_group,
             # Nodes launched from now on use the newest template; running nodes are not replaced
@@ -153,7 +157,9 @@ class AwsGpuPool(pulumi.ComponentResource):
             health_check_type="EC2",
             wait_for_capacity_timeout="0",
             region=region,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["desiredCapacity"]))
+            if burst
+            else child,
         )
         self.asg_name = asg.name
         self.launch_template_id = lt.id

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections.abc import Sequence
+from typing import Required, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -10,8 +11,11 @@ import pulumi_aws as aws
 from aicluster.plan import PlannedNetwork
 
 
-class NetworkArgs(TypedDict):
-    network: PlannedNetwork
+class NetworkArgs(TypedDict, total=False):
+    network: Required[PlannedNetwork]
+    # CIDRs of the sites and clouds this VPC reaches over VPN links (the plan's `vpns`): allowed into the
+    # node security group, which otherwise admits traffic from the VPC only
+    remote_cidrs: Sequence[str]
 
 
 class AwsNetwork(pulumi.ComponentResource):
@@ -28,6 +32,7 @@ class AwsNetwork(pulumi.ComponentResource):
     compute_subnet_ids: dict[str, pulumi.Output[str]]
     efa_security_group_id: pulumi.Output[str]
     node_security_group_id: pulumi.Output[str]
+    private_route_table_ids: list[pulumi.Output[str]]  # the compute subnets' route tables (VPN routes go here)
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aicluster:aws:Network", name, {}, opts)
@@ -138,15 +143,23 @@ class AwsNetwork(pulumi.ComponentResource):
             region=region,
             opts=child,
         )
+        ingress = [
+            aws.ec2.SecurityGroupIngressArgs(
+                protocol="-1", from_port=0, to_port=0, cidr_blocks=[net.cidr], description="within the cluster VPC"
+            )
+        ]
+        remote = sorted(args.get("remote_cidrs", ()))
+        if remote:
+            ingress.append(
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="-1", from_port=0, to_port=0, cidr_blocks=remote, description="sites and clouds over VPN"
+                )
+            )
         node = aws.ec2.SecurityGroup(
             f"{name}-node",
             description="Cluster nodes: traffic within the VPC; egress through NAT",
             vpc_id=vpc.id,
-            ingress=[
-                aws.ec2.SecurityGroupIngressArgs(
-                    protocol="-1", from_port=0, to_port=0, cidr_blocks=[net.cidr], description="within the cluster VPC"
-                )
-            ],
+            ingress=ingress,
             egress=[
                 aws.ec2.SecurityGroupEgressArgs(
                     protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"], description="egress via NAT"
@@ -157,6 +170,7 @@ class AwsNetwork(pulumi.ComponentResource):
         )
 
         self.vpc_id = vpc.id
+        self.private_route_table_ids = private_rts
         self.efa_security_group_id = efa.id
         self.node_security_group_id = node.id
         self.register_outputs(

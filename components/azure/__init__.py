@@ -51,6 +51,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             "vnet_id": net.vnet_id,
             "compute_subnet_id": net.compute_subnet_id,
         }
+    outputs["network_handles"] = networks
     if "azure" in plan.audit_logging:
         home = next(n for n in plan.networks if n.provider == "azure")
         log = AzureAuditLog(

@@ -100,7 +100,10 @@ class AzureGpuPool(pulumi.ComponentResource):
                 resource_group_name=args["resource_group_name"],
                 location=pool.region,
                 zones=[pool.zone] if pool.zone else None,
-                sku=azure.compute.SkuArgs(name=pool.instance_type, tier="Standard", capacity=s.nodes),
+                # a burst pool starts empty: Slurm's resume/suspend programs set the capacity
+                sku=azure.compute.SkuArgs(
+                    name=pool.instance_type, tier="Standard", capacity=0 if pool.burst else s.nodes
+                ),
                 orchestration_mode=d.orchestration_mode,
                 single_placement_group=d.single_placement_group,
                 platform_fault_domain_count=d.platform_fault_domain_count,
@@ -111,7 +114,7 @@ class AzureGpuPool(pulumi.ComponentResource):
                     user_assigned_identities=[args["identity_id"]],
                 ),
                 virtual_machine_profile=vm_profile(pool, args, s),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=["sku.capacity"] if pool.burst else None),
             )
             self.scale_set_names[s.name] = vmss.name
         self.register_outputs({"scale_sets": self.scale_set_names})

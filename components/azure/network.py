@@ -52,6 +52,7 @@ class AzureNetwork(pulumi.ComponentResource):
     compute_subnet_id: pulumi.Output[str]
     lustre_subnet_id: pulumi.Output[str] | None
     netapp_subnet_id: pulumi.Output[str] | None
+    gateway_subnet_id: pulumi.Output[str] | None  # the GatewaySubnet, when the stack has a VPN link here
     node_security_group_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -157,6 +158,19 @@ class AzureNetwork(pulumi.ComponentResource):
                 delegations=[
                     azure.network.DelegationArgs(name="netapp", service_name="Microsoft.NetApp/volumes"),
                 ],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[subnet]),
+            ).id
+        self.gateway_subnet_id = None
+        gateway = net.role("gateway")
+        if gateway is not None:
+            # Azure requires this exact name, and supports no NSG or NAT gateway on it. Created after the other
+            # subnets: Azure updates one VNet's subnets one at a time.
+            self.gateway_subnet_id = azure.network.Subnet(
+                f"{name}-gateway",
+                subnet_name="GatewaySubnet",
+                resource_group_name=rg_name,
+                virtual_network_name=vnet.name,
+                address_prefix=gateway.cidr,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[subnet]),
             ).id
         self.vnet_id = vnet.id

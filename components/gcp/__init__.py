@@ -48,6 +48,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             "mtu": n.mtu,
             "gpu_vpcs": {vpc.name: net.vpc_ids[vpc.name] for vpc in n.vpcs},
         }
+    outputs["network_handles"] = networks
     if not networks:
         return outputs
     identity = GcpNodeIdentity(f"{name}-nodes", name, opts)

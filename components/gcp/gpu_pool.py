@@ -119,10 +119,13 @@ class GcpGpuPool(pulumi.ComponentResource):
             zone=pool.zone,
             base_instance_name=group.hostname_prefix,
             versions=[gcp.compute.InstanceGroupManagerVersionArgs(instance_template=template.self_link_unique)],
-            # flex-start capacity arrives through a resize request, all VMs at once
-            target_size=0 if flex else group.nodes,
+            # flex-start capacity arrives through a resize request, all VMs at once; a burst pool starts empty and
+            # Slurm's resume/suspend programs resize it (so `pulumi up` leaves its size alone)
+            target_size=0 if flex or pool.burst else group.nodes,
             wait_for_instances=False,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["targetSize"]))
+            if pool.burst
+            else child,
         )
         if flex:
             assert d.max_run_duration_s is not None

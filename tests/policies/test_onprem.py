@@ -430,3 +430,72 @@ def test_the_pack_judges_a_weak_vpn_over_the_wire(analyzer: Any) -> None:  # noq
         "VPN connection vpn: tunnel1IkeVersions permits ikev1; allow only ikev2 (IKEv2, AES-256, SHA-2, DH group 14 "
         "or stronger)"
     )
+
+
+# -- against captured previews of the hybrid example stacks (the VPN components as they register) ------------------
+
+AWS_LINK = "hybrid-burst-aws-us-east-1--fra1-aws-0"
+GCP_LINK = "hybrid-burst-gcp-us-east5--fra1-gcp-0"
+AZURE_LINK = "tri-aws-us-east-1--azure-eastus-azure-0"
+
+
+@pytest.fixture(scope="module")
+def hybrid() -> Capture:
+    return capture_of("hybrid-burst")
+
+
+@pytest.fixture(scope="module")
+def three_cloud() -> Capture:
+    return capture_of("three-cloud")
+
+
+def test_the_hybrid_stacks_vpns_and_site_pass(hybrid: Capture, three_cloud: Capture) -> None:
+    result = judge(hybrid, [*SITE_POLICIES, *VPN_POLICIES])
+    assert result.violations == []
+    assert set(result.passed) == {*SITE_POLICIES, *VPN_POLICIES} - {"azure-network-vpnconnection-enforce-strong-ike"}
+    assert "azure-network-vpnconnection-enforce-strong-ike" in judge(three_cloud, VPN_POLICIES).passed
+
+
+@pytest.mark.parametrize(
+    ("stack", "resource", "change", "expected"),
+    [
+        pytest.param(
+            "hybrid",
+            AWS_LINK,
+            lambda i: i.update(tunnel2Phase1IntegrityAlgorithms=["SHA1"]),
+            f"VPN connection {AWS_LINK}: tunnel2Phase1IntegrityAlgorithms permits SHA1; allow only SHA2-256, "
+            "SHA2-384, SHA2-512 (IKEv2, AES-256, SHA-2, DH group 14 or stronger)",
+            id="aws-sha1",
+        ),
+        pytest.param(
+            "hybrid",
+            GCP_LINK,
+            lambda i: i.update(ikeVersion=1),
+            f"VPN tunnel {GCP_LINK}: ikeVersion is 1; set ikeVersion = 2 (IKEv1 is refused)",
+            id="gcp-ikev1",
+        ),
+        pytest.param(
+            "three_cloud",
+            AZURE_LINK,
+            lambda i: i["ipsecPolicies"][0].update(dhGroup="DHGroup2"),
+            f"VPN connection {AZURE_LINK}: ipsecPolicies[0].dhGroup is DHGroup2; use one of DHGroup14, DHGroup2048, "
+            "ECP256, ECP384, DHGroup24",
+            id="azure-dh2",
+        ),
+        pytest.param(
+            "hybrid",
+            "hybrid-burst-fra1",
+            lambda i: i.update(cidrs=["10.8.128.0/20"]),
+            "site fra1 network 10.8.128.0/20 overlaps AWS VPC hybrid-burst-us-east-1-vpc (10.8.0.0/16): across the "
+            "VPN, addresses in both are routed to one side only; give the site's network.cidrs, or the cloud "
+            "network's range (network.cidrs, e.g. aws/us-east-1: 10.1.0.0/16), addresses the other does not use",
+            id="site-inside-the-aws-vpc",
+        ),
+    ],
+)
+def test_one_mutation_of_a_captured_hybrid_preview_fails(
+    request: pytest.FixtureRequest, stack: str, resource: str, change: Callable[[dict[str, Any]], None], expected: str
+) -> None:
+    capture = request.getfixturevalue(stack)
+    policies = [*SITE_POLICIES, *VPN_POLICIES]
+    assert messages(judge(mutated(capture, {resource: change}), policies)) == [expected]

@@ -1,0 +1,315 @@
+"""The leaf of the spec: problems and how they read, field types and patterns, the strict base model.
+
+Imports nothing of the project.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import ipaddress
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+)
+from pydantic_core import PydanticCustomError
+
+# ------------------------------------------------------------------------------------------------
+# Problems and errors
+# ------------------------------------------------------------------------------------------------
+
+Path = tuple[str | int, ...]
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_:./@-]+")
+
+
+# The most characters of one value (or key) a message echoes: enough to recognise it, never a screenful.
+MAX_SHOWN = 60
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            shown = clip(part)
+            key = shown if _PLAIN_KEY.fullmatch(shown) else _quote(shown)  # not match + "$", which lets "0\n" through
+            out += ("." if out else "") + key
+    return out or "(top level)"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a stack file: where, what was given, and what to do."""
+
+    path: Path
+    message: str
+    value: Any = None
+    has_value: bool = False
+    hint: str | None = None
+
+    def render(self, source: str, lines: Mapping[Path, int] | None = None) -> str:
+        where = source
+        line = _line_for(self.path, lines or {})
+        if line is not None:
+            where += f":{line}"
+        text = f"{where}: {format_path(self.path)}: "
+        if self.has_value:
+            text += f"got {_show(self.value)}; "
+        text += self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+def _quote(text: str) -> str:
+    """Double-quoted, with anything unprintable (newlines, control and separator characters) escaped,
+    so that one problem always renders as one line."""
+    body = "".join(
+        c if c.isprintable() and c not in '"\\' else (f"\\{c}" if c in '"\\' else f"\\u{ord(c):04x}") for c in text
+    )
+    return f'"{body}"'
+
+
+def _line_for(path: Path, lines: Mapping[Path, int]) -> int | None:
+    p = tuple(path)
+    while True:
+        if p in lines:
+            return lines[p]
+        if not p:
+            return None
+        p = p[:-1]
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it in YAML, never a Python repr."""
+    if isinstance(value, str):
+        return _quote(clip(value))
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if value.bit_length() < 128 else f"a number of {value.bit_length()} bits"
+    if isinstance(value, float):
+        return {math.inf: ".inf", -math.inf: "-.inf"}.get(value, ".nan" if math.isnan(value) else repr(value))
+    if isinstance(value, datetime.date):  # a YAML date (2027-12-31) read by a YAML loader
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, bytes | bytearray):
+        return "binary data"
+    return f"a value of type {type(value).__name__}"
+
+
+@dataclass
+class SpecError(Exception):
+    """The stack file is wrong. Carries every problem found, not just the first."""
+
+    source: str
+    problems: list[Problem]
+    lines: Mapping[Path, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return "\n".join(p.render(self.source, self.lines) for p in self.problems)
+
+
+def did_you_mean(value: str, choices: Sequence[str]) -> str | None:
+    if not isinstance(value, str) or len(value) > 200:  # a typo is short; difflib is quadratic
+        return None
+    match = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f'did you mean "{match[0]}"?' if match else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Field types
+# ------------------------------------------------------------------------------------------------
+
+DNS_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+_PATTERN_HINTS = {
+    DNS_LABEL_RE: (
+        "must be a lowercase DNS label: a-z, 0-9 and '-', starting with a letter, not ending with '-' (e.g. h100)"
+    ),
+}
+
+
+def _pattern(regex: str, hint: str) -> str:
+    """`regex` for a Field, with the words an error shows instead of it: what the value is, and an example."""
+    _PATTERN_HINTS[regex] = hint
+    return regex
+
+
+def _cidr(value: str) -> str:
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "cidr",
+            "not an IPv4 CIDR block with its host bits clear (e.g. 10.0.0.0/8): {err}",
+            {"err": str(exc)},
+        ) from None
+    if not any(net.subnet_of(block) for block in _RFC1918):
+        raise PydanticCustomError(
+            "cidr", "must lie inside an RFC 1918 range (10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16)", {}
+        )
+    return str(net)
+
+
+_RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+# Mount points that would break the node: the root, what the OS boots and runs from, and the kernel's
+# virtual file systems (everything under those too). /home, /shared, /fsx, /data and the like are normal
+# mount points for a shared file system (ParallelCluster mounts a shared /home).
+# /opt holds the EFA and NCCL plugin installs of the GPU images; /root holds root's SSH keys.
+_NODE_DIRS = frozenset({"/", "/tmp", "/var", "/var/lib", "/var/log", "/root", "/opt"})
+_NODE_TREES = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+)
+_MOUNT_RE = re.compile(r"(/[A-Za-z0-9_][A-Za-z0-9._-]{0,254}){1,16}")
+
+
+def _abs_path(value: str) -> str:
+    parts = value.split("/")[1:]
+    if (value != "/" and not _MOUNT_RE.fullmatch(value)) or any(p in (".", "..") for p in parts):
+        raise PydanticCustomError(
+            "mount",
+            "must be an absolute path of letters, digits, '.', '_' and '-' without '.', '..', '//', spaces or a "
+            "trailing '/' (e.g. /fsx or /home)",
+            {},
+        )
+    tree = next((t for t in _NODE_TREES if value == t or value.startswith(t + "/")), None)
+    if tree is not None or value in _NODE_DIRS:
+        raise PydanticCustomError(
+            "mount",
+            "would hide {what} the node needs to run; mount it elsewhere (e.g. /fsx, /shared or /home)",
+            {"what": tree or value},
+        )
+    return value
+
+
+# Characters every AWS service accepts in tags (EC2, IAM, FSx, Auto Scaling): letters, digits,
+# spaces and + - = . _ : / @ (IAM and FSx reject anything else).
+_TAG_CHARS = re.compile(r"[\w .:/=+\-@]*")
+
+
+def _tag_text(value: str) -> str:
+    if not _TAG_CHARS.fullmatch(value):  # not match + "$": "$" matches before a trailing newline
+        raise PydanticCustomError(
+            "tag", "may only use letters, digits, spaces and + - = . _ : / @ (what every AWS service accepts)", {}
+        )
+    return value
+
+
+def _tag_key(value: str) -> str:
+    if value.lower().startswith("aws:"):
+        raise PydanticCustomError("tag", "tag keys starting with 'aws:' are reserved by AWS", {})
+    return value
+
+
+# Free text (a waiver's reason, a resource name): one line of printable characters, never template or shell
+# syntax, since values from the stack reach terminals, Ansible variables and provider inputs.
+_NOT_DATA = ("{{", "{%", "{#", "$(", "${", "`")
+
+
+def _plain_text(value: str) -> str:
+    if not value.isprintable():
+        raise PydanticCustomError(
+            "text", "must be one line of printable text (no newlines, tabs or control characters)", {}
+        )
+    bad = next((t for t in _NOT_DATA if t in value), None)
+    if bad is not None:
+        raise PydanticCustomError(
+            "text",
+            "must not contain {bad}: template and shell syntax is refused in plain data; reword it",
+            {"bad": bad},
+        )
+    return value
+
+
+# Names the clouds give things: instance types (p5.48xlarge, Standard_ND96isr_H100_v5, a3-megagpu-8g),
+# regions and zones of any provider, price SKUs (fsx-lustre/PERSISTENT_2/250), placement groups.
+INSTANCE_TYPE_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+REGION_RE = r"^[a-z][a-z0-9-]{0,62}[a-z0-9]$"
+ZONE_RE = r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$"
+SKU_RE = r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$"
+PLACEMENT_GROUP_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
+POLICY_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,127}$"
+_PATTERN_HINTS[INSTANCE_TYPE_RE] = "must be an instance type name: letters, digits, '.', '_' and '-' (e.g. p5.48xlarge)"
+_PATTERN_HINTS[REGION_RE] = (
+    "must be a region name: lowercase letters, digits and '-' (e.g. us-east-1, eastus, us-central1)"
+)
+_PATTERN_HINTS[ZONE_RE] = "must be a zone name: lowercase letters, digits and '-' (e.g. us-east-1a, 1, us-central1-a)"
+_PATTERN_HINTS[SKU_RE] = (
+    "must be an instance type or storage tier: letters, digits, '.', '_', '/', ':' and '-' "
+    "(e.g. p5.48xlarge or fsx-lustre/PERSISTENT_2/250)"
+)
+_PATTERN_HINTS[PLACEMENT_GROUP_RE] = (
+    "must be a placement group name: letters, digits, '.', '_' and '-' (e.g. llm-dev-h100)"
+)
+_PATTERN_HINTS[POLICY_NAME_RE] = (
+    "must be a policy name: lowercase letters, digits and '-' (e.g. aws-ec2-instance-disallow-public-ip; "
+    "aicluster policies lists them)"
+)
+
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
+InstanceType = Annotated[str, Field(pattern=INSTANCE_TYPE_RE)]
+RegionName = Annotated[str, Field(pattern=REGION_RE)]
+ZoneName = Annotated[str, Field(pattern=ZONE_RE)]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+MountPath = Annotated[str, AfterValidator(_abs_path)]
+TagKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_tag_key), AfterValidator(_tag_text)]
+TagValue = Annotated[str, Field(max_length=256), AfterValidator(_tag_text)]
+Count = Annotated[int, Field(strict=True)]  # YAML `true` or `4.0` is not a count
+
+Provider = Literal["aws", "azure", "gcp", "onprem"]
+SUPPORTED_PROVIDERS: tuple[str, ...] = ("aws", "azure", "gcp", "onprem")
+AwsMarket = Literal["on-demand", "spot", "capacity-block", "reserved"]
+Market = Literal["on-demand", "spot", "capacity-block", "reserved", "flex-start"]
+AzureMarket = Literal["on-demand", "spot", "reserved"]
+GcpMarket = Literal["on-demand", "spot", "reserved", "flex-start"]
+Framework = Literal["soc2", "gdpr", "hipaa", "pci-dss", "iso27001"]
+
+
+class _Problems(ValueError):
+    """Raised inside a validator to carry several located problems out of pydantic."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+def _zone_number(value: Any) -> Any:
+    """Azure zones are the logical numbers 1, 2 and 3; YAML reads an unquoted `1` as a number."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
