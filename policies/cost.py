@@ -34,6 +34,8 @@ NETWORK_CHARGES = (
     (GCP_VPN_TUNNEL, "ha-vpn-tunnel", "HA VPN tunnel"),
 )
 AZURE_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
+# Owned nodes are priced by their site, not by pricing.overrides: the fix an unpriced site line names.
+SITE_FIX = "give the site a hardware_cost (purchase_usd_per_node and amortization_years, or usd_per_node_hour)"
 
 
 Line = CostLine  # one item of the bill; None: not priced (named in the findings, never counted as 0)
@@ -73,7 +75,7 @@ def bill(stack: Stack) -> list[CostLine]:
     for site in stack.sites:  # owned nodes: amortised hardware (or the site's node-hour rate) and their energy
         for p in site.pools:
             owned = f"{p.nodes} x {p.node_shape} at site {site.name}"
-            lines.append(CostLine(f"{site.res.name}: hardware of {owned}", p.hardware_usd_per_month))
+            lines.append(CostLine(f"{site.res.name}: hardware of {owned}", p.hardware_usd_per_month, SITE_FIX))
             if p.energy_usd_per_month is not None:
                 lines.append(CostLine(f"{site.res.name}: energy of {owned}", p.energy_usd_per_month))
     return lines
@@ -208,12 +210,17 @@ def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     lines = bill(stack)
     cost = total(lines)
     if cost.unpriced:
-        fixes = list(dict.fromkeys(x.fix for x in lines if x.usd_per_month is None and x.fix))
+        missing = [x for x in lines if x.usd_per_month is None]
+        fixes = list(dict.fromkeys(x.fix for x in missing if x.fix and x.fix != SITE_FIX))
+        advice = []
+        if any(x.fix != SITE_FIX for x in missing):
+            advice.append("add your rates under pricing.overrides" + (f": {', '.join(fixes)}" if fixes else ""))
+        if any(x.fix == SITE_FIX for x in missing):
+            advice.append(SITE_FIX)
         yield (
             None,
             f"no catalog price for {', '.join(cost.unpriced)}: the monthly cost "
-            f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; add your rates under "
-            "pricing.overrides" + (f": {', '.join(fixes)}" if fixes else ""),
+            f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; " + "; ".join(advice),
         )
 
 

@@ -201,9 +201,10 @@ def test_the_budget_counts_the_sites_hardware_and_energy(dgx: Capture) -> None:
 def test_a_site_without_hardware_cost_is_named_unpriced(dgx: Capture) -> None:
     stripped = mutated(dgx, _site(lambda i: i["pools"][0].update(hardware_usd_per_month=None)))
     (finding,) = messages(judge(stripped, ["aicluster-cluster-missing-prices"]))
-    assert finding.startswith(
-        "no catalog price for dgx-fra1-fra1: hardware of 128 x dgx-h100 at site fra1: the monthly cost "
-        "$142,963 + unpriced items"
+    assert finding == (
+        "no catalog price for dgx-fra1-fra1: hardware of 128 x dgx-h100 at site fra1: the monthly cost $142,963 + "
+        "unpriced items (and the budget check) leaves them out; give the site a hardware_cost "
+        "(purchase_usd_per_node and amortization_years, or usd_per_node_hour)"
     )
 
 
