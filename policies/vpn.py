@@ -2,7 +2,7 @@
 
 "Strong" is one allow-list for all three clouds, in each cloud's own spelling: AES with 256-bit keys (GCM or CBC),
 SHA-2 integrity of 256 bits or more (or the AEAD cipher's own), and Diffie-Hellman groups of 2048-bit MODP or
-elliptic curves of 256 bits or more: 14, 15, 16, 19, 20, 21 and 24 (RFC 8247 section 2.4 advises against 22 and 23,
+elliptic curves of 256 bits or more: 14 to 21 and 24 (RFC 8247 section 2.4 advises against 22 and 23,
 small subgroups, and against 1, 2 and 5, too short). Each value is one the cloud's API documents:
 
 * AWS `aws:ec2/vpnConnection:VpnConnection`, per tunnel: `tunnelNIkeVersions` (ikev1 | ikev2),
@@ -38,7 +38,7 @@ AWS_VPN = "aws:ec2/vpnConnection:VpnConnection"
 GCP_VPN_TUNNEL = "gcp:compute/vPNTunnel:VPNTunnel"
 AZURE_VPN_CONNECTION = "azure-native:network:VirtualNetworkGatewayConnection"
 
-STRONG_DH = (14, 15, 16, 19, 20, 21, 24)
+STRONG_DH = (14, 15, 16, 17, 18, 19, 20, 21, 24)
 
 AWS_STRONG: dict[str, tuple[Any, ...]] = {
     "IkeVersions": ("ikev2",),

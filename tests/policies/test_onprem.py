@@ -321,8 +321,8 @@ VPN_CASES = [
         AWS_T,
         _with(_aws_tunnels(), tunnel1Phase2DhGroupNumbers=[2, 20]),
         [
-            "VPN connection x: tunnel1Phase2DhGroupNumbers permits 2; allow only 14, 15, 16, 19, 20, 21, 24 (IKEv2, "
-            "AES-256, SHA-2, DH group 14 or stronger)"
+            "VPN connection x: tunnel1Phase2DhGroupNumbers permits 2; allow only 14, 15, 16, 17, 18, 19, 20, 21, 24 "
+            "(IKEv2, AES-256, SHA-2, DH group 14 or stronger)"
         ],
         id="aws-dh2",
     ),
@@ -331,7 +331,7 @@ VPN_CASES = [
         _with(_aws_tunnels(), tunnel1Phase1DhGroupNumbers=None),
         [
             "VPN connection x: tunnel1Phase1DhGroupNumbers is not set, so AWS permits all its values, weak ones "
-            "included; set tunnel1Phase1DhGroupNumbers = [14, 15, 16, 19, 20, 21, 24] (or a subset)"
+            "included; set tunnel1Phase1DhGroupNumbers = [14, 15, 16, 17, 18, 19, 20, 21, 24] (or a subset)"
         ],
         id="aws-unset-list-permits-aws-defaults",
     ),
@@ -357,8 +357,8 @@ VPN_CASES = [
         GCP_T,
         _with(GCP_TUNNEL, cipherSuite={**GCP_SUITE, "phase1": {**GCP_SUITE["phase1"], "dhs": ["Group-2"]}}),
         [
-            "VPN tunnel x: cipherSuite.phase1.dhs allows Group-2; allow only Group-14, Group-15, Group-16, Group-19, "
-            "Group-20, Group-21, Group-24"
+            "VPN tunnel x: cipherSuite.phase1.dhs allows Group-2; allow only Group-14, Group-15, Group-16, Group-17, "
+            "Group-18, Group-19, Group-20, Group-21, Group-24"
         ],
         id="gcp-dh2",
     ),
