@@ -15,6 +15,27 @@ try:
 except SpecError as err:
     raise pulumi.RunError(str(SpecError(stack_file, err.problems))) from None
 
-cluster = AiCluster(cluster_plan.name, {"plan": cluster_plan})
+# On-prem BMC passwords: each host names the Pulumi secret that holds its password (`bmc_secret`). A preview
+# without them set still runs (offline, in CI) and warns; `pulumi up` refuses to record a site whose hosts'
+# credentials are missing, naming every one and the command that sets it.
+config = pulumi.Config()
+bmc_credentials: dict[str, pulumi.Output[str]] = {}
+missing: list[str] = []
+for pool in cluster_plan.pools:
+    for host in pool.onprem.hosts if pool.onprem is not None else ():
+        if host.bmc_secret is None:
+            continue
+        secret = config.get_secret(host.bmc_secret)
+        if secret is None:
+            missing.append(f"{host.bmc_secret} (host {host.name})")
+        else:
+            bmc_credentials[host.name] = secret
+if missing:
+    what = f"{stack_file}: BMC secrets not set: {', '.join(missing)}; set each with `pulumi config set --secret NAME`"
+    if not pulumi.runtime.is_dry_run():
+        raise pulumi.RunError(what)
+    pulumi.log.warn(f"{what} before `pulumi up` (this preview records those hosts without a credential)")
+
+cluster = AiCluster(cluster_plan.name, {"plan": cluster_plan, "bmc_credentials": bmc_credentials})
 for key, value in cluster.outputs.items():
     pulumi.export(key, value)

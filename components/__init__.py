@@ -6,14 +6,14 @@ Pulumi config and never recompute what the plan decided.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
 from aicluster.plan import ClusterPlan
 
-from . import aws, azure, gcp
+from . import aws, azure, gcp, onprem
 from .tags import tagging
 from .vpn import build_vpns
 
@@ -24,11 +24,15 @@ BUILDERS: dict[str, Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, 
     "aws": aws.build,
     "azure": azure.build,
     "gcp": gcp.build,
+    "onprem": onprem.build,
 }
 
 
 class AiClusterArgs(TypedDict):
     plan: ClusterPlan
+    # on-prem hosts' BMC passwords, host name -> secret, read by the Pulumi program from the stack's secrets
+    # (components never read config); the on-prem builder hands them to each site's OnPremSite as secrets
+    bmc_credentials: NotRequired[Mapping[str, pulumi.Input[str]]]
 
 
 class AiCluster(pulumi.ComponentResource):
@@ -57,6 +61,7 @@ class AiCluster(pulumi.ComponentResource):
             opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])
         )
         super().__init__("aicluster:index:AiCluster", name, props, opts)
+        self.bmc_credentials: Mapping[str, pulumi.Input[str]] = args.get("bmc_credentials", {})
         merged: dict[str, Any] = {
             "cluster": plan.name,
             "scheduler": plan.scheduler,
@@ -69,6 +74,8 @@ class AiCluster(pulumi.ComponentResource):
             part = BUILDERS[provider](plan, self)
             for key in ("pools", "filesystems", "networks"):
                 merged[key].update(part.get(key, {}))
+            if "sites" in part:  # only stacks with sites output them
+                merged.setdefault("sites", {}).update(part["sites"])
             for key in ("controller", "audit"):
                 if key in part:
                     merged[key] = part[key]

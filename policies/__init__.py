@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from . import compliance, cost, fabric, power, storage
+from . import compliance, cost, fabric, onprem, power, storage, vpn
 from .rule import Meta, ResourceRule, Rule, StackRule, Waived
 
 __all__ = ["PACK_NAME", "POLICIES", "Meta", "ResourceRule", "Rule", "StackRule", "Waived", "pack_version"]
@@ -25,6 +25,8 @@ POLICIES: list[Rule] = [
     *compliance.POLICIES,
     *fabric.POLICIES,
     *storage.POLICIES,
+    *onprem.POLICIES,
+    *vpn.POLICIES,
 ]
 
 

@@ -11,6 +11,7 @@ from aicluster.catalog.pricing import CostLine, CostTotal, cents, money, service
 
 from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, GCP_ROUTER_NAT, NAT_GATEWAY, Fleet, Res, Stack, items
 from .rule import Ctx, Meta, NotApplicable, StackRule
+from .vpn import AWS_VPN, GCP_VPN_TUNNEL
 
 # Azure OS disk types (storageAccountType) the catalog prices per GiB-month; others are named as unpriced.
 AZURE_DISK_SERVICES = {"Premium_LRS": "managed-disk-premium-ssd"}
@@ -27,7 +28,14 @@ NETWORK_CHARGES = (
     (EIP, "public-ipv4", "public IPv4"),
     (AZURE_PUBLIC_IP, "public-ipv4", "public IPv4"),
     (GCP_ROUTER_NAT, "public-ipv4", "Cloud NAT public IPv4"),
+    # site-to-site VPNs: AWS bills each VPN connection by the hour, GCP each HA VPN tunnel (the Azure gateway's
+    # hourly SKU rate is below; its public addresses are counted above)
+    (AWS_VPN, "vpn-connection", "VPN connection"),
+    (GCP_VPN_TUNNEL, "ha-vpn-tunnel", "HA VPN tunnel"),
 )
+AZURE_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
+# Owned nodes are priced by their site, not by pricing.overrides: the fix an unpriced site line names.
+SITE_FIX = "give the site a hardware_cost (purchase_usd_per_node and amortization_years, or usd_per_node_hour)"
 
 
 Line = CostLine  # one item of the bill; None: not priced (named in the findings, never counted as 0)
@@ -59,6 +67,17 @@ def bill(stack: Stack) -> list[CostLine]:
             one = stack.service_month(r.catalog_provider, service, r.region, 1)
             month = cents(one * count) if one is not None else None
             lines.append(CostLine(f"{r.name}: {shown}", month, _fix(stack, r.catalog_provider, service, r.region)))
+    for r in stack.of(AZURE_VPN_GATEWAY):  # priced per SKU: the catalog's service is vpn-gateway-<sku>
+        sku = r.get("sku", "name")
+        service = f"vpn-gateway-{sku.lower()}" if isinstance(sku, str) else "vpn-gateway"
+        month = stack.service_month("azure", service, r.region, 1)
+        lines.append(CostLine(f"{r.name}: {sku} VPN gateway", month, _fix(stack, "azure", service, r.region)))
+    for site in stack.sites:  # owned nodes: amortised hardware (or the site's node-hour rate) and their energy
+        for p in site.pools:
+            owned = f"{p.nodes} x {p.node_shape} at site {site.name}"
+            lines.append(CostLine(f"{site.res.name}: hardware of {owned}", p.hardware_usd_per_month, SITE_FIX))
+            if p.energy_usd_per_month is not None:
+                lines.append(CostLine(f"{site.res.name}: energy of {owned}", p.energy_usd_per_month))
     return lines
 
 
@@ -139,7 +158,8 @@ monthly_budget = StackRule(
     Meta(
         name="aicluster-cluster-enforce-monthly-budget",
         display_name="Monthly budget",
-        description="The monthly cost of GPU fleets, controllers, file systems and network stays within budget.",
+        description="The monthly cost of GPU fleets, controllers, file systems, network and owned sites (hardware and "
+        "energy) stays within budget.",
         concern="cost",
         severity=Severity.HIGH,
         enforcement=EnforcementLevel.MANDATORY,
@@ -190,12 +210,17 @@ def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     lines = bill(stack)
     cost = total(lines)
     if cost.unpriced:
-        fixes = list(dict.fromkeys(x.fix for x in lines if x.usd_per_month is None and x.fix))
+        missing = [x for x in lines if x.usd_per_month is None]
+        fixes = list(dict.fromkeys(x.fix for x in missing if x.fix and x.fix != SITE_FIX))
+        advice = []
+        if any(x.fix != SITE_FIX for x in missing):
+            advice.append("add your rates under pricing.overrides" + (f": {', '.join(fixes)}" if fixes else ""))
+        if any(x.fix == SITE_FIX for x in missing):
+            advice.append(SITE_FIX)
         yield (
             None,
             f"no catalog price for {', '.join(cost.unpriced)}: the monthly cost "
-            f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; add your rates under "
-            "pricing.overrides" + (f": {', '.join(fixes)}" if fixes else ""),
+            f"{money(cost.usd_per_month, True, 0)} (and the budget check) leaves them out; " + "; ".join(advice),
         )
 
 

@@ -29,6 +29,7 @@ from aicluster.catalog.pricing import (
 )
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
+ONPREM_SITE = "aicluster:onprem:Site"  # an owned site as aicluster records it (one resource per site)
 STORAGE_TAG = "aicluster:storage"  # the tag naming the stack's storage entry a file system was made for
 ASG = "aws:autoscaling/group:Group"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -242,6 +243,69 @@ class Fleet:
         return self.spec.node_power_kw if self.spec else None
 
 
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class SitePool:
+    """An on-prem pool as its site records it: owned nodes, their amortised hardware cost and their energy."""
+
+    name: str
+    node_shape: str
+    nodes: int
+    hardware_usd_per_month: float | None  # None: the site gives no hardware cost (unpriced, never 0)
+    energy_usd_per_month: float | None
+    power_kw_it: float
+    co2e_t_per_month: float
+
+
+@dataclass(frozen=True)
+class Site:
+    """An owned site (an `aicluster:onprem:Site` resource): what it draws, costs and emits, against its limits."""
+
+    res: Res
+    name: str
+    cidrs: tuple[str, ...]
+    max_kw: float | None
+    rack_kw: float | None
+    it_kw: float
+    facility_kw: float
+    co2e_t_per_month: float
+    pools: tuple[SitePool, ...]
+    racks: tuple[Mapping[str, Any], ...]
+    fabrics: tuple[Mapping[str, Any], ...]
+
+
+def site_of(r: Res) -> Site:
+    pools = tuple(
+        SitePool(
+            name=str(get(p, "name", default="")),
+            node_shape=str(get(p, "node_shape", default="")),
+            nodes=int(_num(get(p, "nodes")) or 0),
+            hardware_usd_per_month=_num(get(p, "hardware_usd_per_month")),
+            energy_usd_per_month=_num(get(p, "energy_usd_per_month")),
+            power_kw_it=_num(get(p, "power_kw_it")) or 0.0,
+            co2e_t_per_month=_num(get(p, "co2e_t_per_month")) or 0.0,
+        )
+        for p in items(r.props, "pools")
+        if isinstance(p, Mapping)
+    )
+    return Site(
+        res=r,
+        name=str(r.get("site", default=r.name)),
+        cidrs=tuple(c for c in items(r.props, "cidrs") if isinstance(c, str)),
+        max_kw=_num(r.get("max_kw")),
+        rack_kw=_num(r.get("rack_kw")),
+        it_kw=_num(r.get("power", "it_kw")) or 0.0,
+        facility_kw=_num(r.get("power", "facility_kw")) or 0.0,
+        co2e_t_per_month=_num(r.get("co2e_t_per_month")) or 0.0,
+        pools=pools,
+        racks=tuple(x for x in items(r.props, "racks") if isinstance(x, Mapping)),
+        fabrics=tuple(x for x in items(r.props, "fabrics") if isinstance(x, Mapping)),
+    )
+
+
 @dataclass(frozen=True)
 class Filesystem:
     res: Res
@@ -298,6 +362,10 @@ class Stack:
         out += [f for r in self.of(GCP_INSTANCE) if (f := _gcp_instance_fleet(self, r))]
         out += [f for r in self.of(GCP_TPU_QUEUED, GCP_TPU_VM) if (f := _gcp_tpu_fleet(self, r))]
         return out
+
+    @cached_property
+    def sites(self) -> list[Site]:
+        return [site_of(r) for r in self.of(ONPREM_SITE)]
 
     @cached_property
     def filesystems(self) -> list[Filesystem]:

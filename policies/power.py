@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from .facts import Fleet, Res, Stack
+from .facts import Fleet, Res, Site, Stack
 from .rule import Ctx, Meta, NotApplicable, StackRule
 
 
@@ -44,6 +44,11 @@ def draws(stack: Stack) -> list[Draw]:
     return out
 
 
+def _sites_kw(stack: Stack) -> float:
+    """Facility kW of the owned sites (their nodes' IT load x the site's PUE), as each site records it."""
+    return sum(s.facility_kw for s in stack.sites)
+
+
 def unmeasured(stack: Stack) -> list[Fleet]:
     """Fleets of a known kind whose node power nobody publishes (Cloud TPU hosts)."""
     return [f for f in stack.fleets if f.node_power_kw is None and (f.spec is not None or f.tpu is not None)]
@@ -58,13 +63,15 @@ def _power_budget(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if budget is None:
         raise NotApplicable("no power budget: set budgets.power_kw in the stack or power_kw in policy config")
     ds = draws(stack)
-    total = sum(d.facility_kw if d.facility_kw is not None else d.it_kw for d in ds)
+    total = sum(d.facility_kw if d.facility_kw is not None else d.it_kw for d in ds) + _sites_kw(stack)
     if total > float(budget):
-        top = sorted(ds, key=lambda d: -(d.facility_kw or d.it_kw))[:3]
-        parts = "; ".join(
-            f"{d.fleet.res.name} {d.fleet.nodes} x {d.fleet.instance_type} {d.facility_kw or d.it_kw:,.2f} kW"
-            for d in top
-        )
+        shares = [
+            (d.facility_kw or d.it_kw, f"{d.fleet.res.name} {d.fleet.nodes} x {d.fleet.instance_type}") for d in ds
+        ] + [
+            (s.facility_kw, f"{s.res.name} (site {s.name}, {sum(p.nodes for p in s.pools)} owned nodes)")
+            for s in stack.sites
+        ]
+        parts = "; ".join(f"{what} {kw:,.2f} kW" for kw, what in sorted(shares, key=lambda x: -x[0])[:3])
         missing = unmeasured(stack)
         yield (
             None,
@@ -80,7 +87,7 @@ power_budget = StackRule(
     Meta(
         name="aicluster-cluster-enforce-power-budget",
         display_name="Facility power budget",
-        description="Facility power (nodes' maximum IT draw x region PUE) stays within budgets.power_kw.",
+        description="Facility power (nodes' maximum IT draw x region or site PUE) stays within budgets.power_kw.",
         concern="power",
         severity=Severity.HIGH,
         enforcement=EnforcementLevel.MANDATORY,
@@ -134,7 +141,7 @@ rack_density = StackRule(
 
 def _carbon(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     ds = draws(stack)
-    total = sum(d.co2e_t_per_month or 0.0 for d in ds)
+    total = sum(d.co2e_t_per_month or 0.0 for d in ds) + sum(s.co2e_t_per_month for s in stack.sites)
     ceiling = ctx.setting("max_t_co2e_per_month")
     missing = unmeasured(stack)
     left_out = f" (not counted, no published power figure: {_unmeasured_names(missing)})" if missing else ""
@@ -143,21 +150,32 @@ def _carbon(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
             f"{total:,.1f} t CO2e/month (location-based){left_out}; no ceiling set (max_t_co2e_per_month)"
         )
     if total > float(ceiling):
-        worst = max(ds, key=lambda d: d.co2e_t_per_month or 0.0)
-        reg = stack.region_record(worst.fleet.res.provider, worst.fleet.region)
-        grid = f" ({reg.name} grid {reg.carbon_g_per_kwh:g} g CO2e/kWh)" if reg else ""
+        sources = [(d.co2e_t_per_month or 0.0, _fleet_source(stack, d)) for d in ds]
+        sources += [(s.co2e_t_per_month, f"{s.res.name} (site {s.name} grid {_grid(s)})") for s in stack.sites]
+        worst = max(sources, key=lambda x: x[0])[1]
         yield (
             None,
             f"the cluster emits about {total:,.1f} t CO2e/month, over the ceiling of {float(ceiling):g}; most from "
-            f"{worst.fleet.res.name}{grid}. A lower-carbon region cuts it{left_out}",
+            f"{worst}. A lower-carbon region cuts it{left_out}",
         )
+
+
+def _fleet_source(stack: Stack, d: Draw) -> str:
+    reg = stack.region_record(d.fleet.res.provider, d.fleet.region)
+    return d.fleet.res.name + (f" ({reg.name} grid {reg.carbon_g_per_kwh:g} g CO2e/kWh)" if reg else "")
+
+
+def _grid(site: Site) -> str:
+    g = site.res.get("carbon_g_per_kwh")
+    return f"{g:g} g CO2e/kWh" if isinstance(g, int | float) else "intensity not declared"
 
 
 carbon = StackRule(
     Meta(
         name="aicluster-cluster-configure-carbon-ceiling",
         display_name="Carbon",
-        description="Location-based emissions of the GPU fleets (facility kWh x grid intensity), advisory.",
+        description="Location-based emissions of the GPU fleets and owned sites (facility kWh x grid intensity), "
+        "advisory.",
         concern="power",
         severity=Severity.LOW,
         enforcement=EnforcementLevel.ADVISORY,
@@ -178,7 +196,7 @@ def _missing_power(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     missing = unmeasured(stack)
     if not missing:
         return
-    known = sum(d.facility_kw if d.facility_kw is not None else d.it_kw for d in draws(stack))
+    known = sum(d.facility_kw if d.facility_kw is not None else d.it_kw for d in draws(stack)) + _sites_kw(stack)
     yield (
         None,
         f"no published power figure for {_unmeasured_names(missing)}: the facility power {known:,.1f} kW (and the "

@@ -411,7 +411,8 @@ class ClusterPlan(_Plan):
         return max([100, *(p.azure.max_vms_per_scale_set for p in self.pools if p.azure is not None)])
 
     def providers(self) -> list[str]:
-        return sorted({n.provider for n in self.networks})
+        """The providers whose builders make the cluster: each cloud network's, and on-prem when there are sites."""
+        return sorted({n.provider for n in self.networks} | ({"onprem"} if self.sites else set()))
 
 
 # -- Cross-site networks: IPsec VPN links (planned by aicluster/plan/vpn.py) -------------------------------------

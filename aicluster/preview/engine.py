@@ -44,6 +44,13 @@ class _Secret:
     def __repr__(self) -> str:
         return SECRET
 
+    # One marker: code compares it by identity (`is SECRET_VALUE`), so a copied capture keeps the same object.
+    def __copy__(self) -> _Secret:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _Secret:
+        return self
+
 
 SECRET_VALUE = _Secret()
 

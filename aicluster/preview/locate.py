@@ -27,6 +27,12 @@ _SETTING: dict[str, Path] = {
     "aws-resource-missing-required-tags": ("tags",),
     "azure-resource-missing-required-tags": ("tags",),
     "gcp-resource-missing-required-labels": ("tags",),
+    # on-prem: the finding names the site; its power, racks, fabric and network are under sites[]
+    "aicluster-site-enforce-power-ceiling": ("sites",),
+    "aicluster-site-enforce-rack-power": ("sites",),
+    "aicluster-fabric-enforce-oversubscription": ("sites",),
+    "aicluster-fabric-enforce-design-limits": ("sites",),
+    "aicluster-site-disallow-overlapping-cidrs": ("sites",),
 }
 _REGIONS = "aicluster-resource-enforce-allowed-regions"
 _SPOT = "aicluster-spot-missing-checkpoint-storage"

@@ -8,7 +8,7 @@ import re
 import jsonschema
 import pytest
 
-from policies import POLICIES, ResourceRule, StackRule, compliance, cost, fabric, power, storage
+from policies import POLICIES, ResourceRule, StackRule, compliance, cost, fabric, onprem, power, storage, vpn
 from tests.conftest import ROOT
 
 NAME = re.compile(
@@ -24,7 +24,15 @@ def test_names_are_unique_and_follow_the_convention() -> None:
 
 
 def test_every_rule_module_is_in_the_pack() -> None:
-    modules = [*cost.POLICIES, *power.POLICIES, *compliance.POLICIES, *fabric.POLICIES, *storage.POLICIES]
+    modules = [
+        *cost.POLICIES,
+        *power.POLICIES,
+        *compliance.POLICIES,
+        *fabric.POLICIES,
+        *storage.POLICIES,
+        *onprem.POLICIES,
+        *vpn.POLICIES,
+    ]
     assert modules == POLICIES
     assert all(isinstance(p, ResourceRule | StackRule) for p in POLICIES)
 

@@ -45,6 +45,21 @@ def test_baseline_passes_every_policy(p5_small: Capture) -> None:
         # Follow-up of issue 13: an on-demand stack gives the spot and capacity-block rules nothing to judge
         "aicluster-spot-missing-checkpoint-storage": "no spot GPU or TPU pool in the stack",
         "aws-ec2-placementgroup-disallow-capacity-block": "no capacity-block launch template in the stack",
+        # Issue 14: a cloud-only stack without VPNs gives the site and VPN rules nothing to judge
+        **{
+            name: "no aicluster:onprem:Site in the stack"
+            for name in (
+                "aicluster-site-enforce-power-ceiling",
+                "aicluster-site-enforce-rack-power",
+                "aicluster-fabric-enforce-oversubscription",
+                "aicluster-fabric-enforce-design-limits",
+                "aicluster-site-disallow-overlapping-cidrs",
+            )
+        },
+        "aws-ec2-vpnconnection-enforce-strong-ike": "no aws:ec2/vpnConnection:VpnConnection in the stack",
+        "gcp-compute-vpntunnel-enforce-strong-ike": "no gcp:compute/vPNTunnel:VPNTunnel in the stack",
+        "azure-network-vpnconnection-enforce-strong-ike": "no azure-native:network:VirtualNetworkGatewayConnection "
+        "in the stack",
     }
     assert not set(na) & set(result.passed)
     assert "aws-ec2-instance-enforce-imdsv2" in result.passed
