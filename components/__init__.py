@@ -28,6 +28,18 @@ BUILDERS: dict[str, Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, 
 }
 
 
+def _burst_groups(plan: ClusterPlan) -> dict[str, int]:
+    groups: dict[str, int] = {}
+    for p in plan.pools:
+        if not p.burst:
+            continue
+        if p.gcp is not None:
+            groups.update({g.hostname_prefix: g.nodes for g in p.gcp.groups})
+        if p.azure is not None:
+            groups.update({s.computer_name_prefix: s.nodes for s in p.azure.scale_sets})
+    return groups
+
+
 class AiClusterArgs(TypedDict):
     plan: ClusterPlan
     # on-prem hosts' BMC passwords, host name -> secret, read by the Pulumi program from the stack's secrets
@@ -56,6 +68,10 @@ class AiCluster(pulumi.ComponentResource):
             "filesystems": {f.name: {"service": f.service, "capacity_gib": f.capacity_gib} for f in plan.filesystems},
             # limits the stack was planned with, for the fabric policies (Azure support may raise them)
             "fabric": {"ib_domain_max_vms": plan.ib_domain_max_vms()},
+            # burst pools start empty and Slurm grows them: the most nodes each group may reach, keyed by what
+            # names its VMs (a GCP MIG's base instance name, an Azure scale set's computer name prefix), so the
+            # budget counts a burst pool at its ceiling as it does an AWS group at its maxSize
+            "burst_groups": _burst_groups(plan),
         }
         opts = pulumi.ResourceOptions.merge(
             opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])

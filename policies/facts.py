@@ -548,12 +548,20 @@ def _azure_os_disk(os_disk: Any) -> tuple[float, str | None]:
     return (float(size) if isinstance(size, int | float) else 0.0), (kind if isinstance(kind, str) else None)
 
 
+def _burst_ceiling(stack: Stack, group: object) -> int:
+    """The most nodes a burst group may reach, as the AiCluster component declares it (0: not a burst group).
+    A burst group starts empty and Slurm grows it, so a budget judges it at its ceiling."""
+    ceiling = stack.declared("burst_groups", group) if isinstance(group, str) else None
+    return _count(ceiling) or 0
+
+
 def _azure_vmss_fleet(stack: Stack, vmss: Res) -> Fleet | None:
     size = vmss.get("sku", "name")
     nodes = _count(vmss.get("sku", "capacity"))
     if not isinstance(size, str) or nodes is None:
         return None
     profile = vmss.get("virtualMachineProfile")
+    nodes = max(nodes, _burst_ceiling(stack, get(profile, "osProfile", "computerNamePrefix")))
     root_gib, disk_type = _azure_os_disk(get(profile, "storageProfile", "osDisk"))
     market = _azure_market(get(profile, "priority"))
     return Fleet(vmss, size, nodes, market, vmss.region, root_gib, _azure_size(stack, size), None, disk_type)
@@ -653,6 +661,7 @@ def _gcp_mig_fleet(stack: Stack, mig: Res) -> Fleet | None:
     target = _count(size)
     if not isinstance(machine, str) or target is None:
         return None
+    target = max(target, _burst_ceiling(stack, mig.get("baseInstanceName")))
     assert template is not None
     root_gib, disk_type = _gcp_boot_disk(template)
     return Fleet(
