@@ -27,11 +27,18 @@ for pool in cluster_plan.pools:
             continue
         secret = config.get_secret(host.bmc_secret)
         if secret is None:
-            missing.append(f"{host.bmc_secret} (host {host.name})")
+            missing.append((host.bmc_secret, host.name))
         else:
             bmc_credentials[host.name] = secret
 if missing:
-    what = f"{stack_file}: BMC secrets not set: {', '.join(missing)}; set each with `pulumi config set --secret NAME`"
+    hosts_of: dict[str, list[str]] = {}
+    for name, host_name in missing:
+        hosts_of.setdefault(name, []).append(host_name)
+    unset = ", ".join(
+        f"{name} (host {h[0]})" if len(h) == 1 else f"{name} ({len(h)} hosts: {h[0]}, ...)"
+        for name, h in hosts_of.items()
+    )
+    what = f"{stack_file}: BMC secrets not set: {unset}; set each with `pulumi config set --secret NAME`"
     if not pulumi.runtime.is_dry_run():
         raise pulumi.RunError(what)
     pulumi.log.warn(f"{what} before `pulumi up` (this preview records those hosts without a credential)")

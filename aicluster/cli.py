@@ -194,6 +194,20 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
         )
+    for v in plan.vpns:
+        t.add_row(
+            "vpn",
+            v.a.provider,
+            v.a.region or "",
+            f"to {'site ' if v.b.kind == 'site' else ''}{v.b.key}: {len(v.tunnels)} tunnel(s)",
+            "",
+            "",
+            "IPsec",
+            _money(_hourly(v.cost_usd_per_month, plan.hours_per_month), v.unpriced),
+            _money(v.cost_usd_per_month, v.unpriced),
+            "",
+            "",
+        )
     if plan.controller is not None:
         c = plan.controller
         if c.host is not None:  # an existing site host: its cost and power are the site's, not a $0.00 instance
@@ -262,8 +276,8 @@ def _sites_table(plan: ClusterPlan) -> Table:
         ("pools", "left"),
         ("nodes", "right"),
         (_accelerators(plan.pools), "right"),
-        ("kW IT", "right"),
-        ("kW facility / max", "right"),
+        ("kW IT / max", "right"),
+        ("kW facility", "right"),
         ("racks", "right"),
         ("fullest rack / limit", "right"),
         ("hardware $/month", "right"),
@@ -272,10 +286,11 @@ def _sites_table(plan: ClusterPlan) -> Table:
     ]:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for s in plan.sites:
-        used = s.power_kw_facility / s.max_kw * 100 if s.max_kw else 0.0
-        facility = f"{s.power_kw_facility:,.1f} / {s.max_kw:,.0f} ({used:.0f}%)"
-        if s.power_kw_facility > s.max_kw:
-            facility = f"[red]{facility} over[/]"
+        # the site's ceiling (max_kw) is on its IT load, as the site-power policy judges it
+        used = s.power_kw_it / s.max_kw * 100 if s.max_kw else 0.0
+        it_load = f"{s.power_kw_it:,.1f} / {s.max_kw:,.0f} ({used:.0f}%)"
+        if s.power_kw_it > s.max_kw:
+            it_load = f"[red]{it_load} over[/]"
         fullest = max(s.racks, key=lambda r: r.power_kw, default=None)
         over = [r for r in s.racks if r.over_limit]
         rack = "" if fullest is None else f"{fullest.power_kw:,.1f} / {s.rack_kw:g} kW"
@@ -286,8 +301,8 @@ def _sites_table(plan: ClusterPlan) -> Table:
             escape(", ".join(s.pools)),
             f"{s.nodes:,}",
             f"{s.gpus:,}",
-            f"{s.power_kw_it:,.1f}",
-            facility,
+            it_load,
+            f"{s.power_kw_facility:,.1f}",
             f"{len(s.racks):,}",
             rack,
             _money(s.hardware_usd_per_month),

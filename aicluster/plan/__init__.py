@@ -20,6 +20,7 @@ from aicluster.catalog.pricing import (
     cents,
     compute_price,
     hourly_month,
+    service_price,
     storage_month,
     storage_price,
     total,
@@ -154,7 +155,24 @@ def _plan_vpns(ctx: PlanCtx, networks: Sequence[PlannedNetwork]) -> tuple[Planne
         ctx.problem(("sites", i, "network", "bgp_asn"), message, ctx.spec.sites[i].network.bgp_asn)
     if ctx.problems:
         return ()
-    return plan_vpns(networks, sites, ctx.catalog)
+    if len(sites) > 1:
+        ctx.warnings.append(
+            f"sites {', '.join(s.name for s in sites)} are not joined by aicluster: the WAN between owned sites (your "
+            "data-centre interconnect) is yours to provide, and slurmctld reaches the other sites' nodes over it"
+        )
+    vpns = plan_vpns(networks, sites, ctx.catalog, ctx.spec.pricing.overrides)
+    for v in vpns:
+        for c in v.charges:
+            resolved = service_price(ctx.catalog, c.provider, c.service, c.region, ctx.spec.pricing.overrides)
+            if resolved.price is not None:
+                ctx.service_prices.append(resolved.price)  # so an override it uses is not reported as unused
+            else:
+                ctx.warnings.append(
+                    f"the catalog has no {c.provider} {c.service} price in {c.region}, so the cost leaves out the "
+                    f"VPN {v.name}'s {c.item} ({UNPRICED_NOTE}); add your rate under pricing.overrides "
+                    f"(sku: {c.service}, region: {c.region}, usd_per_hour: ...)"
+                )
+    return vpns
 
 
 def _first_cloud(ctx: PlanCtx) -> str:
@@ -560,6 +578,20 @@ def _plan_networks(ctx: PlanCtx) -> list[PlannedNetwork]:
             what = next(label for c, label in others if c == clash)
             origin = "pinned under network.cidrs" if key in pinned else "its default block of network.supernet"
             clear = ", clear of network.exclude," if what.startswith("network.exclude") else ""
+            site = next(
+                ((j, k) for j, st in enumerate(ctx.spec.sites) for k, c in enumerate(st.network.cidrs) if c == clash),
+                None,
+            )
+            if site is not None:  # the user wrote the site's range; the cloud block may be a default they never saw
+                j, k = site
+                ctx.problem(
+                    ("sites", j, "network", "cidrs", k),
+                    f"overlaps the {provider}/{region} network {blocks[key]} ({origin}); give the site a range no "
+                    f"cloud network uses, or pin the cloud network elsewhere under network.cidrs "
+                    f"({provider}/{region}: <cidr>)",
+                    clash,
+                )
+                continue
             ctx.problem(
                 path,
                 f"the {provider}/{region} network {blocks[key]} ({origin}) overlaps {what}; pin another block{clear} "
@@ -787,6 +819,13 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
             planned = planned.model_copy(update={"burst": True})
         if planned is not None:
             pools.append(planned)
+    burst = [p.name for p in pools if p.burst]
+    if burst:
+        ctx.warnings.append(
+            f"pool(s) {', '.join(burst)} are burst capacity: Slurm powers their nodes up when jobs need them and down "
+            "after their partition's SuspendTime, so their cost here (and in the budget) is the ceiling, every node "
+            "running all month"
+        )
     _check_overrides(ctx)
     if any(p.provider == "azure" for p in spec.pools) and not spec.access.ssh_public_keys:
         ctx.problem(

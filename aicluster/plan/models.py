@@ -461,10 +461,12 @@ class IkePhase(_Plan):
 class VpnCharge(_Plan):
     item: str  # what is charged, e.g. "aws vpn-connection x2"
     provider: str
+    region: str  # where it is billed (the charging side's region)
     service: str  # catalog service id
     quantity: int  # units billed per hour (connections, tunnels, gateways, addresses)
     usd_per_month: float | None  # None: the catalog has no price for this region (named in `unpriced`)
     source: str | None  # catalog source id of the price
+    basis: str | None = None  # where the rate came from: the catalog, or pricing.overrides[i]
 
 
 class PlannedVpn(_Plan):

@@ -30,6 +30,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from aicluster.catalog import Catalog
+from aicluster.catalog.pricing import Override, cents, service_month, service_price
 from aicluster.plan.models import IkePhase, PlannedNetwork, PlannedVpn, VpnCharge, VpnSide, VpnTunnel
 
 __all__ = [
@@ -53,6 +54,8 @@ METADATA_BLOCK = "169.254.169.0/24"
 LINK_LOCAL = "169.254.0.0/16"
 # aws-vpn-cgw-options: ASNs AWS refuses for a customer gateway (7224 everywhere, the others in one region each).
 AWS_RESERVED_ASNS = {7224: None, 9059: "eu-west-1", 10124: "ap-northeast-1", 17943: "ap-southeast-1"}
+# azure-vpn-bgp-reserved-asns: ASNs an on-premises device peering with an Azure VPN gateway cannot use.
+AZURE_RESERVED_ASNS = frozenset({8074, 8075, 12076, 65515, 65517, 65518, 65519, 65520})
 # Private 16-bit ASNs (aws-vpn-cgw-options): 64512-65534.
 PRIVATE_ASN_16 = (64512, 65534)
 # Cloud-side ASNs: AWS's default 64512 and Azure's default 65515 (azure-vpn-aws-bgp-apipa) for the first network
@@ -161,7 +164,11 @@ def check_sites(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite]) ->
         taken.setdefault(AZURE_DEFAULT_ASN, "Azure's VPN gateway default")
     for i, s in enumerate(sites):
         path = f"sites[{i}].bgp_asn"
-        free = next(a for a in range(65000, PRIVATE_ASN_16[1]) if a not in taken and a not in AWS_RESERVED_ASNS)
+        free = next(
+            a
+            for a in range(65000, PRIVATE_ASN_16[1])
+            if a not in taken and a not in AWS_RESERVED_ASNS and a not in AZURE_RESERVED_ASNS
+        )
         if s.bgp_asn in taken:
             problems.append(
                 (
@@ -182,6 +189,14 @@ def check_sites(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite]) ->
                     path,
                     f"site {s.name}: BGP ASN {s.bgp_asn} is reserved by AWS in {where}; give the site another "
                     f"(e.g. {free})",
+                )
+            )
+        elif s.bgp_asn in AZURE_RESERVED_ASNS and any(n.provider == "azure" for n in networks):
+            problems.append(
+                (
+                    path,
+                    f"site {s.name}: BGP ASN {s.bgp_asn} is reserved by Azure (8074, 8075, 12076, 65515, "
+                    f"65517-65520) and an Azure VPN gateway peers with this site; give the site another (e.g. {free})",
                 )
             )
         else:
@@ -292,23 +307,34 @@ def _charges(sides: Sequence[VpnSide], tunnels: int, charged_gateways: set[str])
     return out
 
 
-def _link(a: VpnSide, b: VpnSide, inside: _InsideAllocator, catalog: Catalog, charged_gateways: set[str]) -> PlannedVpn:
+def _link(
+    a: VpnSide,
+    b: VpnSide,
+    inside: _InsideAllocator,
+    catalog: Catalog,
+    charged_gateways: set[str],
+    overrides: Sequence[Override] = (),
+) -> PlannedVpn:
     tunnels = _tunnels(a, b, inside)
     charges = []
     unpriced = []
     for provider, region, service, qty in _charges((a, b), len(tunnels), charged_gateways):
-        price = catalog.service_price(provider, service, region)
+        # the one cost model (a negotiated rate under pricing.overrides, else the catalog's), as the pack prices it
+        resolved = service_price(catalog, provider, service, region, overrides)
+        month = service_month(catalog, resolved, 1)
         item = f"{provider} {service} x{qty} in {region}"
-        if price is None:
+        if month is None:
             unpriced.append(item)
         charges.append(
             VpnCharge(
                 item=item,
                 provider=provider,
+                region=region,
                 service=service,
                 quantity=qty,
-                usd_per_month=None if price is None else round(price * qty * catalog.hours_per_month, 2),
-                source=catalog.service_source(provider, service),
+                usd_per_month=None if month is None else cents(month * qty),
+                source=resolved.price.source if resolved.price else catalog.service_source(provider, service),
+                basis=resolved.price.basis if resolved.price else None,
             )
         )
     priced = [c.usd_per_month for c in charges if c.usd_per_month is not None]
@@ -330,7 +356,12 @@ def _link(a: VpnSide, b: VpnSide, inside: _InsideAllocator, catalog: Catalog, ch
     )
 
 
-def plan_vpns(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite], catalog: Catalog) -> tuple[PlannedVpn, ...]:
+def plan_vpns(
+    networks: Sequence[PlannedNetwork],
+    sites: Sequence[VpnSite],
+    catalog: Catalog,
+    overrides: Sequence[Override] = (),
+) -> tuple[PlannedVpn, ...]:
     """Every VPN link of the stack (see the module docstring). Raises VpnPlanError with every problem
     `check_sites` finds; the caller may run `check_sites` first to report them with the rest of the stack's."""
     problems = check_sites(networks, sites)
@@ -354,7 +385,7 @@ def plan_vpns(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite], cata
                 public_ip=s.vpn_endpoint,
                 learns=(n.cidr,),
             )
-            links.append(_link(a, b, inside, catalog, charged))
+            links.append(_link(a, b, inside, catalog, charged, overrides))
     ordered = sorted(networks, key=lambda n: (n.provider, n.key))
     for i, n in enumerate(ordered):
         for m in ordered[i + 1 :]:
@@ -362,5 +393,5 @@ def plan_vpns(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite], cata
                 continue  # two regions of one provider: joined by that provider's peering, not planned here
             a = _cloud_side(n, asns[n.key], False, (m.cidr,))
             b = _cloud_side(m, asns[m.key], False, (n.cidr,))
-            links.append(_link(a, b, inside, catalog, charged))
+            links.append(_link(a, b, inside, catalog, charged, overrides))
     return tuple(links)

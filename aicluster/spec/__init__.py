@@ -23,6 +23,7 @@ from pydantic import (
     BeforeValidator,
     Field,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -483,25 +484,81 @@ def _tag_problems(tags: Mapping[str, str], providers: set[Any]) -> list[Problem]
     return problems
 
 
-def _site_problems(spec: ClusterSpec) -> list[Problem]:
-    """Sites and the on-prem pools and controller that name them: known sites, unique hosts, hosts inside
-    their site's CIDRs, and site CIDRs that overlap neither each other nor a pinned cloud network."""
+# Slurm names aicluster gives a stack with sites: its default partition (every node; plain sbatch fills the
+# site first and bursts by weight)
+HYBRID_PARTITION = "hybrid"
+
+
+def _count_pool_node(name: str, spec: ClusterSpec) -> str | None:
+    """The count-only pool whose generated node names (`<pool>-NNN`) include `name`, if any."""
+    for pool in spec.pools:
+        count = pool.node_count if isinstance(pool, OnpremPool) and not pool.hosts else None
+        if not isinstance(pool, OnpremPool):
+            count = getattr(pool, "nodes", None)
+        if count is None or not name.startswith(f"{pool.name}-"):
+            continue
+        index = name[len(pool.name) + 1 :]
+        width = max(3, len(str(count - 1)))
+        if index.isdigit() and len(index) == width and int(index) < count:
+            return pool.name
+    return None
+
+
+def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) -> list[Problem]:
+    """Sites and the on-prem pools and controller that name them: known sites, unique hosts (and no host named
+    like another pool's generated node), hosts inside their site's CIDRs, site CIDRs that overlap neither each
+    other nor a pinned cloud network, and Slurm names that stay distinct. `left_out`: top-level parts the parser
+    left out because they hold problems of their own (nothing is judged against what is not there)."""
     problems = _duplicates("sites", "name", [site.name for site in spec.sites], "site names must be unique")
+    pool_names = {p.name for p in spec.pools}
+    for i, site in enumerate(spec.sites):
+        if site.name in pool_names:
+            problems.append(
+                Problem(
+                    ("sites", i, "name"),
+                    "a pool has this name too; Slurm's topology names each site's and each pool's switch tree after "
+                    "it, so they must differ: rename the site or the pool",
+                    site.name,
+                    True,
+                )
+            )
+    if spec.sites:
+        for i, pool in enumerate(spec.pools):
+            if pool.name == HYBRID_PARTITION:
+                problems.append(
+                    Problem(
+                        ("pools", i, "name"),
+                        f"a stack with sites has a default Slurm partition named {HYBRID_PARTITION} (every node; "
+                        "jobs fill the site first and burst into the clouds): rename the pool",
+                        pool.name,
+                        True,
+                    )
+                )
     sites = {site.name: site for site in spec.sites}
     names: dict[str, tuple[str | int, ...]] = {}
     addresses: dict[str, tuple[str | int, ...]] = {}
 
-    def host(path: tuple[str | int, ...], name: str, address: str | None, site: str) -> None:
+    def host(path: tuple[str | int, ...], name: str, address: str | None, site: str, key: str = "name") -> None:
         if name in names:
             problems.append(
                 Problem(
-                    (*path, "name"),
+                    (*path, key),
                     f"{format_path(names[name])} already has this name; host names must be unique",
                     name,
                     True,
                 )
             )
-        names.setdefault(name, (*path, "name"))
+        elif (pool := _count_pool_node(name, spec)) is not None:
+            problems.append(
+                Problem(
+                    (*path, key),
+                    f"pool {pool} names its nodes {pool}-NNN, and this is one of them: Slurm needs every node name "
+                    "once; rename the host",
+                    name,
+                    True,
+                )
+            )
+        names.setdefault(name, (*path, key))
         if address is None:
             return
         if address in addresses:
@@ -530,7 +587,7 @@ def _site_problems(spec: ClusterSpec) -> list[Problem]:
     for i, pool in enumerate(spec.pools):
         if not isinstance(pool, OnpremPool):
             continue
-        if pool.site not in sites:
+        if pool.site not in sites and "sites" not in left_out:
             known = list(sites)
             problems.append(
                 Problem(
@@ -544,7 +601,7 @@ def _site_problems(spec: ClusterSpec) -> list[Problem]:
                     did_you_mean(pool.site, known),
                 )
             )
-        elif pool.fabric is None and sites[pool.site].fabric is None:
+        elif pool.site in sites and pool.fabric is None and sites[pool.site].fabric is None:
             problems.append(
                 Problem(
                     ("pools", i, "fabric"),
@@ -568,15 +625,15 @@ def _site_problems(spec: ClusterSpec) -> list[Problem]:
                     True,
                 )
             )
-        site = c.site or spec.sites[0].name
-        if c.site is not None and c.site not in sites:
+        at = c.site or spec.sites[0].name
+        if c.site is not None and c.site not in sites and "sites" not in left_out:
             problems.append(
                 Problem(
                     (*base, "site"), "no site of this name under sites", c.site, True, did_you_mean(c.site, list(sites))
                 )
             )
         for key in ("host", "address"):
-            if getattr(c, key) is None:
+            if getattr(c, key) is None and "scheduler" not in left_out:
                 problems.append(
                     Problem(
                         (*base, key),
@@ -585,7 +642,7 @@ def _site_problems(spec: ClusterSpec) -> list[Problem]:
                     )
                 )
         if c.host is not None:
-            host(base, c.host, c.address, site)
+            host(base, c.host, c.address, at, key="host")
     elif isinstance(sched, SlurmScheduler) and sched.controller.provider == "onprem":
         problems.append(
             Problem(
@@ -643,7 +700,7 @@ class ClusterSpec(Strict):
     access: Annotated[Access, Field(description="Admin account and SSH keys for the nodes.")] = Access()
 
     @model_validator(mode="after")
-    def _cross_field(self) -> ClusterSpec:
+    def _cross_field(self, info: ValidationInfo) -> ClusterSpec:
         problems = [
             *_duplicates("pools", "name", [p.name for p in self.pools], "pool names must be unique"),
             *_duplicates("storage", "name", [st.name for st in self.storage], "file-system names must be unique"),
@@ -683,7 +740,8 @@ class ClusterSpec(Strict):
                     )
                 )
         problems.extend(_tag_problems(self.tags, set(providers)))
-        problems.extend(_site_problems(self))
+        left_out = (info.context or {}).get("left_out", frozenset())
+        problems.extend(_site_problems(self, frozenset(left_out)))
         if problems:
             raise _Problems(problems)
         return self
@@ -821,7 +879,8 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         pattern = str(ctx.get("pattern", ""))
         # A "public key" that is not one may be a pasted private key, and a BMC URL with a user part may carry
         # its password: never echo either.
-        echo = pattern != _SSH_KEY and not (pattern == BMC_RE and "@" in str(value))
+        # The field that names a Pulumi secret is where a password gets pasted by mistake: never echo it either.
+        echo = pattern not in (_SSH_KEY, SECRET_NAME_RE) and not (pattern == BMC_RE and "@" in str(value))
         return Problem(
             path,
             _PATTERN_HINTS.get(pattern, "is not of the form this field takes (docs/spec-reference.md shows it)"),
@@ -889,15 +948,17 @@ def check_cluster(data: Any) -> Checked:
     work: dict[Any, Any] = dict(data)
     kept = {k: list(range(len(work[k]))) for k in _ITEM_LISTS if isinstance(work.get(k), list)}
     checked = Checked(None, [], kept)
+    left_out: set[str] = set()
     for _ in range(8):  # each round leaves out at least one part; a few rounds reach every layer
         try:
-            checked.spec = ClusterSpec.model_validate(work)
+            checked.spec = ClusterSpec.model_validate(work, context={"left_out": frozenset(left_out)})
             break
         except ValidationError as exc:
             found = _problems_of(exc, work)
         checked.problems.extend(
             Problem(checked.original(p.path), p.message, p.value, p.has_value, p.hint) for p in found
         )
+        left_out.update(str(p.path[0]) for p in found if p.path)
         if not _leave_out(work, kept, [p.path for p in found]):
             break
     checked.items_left_out = any(len(kept[k]) != len(data[k]) for k in kept)

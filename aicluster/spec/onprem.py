@@ -47,7 +47,7 @@ def _public_ip(value: str) -> str:
         addr = ipaddress.IPv4Address(value)
     except ValueError:
         raise PydanticCustomError("ip", "not an IPv4 address (e.g. 203.0.113.10)", {}) from None
-    if not (addr.is_global or _documentation(addr)):
+    if addr.is_multicast or addr.is_reserved or not (addr.is_global or _documentation(addr)):
         raise PydanticCustomError(
             "ip",
             "must be the public IPv4 address the site's VPN device answers on (the clouds' VPN gateways dial it)",
@@ -64,10 +64,23 @@ def _documentation(addr: ipaddress.IPv4Address) -> bool:
     return any(addr in block for block in _DOCUMENTATION)
 
 
+AS_TRANS = 23456  # RFC 6793: stands in for a 4-byte ASN towards 2-byte speakers; never a real AS
+
+
+def _not_as_trans(value: int) -> int:
+    if value == AS_TRANS:
+        raise PydanticCustomError(
+            "asn",
+            "is AS_TRANS (RFC 6793), which stands in for 4-byte ASNs and is never a real AS: give the site's ASN",
+            {},
+        )
+    return value
+
+
 PrivateIp = Annotated[str, AfterValidator(_private_ip)]
 PublicIp = Annotated[str, AfterValidator(_public_ip)]
 # BGP: 2-byte and 4-byte ASNs; 0, 23456 (AS_TRANS) and 4294967295 are reserved (RFC 7607, 6793, 7300)
-BgpAsn = Annotated[int, Field(strict=True, ge=1, le=4_294_967_294)]
+BgpAsn = Annotated[int, Field(strict=True, ge=1, le=4_294_967_294), AfterValidator(_not_as_trans)]
 BMC_RE = _pattern(
     r"^(redfish|ipmi)://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]{0,512})?$",
     "must be a BMC endpoint: redfish:// or ipmi://, a host and an optional port and path, and no user or password "

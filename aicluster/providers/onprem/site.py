@@ -33,7 +33,7 @@ def _plan_site_fabrics(ctx: PlanCtx, site: Site, pools: Sequence[PlannedPool]) -
             continue  # the pools' own errors are reported there
         switch = _fabric_switch(ctx, path, spec)
         rails = spec.rails or min(_rails(ctx, p) for p in mine)
-        if switch is None:
+        if not _links_fit_the_nics(ctx, path, spec, mine) or switch is None:
             continue
         try:
             out.append(
@@ -61,11 +61,40 @@ def _rails(ctx: PlanCtx, pool: PlannedPool) -> int:
     return max(1, it.network.gpu_nics) if it is not None else 1
 
 
+def _links_fit_the_nics(
+    ctx: PlanCtx, path: tuple[str | int, ...], spec: OnpremFabric, pools: Sequence[PlannedPool]
+) -> bool:
+    """A link runs at the slower end's speed: a fabric faster than its nodes' compute NICs is not what gets built."""
+    fits = True
+    for p in pools:
+        it = ctx.catalog.instance_type("onprem", p.instance_type)
+        if it is None or it.network.gpu_nics < 1:
+            continue
+        nic_gbps = it.network.bandwidth_gbps / it.network.gpu_nics
+        if spec.link_gbps > nic_gbps + 1e-9:
+            ctx.problem(
+                (*path, "link_gbps"),
+                f"faster than the compute NICs of {p.instance_type} (pool {p.name}): {it.network.gpu_nics} x "
+                f"{nic_gbps:g} Gb/s per the catalog; set link_gbps to {nic_gbps:g} or less",
+                spec.link_gbps,
+            )
+            fits = False
+    return fits
+
+
 def _fabric_switch(ctx: PlanCtx, path: tuple[str | int, ...], spec: OnpremFabric) -> Switch | None:
     """The catalog switch a fabric is built of: the one named, else the one of its kind, link speed and radix."""
     switches = list(ctx.catalog.switches.values())
     if spec.switch is not None:
         sw = ctx.catalog.switches.get(spec.switch)
+        if sw is not None and sw.fabric != spec.kind:
+            ctx.problem(
+                (*path, "switch"),
+                f"{sw.name} is a {sw.fabric} switch but the fabric's kind is {spec.kind}: name a {spec.kind} switch, "
+                f"or set kind: {sw.fabric}",
+                spec.switch,
+            )
+            return None
         if sw is None:
             ids = [s.id for s in switches]
             ctx.problem(

@@ -117,4 +117,55 @@ def test_a_cloud_network_block_may_not_overlap_a_site(catalog: Catalog) -> None:
         scheduler={"kind": "slurm", "controller": {"host": "slurm01", "address": "10.8.0.5"}},
     )
     found = plan_problems(catalog, data)
-    assert any("overlaps 10.8.0.0/16, a network of site fra1 (sites[0].network.cidrs)" in f for f in found), found
+    assert (
+        't: sites[0].network.cidrs[0]: got "10.8.0.0/16"; overlaps the aws/us-east-1 network 10.8.0.0/16 (its default '
+        "block of network.supernet); give the site a range no cloud network uses, or pin the cloud network elsewhere "
+        "under network.cidrs (aws/us-east-1: <cidr>)" in found
+    ), found
+
+
+# --- found by a new user's trial -----------------------------------------------------------------------------
+
+
+def test_a_switch_of_the_other_kind_is_refused(catalog: Catalog) -> None:
+    fabric = {"kind": "infiniband", "link_gbps": 400, "switch_radix": 64, "switch": "sn5600"}
+    found = plan_problems(catalog, onprem_cluster(sites=[site(fabric=fabric)]))
+    assert len(found) == 1
+    assert found[0].startswith('t: sites[0].fabric.switch: got "sn5600"; '), found
+    assert "is a roce switch but the fabric's kind is infiniband" in found[0]
+
+
+def test_links_faster_than_the_nodes_nics_are_refused(catalog: Catalog) -> None:
+    fabric = {"kind": "roce", "link_gbps": 800, "switch_radix": 64}
+    found = plan_problems(catalog, onprem_cluster(sites=[site(fabric=fabric)], pools=[onprem_pool(nodes=64)]))
+    assert found == [
+        "t: sites[0].fabric.link_gbps: got 800; faster than the compute NICs of dgx-h100 (pool h100): 8 x 400 Gb/s "
+        "per the catalog; set link_gbps to 400 or less"
+    ]
+
+
+def test_two_sites_say_the_wan_between_them_is_the_users(catalog: Catalog) -> None:
+    ams = site(
+        name="ams1",
+        network={"cidrs": ["10.201.0.0/16"], "vpn_endpoint": "203.0.113.20", "bgp_asn": 65020},
+    )
+    plan = planned(
+        catalog,
+        sites=[site(), ams],
+        pools=[
+            onprem_pool(),
+            onprem_pool(name="b200", site="ams1", instance_type="dgx-b200", nodes=16),
+            pool(name="p5"),
+        ],
+    )
+    assert {v.name for v in plan.vpns} == {"aws-us-east-1--fra1", "aws-us-east-1--ams1"}
+    assert any("sites fra1, ams1 are not joined by aicluster" in w for w in plan.warnings)
+
+
+def test_a_vpn_charge_takes_a_negotiated_rate(catalog: Catalog) -> None:
+    overrides = {"overrides": [{"sku": "vpn-connection", "region": "us-east-1", "usd_per_hour": 0.04}]}
+    plan = planned(catalog, pools=[onprem_pool(), pool(name="p5")], pricing=overrides)
+    (vpn,) = plan.vpns
+    (charge,) = vpn.charges
+    assert (charge.usd_per_month, charge.basis) == (29.2, "pricing.overrides[0]")  # 0.04 x 730
+    assert not any("pricing.overrides[0] matches no" in w for w in plan.warnings)

@@ -147,3 +147,88 @@ def test_a_pool_and_its_site_without_a_fabric_is_refused() -> None:
         f"{SRC}: pools[0].fabric: neither the pool nor site fra1 describes the compute fabric: give fabric "
         "(kind, link_gbps, switch_radix) on the pool or the site"
     ]
+
+
+# --- found by a new user's trial -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param(
+            {"pools": [onprem_pool(name="hybrid")]},
+            'pools[0].name: got "hybrid"; a stack with sites has a default Slurm partition named hybrid',
+            id="pool-named-like-the-default-partition",
+        ),
+        pytest.param(
+            {"pools": [onprem_pool(name="fra1")]},
+            'sites[0].name: got "fra1"; a pool has this name too',
+            id="site-and-pool-share-a-name",
+        ),
+        pytest.param(
+            {
+                "pools": [
+                    onprem_pool(name="a", nodes=None, hosts=[{"name": "b-000", "address": "10.200.1.4"}]),
+                    onprem_pool(name="b", nodes=2),
+                ]
+            },
+            'pools[0].hosts[0].name: got "b-000"; pool b names its nodes b-NNN, and this is one of them',
+            id="host-named-like-another-pools-node",
+        ),
+        pytest.param(
+            {"sites": [site(network={"cidrs": ["10.200.0.0/16"], "vpn_endpoint": "203.0.113.10", "bgp_asn": 23456})]},
+            "sites[0].network.bgp_asn: got 23456; is AS_TRANS (RFC 6793)",
+            id="as-trans",
+        ),
+        pytest.param(
+            {"sites": [site(network={"cidrs": ["10.200.0.0/16"], "vpn_endpoint": "224.0.0.5", "bgp_asn": 65010})]},
+            'sites[0].network.vpn_endpoint: got "224.0.0.5"; must be the public IPv4 address',
+            id="multicast-vpn-endpoint",
+        ),
+        pytest.param(
+            {
+                "scheduler": {"kind": "slurm", "controller": {"host": "slurm01", "address": "10.200.0.5"}},
+                "pools": [onprem_pool(nodes=None, hosts=[{"name": "slurm01", "address": "10.200.1.4"}])],
+            },
+            'scheduler.controller.host: got "slurm01"; pools[0].hosts[0].name already has this name',
+            id="controller-host-named-like-a-node",
+        ),
+    ],
+)
+def test_names_slurm_needs_distinct_and_addresses_that_route(changes: dict[str, Any], expected: str) -> None:
+    found = errors(onprem_cluster(**changes))
+    assert any(line.startswith(f"{SRC}: {expected}") for line in found), found
+
+
+def test_a_password_pasted_into_bmc_secret_is_not_echoed() -> None:
+    bad = onprem_pool(
+        nodes=None, hosts=[{"name": "d0", "address": "10.200.1.4", "bmc": "ipmi://h", "bmc_secret": "Hunter2!Super"}]
+    )
+    found = errors(onprem_cluster(pools=[bad]))
+    assert found == [
+        f"{SRC}: pools[0].hosts[0].bmc_secret: must be the name of a Pulumi secret: a letter, then letters, digits, "
+        "'_', '.' and '-' (e.g. bmcPassword)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param(
+            {"sites": [site(network={"cidrs": ["10.200.0.0/16"], "vpn_endpoint": "203.0.113.10", "bgp_asn": 0})]},
+            id="bad-site-field",
+        ),
+        pytest.param(
+            {
+                "scheduler": {
+                    "kind": "slurm",
+                    "controller": {"host": "slurm01", "address": "10.200.0.5", "region": "Bad!"},
+                }
+            },
+            id="bad-controller-field",
+        ),
+    ],
+)
+def test_one_mistake_gives_one_message_not_false_ones_about_what_was_left_out(changes: dict[str, Any]) -> None:
+    found = errors(onprem_cluster(**changes))
+    assert len(found) == 1, found
