@@ -23,10 +23,12 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -100,7 +102,7 @@ SlurmdUser={user}
 AuthType=auth/none
 CredType=cred/none
 StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool/%n
+SlurmdSpoolDir={spool}/%n
 SlurmctldPidFile={base}/run/slurmctld.pid
 SlurmdPidFile={base}/run/slurmd-%n.pid
 SlurmctldLogFile={base}/log/slurmctld.log
@@ -152,6 +154,7 @@ class Site:
     config: Path
     sync: Path
     slurmds: dict[str, subprocess.Popen[bytes]]
+    spool: str = ""
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return subprocess.run(args, env=self.env, capture_output=True, text=True, check=check, timeout=30)
@@ -189,7 +192,7 @@ class Site:
     def boot(self, node: str) -> None:
         """The instance boots: its slurmd starts under the node's Slurm name. `-b` reports a boot now: slurmctld
         takes a resumed node only from a slurmd whose BootTime is later than the resume (slurm.conf(5))."""
-        (self.base / "spool" / node).mkdir(parents=True, exist_ok=True)
+        (Path(self.spool) / node).mkdir(parents=True, exist_ok=True)
         self.slurmds[node] = subprocess.Popen(
             ["slurmd", "-D", "-b", "-N", node], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -222,7 +225,8 @@ class Site:
 
     def logs(self) -> str:
         text = ""
-        for name in ("burst.log", "slurmctld.log"):
+        slurmds = sorted(p.name for p in (self.base / "log").glob("slurmd-*.log"))
+        for name in ("burst.log", "slurmctld.log", *slurmds):
             p = self.base / "log" / name
             if p.exists():
                 text += f"--- {name}\n" + "\n".join(p.read_text().splitlines()[-40:]) + "\n"
@@ -233,8 +237,11 @@ class Site:
 def site(tmp_path: Path) -> Iterator[Site]:
     need("slurmctld", "slurmd", "scontrol", "sbatch")
     base = tmp_path
-    for d in ("etc", "state", "spool", "log", "run", "burst"):
+    for d in ("etc", "state", "log", "run", "burst"):
         (base / d).mkdir()
+    # slurmstepd's unix sockets live in the spool and their paths may not pass 108 bytes: pytest's tmp_path under
+    # xdist (.../popen-gw0/test_.../spool/<node>/<node>_<job>.<step>) is too long, so the spool is a short one
+    spool = tempfile.mkdtemp(prefix="aib-", dir="/tmp")
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host_port = server.get_host_and_port()
@@ -271,11 +278,11 @@ def site(tmp_path: Path) -> Iterator[Site]:
     host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
     fields = {"onprem": "onprem-[00-01]", "cloud": "aws-m5-[00-01]"}
     (base / "etc" / "slurm.conf").write_text(SLURM_CONF.format(
-        cluster=f"burst{os.getuid()}", host=host, ctl_port=port, d_port=free_port(), user=user, base=base,
+        cluster=f"burst{os.getuid()}", host=host, ctl_port=port, d_port=free_port(), user=user, base=base, spool=spool,
         resume=resume, suspend=suspend, type=TYPE, **fields))  # fmt: skip
     (base / "etc" / "topology.conf").write_text(TOPOLOGY_CONF.format(**fields))
     env = {**os.environ, "SLURM_CONF": str(base / "etc" / "slurm.conf")}
-    s = Site(env, base, asg, ec2, group, config, sync, {})
+    s = Site(env, base, asg, ec2, group, config, sync, {}, spool)
     out = (base / "log" / "stdout.log").open("w")
     ctl = subprocess.Popen(["slurmctld", "-D", "-c"], env=env, stdout=out, stderr=subprocess.STDOUT,
                            start_new_session=True)  # fmt: skip
@@ -295,6 +302,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
             ctl.wait()
         out.close()
         server.stop()
+        shutil.rmtree(spool, ignore_errors=True)
 
 
 def test_slurm_bursts_into_an_auto_scaling_group_and_back(site: Site) -> None:
