@@ -14,10 +14,12 @@ left out rather than written as placeholders; secret outputs are never written.
 
 from __future__ import annotations
 
+import importlib.metadata
 import ipaddress
 import json
 import os
 import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,35 @@ from aicluster.render import burst, nccl, slurm
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
+# The project's own pins, which the slurm_burst role installs on the controller (aicluster is on no package index):
+# pyproject.toml of the checkout the inventory is rendered from, else the installed distribution's metadata.
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+BURST_BASE_REQUIREMENT = "pydantic"  # aicluster/burst/config.py; the cloud SDKs are the extras named by provider
+
+
+def burst_requirements(providers: list[str], pyproject: Path = PYPROJECT) -> list[str]:
+    """The pinned requirements of the bursting programs for these providers: pydantic and each cloud's extra,
+    exactly as pyproject.toml pins them (never re-typed here)."""
+    base: list[str]
+    extras: dict[str, list[str]]
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        base = list(project["dependencies"])
+        extras = {k: list(v) for k, v in project.get("optional-dependencies", {}).items()}
+    else:
+        base, extras = [], {}
+        for req in importlib.metadata.requires("aicluster") or []:
+            spec, _, marker = req.partition(";")
+            found = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+            (extras.setdefault(found[1], []) if found else base).append(spec.strip())
+    pydantic = [r for r in base if re.match(rf"{BURST_BASE_REQUIREMENT}\s*[=<>~!]", r)]
+    missing = [p for p in providers if p not in extras]
+    if len(pydantic) != 1 or missing:
+        raise ValueError(
+            f"{pyproject}: expected one pinned {BURST_BASE_REQUIREMENT} in [project] dependencies and an extra per "
+            f"bursting provider in [project.optional-dependencies] (missing: {', '.join(missing) or 'none'})"
+        )
+    return [*pydantic, *(r for p in providers for r in extras[p])]
 
 
 def group_name(kind: str, name: str) -> str:
@@ -190,6 +221,7 @@ def inventory(
         }
     slurm_files: dict[str, str] = {}
     burst_missing: str | None = None
+    burst_vars: dict[str, Any] = {}
     if ctl is not None and plan.scheduler == "slurm":
         slurm_files = slurm.files(plan, slurm_version, catalog=catalog)
         try:
@@ -199,6 +231,12 @@ def inventory(
         else:
             if text is not None:
                 slurm_files[f"{slurm.DEFAULT_SETTINGS.conf_dir}/{burst.CONFIG_FILE}"] = text
+                # what the slurm_burst role installs on the controller: the SDK of each cloud a pool bursts into
+                providers = sorted({p.provider for p in burst.burst_pools(plan)})
+                burst_vars = {
+                    "slurm_burst_providers": providers,
+                    "slurm_burst_requirements": burst_requirements(providers),
+                }
     fs_out = outputs.get("filesystems", {})
     group_vars["all"] = {
         "cluster": plan.name,
@@ -208,6 +246,7 @@ def inventory(
         "slurm_version": f"{slurm_version[0]}.{slurm_version[1]:02d}",
         "slurm_files": slurm_files,
         **({"burst_config_missing": burst_missing} if burst_missing else {}),
+        **burst_vars,
         "filesystems": [
             {
                 "name": fs.name,

@@ -118,3 +118,40 @@ def ansible_collections() -> Path:
         partial.rename(target)
         wheel.unlink()
     return target
+
+
+# The Python of SUITE's python3 (bookworm: 3.11): wheels for the root filesystem are downloaded for it.
+SUITE_PYTHON = "3.11"
+
+
+def wheels_for(requirements: list[str]) -> Path:
+    """Wheels of `requirements` and their dependencies for SUITE's Python on this machine's architecture, downloaded
+    once into .work/cache (a role installs them with no package index: the root filesystem needs no PyPI access)."""
+    import hashlib
+    import platform
+
+    machine = platform.machine()
+    key = hashlib.sha256("\n".join([SUITE_PYTHON, machine, *sorted(requirements)]).encode()).hexdigest()[:12]
+    target = CACHE / f"wheels-py{SUITE_PYTHON}-{key}"
+    with locked(target):
+        if target.is_dir():
+            return target
+        partial = target.parent / f"{target.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        platforms = [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}", f"manylinux_2_34_{machine}"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--python-version",
+             SUITE_PYTHON, "--implementation", "cp", *(f"--platform={p}" for p in platforms), "-d", str(partial),
+             *requirements],
+            capture_output=True,
+            text=True,
+            check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            shutil.rmtree(partial, ignore_errors=True)
+            unavailable(
+                f"could not download {', '.join(requirements)} from PyPI ({proc.stderr.strip()[-300:]})",
+                "these tests need network access to PyPI once (the wheels are cached in .work/cache)",
+            )
+        partial.rename(target)
+    return target

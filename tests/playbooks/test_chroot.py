@@ -43,6 +43,7 @@ NO_SERVICES = [
             "gcp_gpudirect",
             "slurm_common",
             "slurm_controller",
+            "slurm_burst",
             "slurm_compute",
         )
     ),

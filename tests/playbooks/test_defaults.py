@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aicluster.burst.config import BurstConfig
 from tests.playbooks.conftest import PLAYBOOKS, ansible_env, tool
 
 
@@ -83,3 +84,55 @@ def test_gib_image_is_the_catalogs_nccl_gib_release(tmp_path: Path) -> None:
     variables = {"nccl_library_versions": {"nccl-gib": "1.1.2"}}
     image = templated(tmp_path, "gcp_gpudirect", "gcp_gpudirect_components['gpudirect-rdma'].plugin_image", variables)
     assert image == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2"
+
+
+@pytest.mark.parametrize(
+    ("slurm_files", "expected"),
+    [
+        pytest.param(
+            {"/etc/slurm/aicluster-burst.json": '{"cluster": "c", "state_dir": "/srv/burst-locks", "node_sets": []}'},
+            "/srv/burst-locks",
+            id="the-configurations-state-dir",
+        ),
+        pytest.param({}, BurstConfig.model_fields["state_dir"].default, id="the-programs-default"),
+    ],
+)
+def test_burst_state_dir_is_the_one_the_configuration_names(
+    tmp_path: Path, slurm_files: dict[str, str], expected: str
+) -> None:
+    assert templated(tmp_path, "slurm_burst", "slurm_burst_state_dir", {"slurm_files": slurm_files}) == expected
+
+
+def run_role_locally(tmp_path: Path, role: str, variables: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """The role on localhost, for its guard tasks only (they end or fail the host before anything is changed)."""
+    play = [{"name": "Apply a role", "hosts": "localhost", "connection": "local", "gather_facts": False,
+             "roles": [{"role": str(PLAYBOOKS / "roles" / role)}]}]  # fmt: skip
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "vars.json").write_text(json.dumps({**variables, "ansible_python_interpreter": sys.executable}))
+    return subprocess.run(
+        [tool("ansible-playbook"), "-i", "localhost,", "-e", f"@{tmp_path / 'vars.json'}", str(tmp_path / "play.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=ansible_env(),
+        timeout=120,
+    )
+
+
+def test_burst_role_does_nothing_on_a_cluster_that_does_not_burst(tmp_path: Path) -> None:
+    proc = run_role_locally(tmp_path, "slurm_burst", {"scheduler": "slurm", "slurm_files": {}})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "changed=0" in proc.stdout
+    assert "failed=0" in proc.stdout
+    assert "Install python3-venv" not in proc.stdout  # ended before its first task
+
+
+def test_burst_role_refuses_a_bursting_cluster_without_its_configuration(tmp_path: Path) -> None:
+    why = "pool p5: the Auto Scaling group's name is not known yet (deploy the stack with `pulumi up`, ...)"
+    proc = run_role_locally(tmp_path, "slurm_burst", {"scheduler": "slurm", "burst_config_missing": why})
+    assert proc.returncode != 0
+    assert "slurm.conf runs the bursting programs, but the inventory has no /etc/slurm/aicluster-burst.json" in (
+        proc.stdout
+    )
+    assert why in proc.stdout
+    assert "--skip-tags slurm_burst" in proc.stdout

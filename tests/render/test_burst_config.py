@@ -135,3 +135,53 @@ def test_the_inventory_installs_it_with_the_slurm_files_once_the_groups_are_know
     offline = read_yaml(inventory(hybrid, {}, {}, "offline preview", stack_config=CONFIG)["group_vars/all.yml"])
     assert "/etc/slurm/aicluster-burst.json" not in offline["slurm_files"]
     assert "is not known yet (deploy the stack with `pulumi up`" in offline["burst_config_missing"]
+
+
+def test_the_inventory_names_the_providers_and_the_pyproject_pins_the_burst_role_installs(hybrid: ClusterPlan) -> None:
+    import tomllib
+
+    from aicluster.inventory import PYPROJECT
+
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    pydantic = [r for r in project["dependencies"] if r.startswith("pydantic==")]
+    extras = project["optional-dependencies"]
+    all_vars = read_yaml(
+        inventory(hybrid, OUTPUTS, {}, "pulumi stack output", stack_config=CONFIG)["group_vars/all.yml"]
+    )
+    assert all_vars["slurm_burst_providers"] == ["aws", "gcp"]
+    assert all_vars["slurm_burst_requirements"] == [*pydantic, *extras["aws"], *extras["gcp"]]
+    # no configuration yet (offline), or no burst pool: nothing for the role to install
+    offline = read_yaml(inventory(hybrid, {}, {}, "offline preview", stack_config=CONFIG)["group_vars/all.yml"])
+    assert "slurm_burst_providers" not in offline
+
+
+def test_burst_requirements_come_from_the_installed_metadata_without_a_checkout(tmp_path: Path) -> None:
+    from aicluster.inventory import burst_requirements
+
+    from_checkout = burst_requirements(["azure", "aws"])
+    assert from_checkout[0].startswith("pydantic==")
+    assert burst_requirements(["azure", "aws"], tmp_path / "pyproject.toml") == from_checkout
+
+
+def test_burst_requirements_name_the_missing_extra(tmp_path: Path) -> None:
+    from aicluster.inventory import burst_requirements
+
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\ndependencies = ["pydantic==2.14.3"]\n[project.optional-dependencies]\naws = []\n')
+    with pytest.raises(ValueError, match=r"an extra per bursting provider .* \(missing: gcp\)"):
+        burst_requirements(["aws", "gcp"], pyproject)
+
+
+def test_the_burst_role_installs_where_slurm_conf_points(root: Path) -> None:
+    import yaml
+
+    from aicluster.render.slurm import DEFAULT_SETTINGS, RESUME_PROGRAM, SUSPEND_PROGRAM
+
+    role = root / "playbooks/roles/slurm_burst"
+    defaults = yaml.safe_load((role / "defaults/main.yml").read_text())
+    assert defaults["slurm_burst_bin_dir"].replace("{{ slurm_burst_prefix }}", defaults["slurm_burst_prefix"]) == (
+        DEFAULT_SETTINGS.burst_bin_dir
+    )
+    tasks = (role / "tasks/install.yml").read_text()
+    assert f"'{RESUME_PROGRAM}': 'resume'" in tasks
+    assert f"'{SUSPEND_PROGRAM}': 'suspend'" in tasks
