@@ -23,6 +23,7 @@ the caller turns them into problems.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Sequence
 from typing import Annotated
@@ -207,14 +208,17 @@ def check_sites(networks: Sequence[PlannedNetwork], sites: Sequence[VpnSite]) ->
 # -- Inside addresses ----------------------------------------------------------------------------------------------
 
 
-def _slash30s(blocks: Sequence[str], avoid: Sequence[str]) -> list[ipaddress.IPv4Network]:
-    bad = [ipaddress.IPv4Network(a) for a in avoid]
-    return [
-        net
-        for block in blocks
-        for net in ipaddress.IPv4Network(block).subnets(new_prefix=30)
-        if not any(net.overlaps(b) for b in bad)
-    ]
+@functools.cache
+def _slash30s(blocks: tuple[str, ...], avoid: tuple[str, ...]) -> tuple[int, ...]:
+    """The first address of every /30 of `blocks` that overlaps none of `avoid`, in order (integers: 16,384 /30s of
+    169.254.0.0/16 as network objects cost most of a plan; the allocator builds only the ones it hands out)."""
+    bad = [(int(n.network_address), int(n.broadcast_address)) for n in map(ipaddress.IPv4Network, avoid)]
+    out = []
+    for block in map(ipaddress.IPv4Network, blocks):
+        for first in range(int(block.network_address), int(block.broadcast_address) + 1, 4):
+            if not any(first <= hi and first + 3 >= lo for lo, hi in bad):
+                out.append(first)
+    return tuple(out)
 
 
 class _InsideAllocator:
@@ -227,19 +231,19 @@ class _InsideAllocator:
 
     def __init__(self) -> None:
         self.pools = {
-            True: _slash30s(AZURE_APIPA, AWS_RESERVED_INSIDE),
-            False: _slash30s([LINK_LOCAL], [*AWS_RESERVED_INSIDE, *AZURE_APIPA, METADATA_BLOCK]),
+            True: _slash30s(tuple(AZURE_APIPA), tuple(AWS_RESERVED_INSIDE)),
+            False: _slash30s((LINK_LOCAL,), (*AWS_RESERVED_INSIDE, *AZURE_APIPA, METADATA_BLOCK)),
         }
-        self.used: set[ipaddress.IPv4Network] = set()
+        self.used: set[int] = set()
 
     def take(self, azure: bool, from_top: bool) -> ipaddress.IPv4Network:
         pool = self.pools[azure]
-        net = next((n for n in (reversed(pool) if from_top else pool) if n not in self.used), None)
-        if net is None:
+        first = next((n for n in (reversed(pool) if from_top else pool) if n not in self.used), None)
+        if first is None:
             where = "Azure's APIPA range 169.254.21.0-169.254.22.255" if azure else "169.254.0.0/16"
             raise VpnPlanError([("sites", f"the stack's VPN tunnels need more /30s than {where} holds")])
-        self.used.add(net)
-        return net
+        self.used.add(first)
+        return ipaddress.IPv4Network((first, 30))
 
 
 # -- Links -----------------------------------------------------------------------------------------------------------
