@@ -6,6 +6,7 @@ it never skips the type, region, offering, zone, image or price checks, which li
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -29,7 +30,7 @@ from .models import PlannedController, PlannedPool, PlannedSite
 from .network import Cut
 
 
-class CloudPlanner:
+class CloudPlanner(ABC):
     name: ClassVar[str]
     image_forms: ClassVar[str]
     storage_subnets: ClassVar[Mapping[str, str]] = {}
@@ -40,16 +41,19 @@ class CloudPlanner:
     # the boot-disk service when neither the instance type nor the provider's defaults name one
     boot_disk_fallback: ClassVar[str] = ""
 
+    @abstractmethod
     def is_image_reference(self, text: str) -> bool:
-        raise NotImplementedError
+        """Each cloud answers this itself."""
 
+    @abstractmethod
     def place(
         self, ctx: PlanCtx, i: int, pool: Any, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
     ) -> Placed | None:
-        raise NotImplementedError
+        """The provider's own placement of a pool that passed the shared checks (NICs, zones, groups)."""
 
+    @abstractmethod
     def subnets(self, block: str, region: Region, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:
-        raise NotImplementedError
+        """Each cloud answers this itself."""
 
     def nat_gateways(self, zones: dict[str | None, int]) -> int:
         """One NAT gateway per network unless the cloud needs more (AWS: one per zone in use)."""
