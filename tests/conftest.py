@@ -7,12 +7,23 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from aicluster.catalog import Catalog, load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 IN_CI = os.environ.get("CI") == "true"
+
+
+def _scheduler_kind(stack: str) -> str:
+    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8"))
+    return str(doc["config"]["aicluster:cluster"].get("scheduler", {}).get("kind", "slurm"))
+
+
+# Example stacks by scheduler: Slurm files, slurmctld and tuning apply to the first; the second get control planes
+SLURM_STACKS = [s for s in STACKS if _scheduler_kind(s) == "slurm"]
+KUBERNETES_STACKS = [s for s in STACKS if _scheduler_kind(s) == "kubernetes"]
 
 
 @pytest.fixture(scope="session")

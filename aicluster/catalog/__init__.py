@@ -24,6 +24,9 @@ from .models import (
     CpuTopology,
     Image,
     InstanceType,
+    KubernetesAddon,
+    KubernetesData,
+    KubernetesService,
     NcclData,
     NcclProfile,
     Offering,
@@ -51,6 +54,8 @@ __all__ = [
     "CpuTopology",
     "Image",
     "InstanceType",
+    "KubernetesAddon",
+    "KubernetesService",
     "NcclData",
     "NcclProfile",
     "Offering",
@@ -98,6 +103,9 @@ class Catalog:
     )
     # fabric switches for on-prem fat trees (data/switches.yaml)
     switches: dict[str, Switch] = field(default_factory=dict)
+    # managed Kubernetes per provider, and the cluster add-ons (data/kubernetes.yaml)
+    kubernetes: dict[str, KubernetesService] = field(default_factory=dict)
+    addons: dict[str, KubernetesAddon] = field(default_factory=dict)
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -246,6 +254,20 @@ def _check(cat: Catalog) -> None:
                 problems.append(f"constants slurm_cloud.{prov}: unknown source id {sid!r}")
     for sw in cat.switches.values():
         cited(sw, f"switch {sw.id}")
+    for k in cat.kubernetes.values():
+        cited(k, f"kubernetes {k.service}")
+        if not all(levels and levels[-1] == "kubernetes.io/hostname" for levels in k.topology.values()):
+            problems.append(f"kubernetes {k.service}: every topology must end with kubernetes.io/hostname")
+        system = cat.constants.defaults.get(k.provider)
+        if system is None or system.kubernetes_system_instance_type is None:
+            problems.append(f"kubernetes {k.service}: constants has no {k.provider} kubernetes_system_instance_type")
+        elif (k.provider, system.kubernetes_system_instance_type) not in cat.instance_types:
+            problems.append(
+                f"constants {k.provider}: kubernetes_system_instance_type {system.kubernetes_system_instance_type!r} "
+                "is not in the catalog"
+            )
+    for a in cat.addons.values():
+        cited(a, f"kubernetes add-on {a.id}")
     _check_nccl(cat, problems)
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
@@ -376,6 +398,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         ),
         "switch",
     )
+    k8s_path = data_dir / "kubernetes.yaml"
+    try:
+        k8s = KubernetesData.model_validate((_read(k8s_path) if k8s_path.exists() else None) or {})
+    except ValidationError as exc:
+        raise CatalogError(f"{k8s_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -388,6 +415,8 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         constants,
         nccl=nccl,
         switches=switches,
+        kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
+        addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
     )
     _check(cat)
     return cat

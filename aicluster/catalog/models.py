@@ -322,6 +322,9 @@ class ProviderDefaults(_Record):
     root_disk_service: Annotated[
         str, Field(description="Service (in services/) that prices node root/OS disks, e.g. `ebs-gp3`.")
     ]
+    kubernetes_system_instance_type: Annotated[
+        str | None, Field(description="CPU instance type of a Kubernetes cluster's system node group.")
+    ] = None
 
 
 class SlurmCloudTimes(Sourced):
@@ -536,3 +539,69 @@ class NcclData(_Record):
     guest_nic_names: tuple[GuestNicNames, ...]
     profiles: tuple[NcclProfile, ...]
     busbw: tuple[NcclBusbw, ...]
+
+
+# -- Managed Kubernetes (data/kubernetes.yaml) ------------------------------------------------------
+
+
+class KubernetesService(Sourced):
+    """A cloud's managed Kubernetes control plane: what it offers, costs, and labels its nodes with."""
+
+    provider: Literal["aws", "azure", "gcp"]
+    service: Literal["eks", "gke", "aks"]
+    name: Annotated[str, Field(description="Product name (e.g. `Amazon EKS`).")]
+    versions: Annotated[
+        tuple[str, ...], Field(min_length=1, description="Minor versions in standard support, oldest first.")
+    ]
+    extended_versions: Annotated[
+        tuple[str, ...], Field(description="Minor versions only in extended (or LTS) support, oldest first.")
+    ] = ()
+    usd_per_hour: Annotated[float, Field(ge=0, description="Control plane, standard support, per cluster-hour.")]
+    extended_usd_per_hour: Annotated[
+        float | None, Field(ge=0, description="Control plane in extended support, per cluster-hour.")
+    ] = None
+    tier: Annotated[str | None, Field(description="The pricing tier the price is for (AKS: Standard).")] = None
+    accelerator_label: Annotated[
+        str, Field(description="Node label the cloud sets to the GPU type or instance type (for flavors).")
+    ]
+    node_image: Annotated[
+        str,
+        Field(
+            description="The image GPU node groups boot, in the service's own terms (EKS AMI type, GKE image type, "
+            "AKS OS SKU)."
+        ),
+    ]
+    topology: Annotated[
+        dict[str, tuple[str, ...]],
+        Field(
+            description="accelerator kind (gpu, tpu) -> node labels from the widest network domain to the host, "
+            "the levels of a Kueue Topology (the last is kubernetes.io/hostname)."
+        ),
+    ]
+    max_nodes_per_group: Annotated[int, Field(ge=1, description="Nodes one node group / node pool may hold.")]
+    group_name_max: Annotated[int, Field(ge=1, description="Longest node group / node pool / agent pool name.")]
+    group_name_hyphens: Annotated[bool, Field(description="Whether node group names may contain hyphens.")]
+    max_taints_per_group: Annotated[int | None, Field(ge=1)] = None
+
+
+class KubernetesAddon(Sourced):
+    """A cluster add-on installed from a pinned Helm chart (or a pinned manifest)."""
+
+    id: Annotated[str, Field(description="Catalog id (e.g. `gpu-operator`).")]
+    name: Annotated[str, Field(description="Product name (e.g. `NVIDIA GPU Operator`).")]
+    kind: Literal["helm", "manifest"]
+    chart: Annotated[str, Field(description="Chart name in its repository; for a manifest, the file name.")]
+    repository: Annotated[str, Field(description="Chart repository (https or oci) or the manifest's source URL.")]
+    version: Annotated[str, Field(min_length=1, description="Pinned chart (or manifest) version.")]
+    app_version: Annotated[str | None, Field(description="The version of the software the chart installs.")] = None
+    namespace: Annotated[str, Field(description="Namespace it is installed into.")]
+    providers: Annotated[tuple[str, ...], Field(description="Clouds whose clusters get it: aws, azure, gcp.")] = (
+        "aws",
+        "azure",
+        "gcp",
+    )
+
+
+class KubernetesData(_Record):
+    services: tuple[KubernetesService, ...] = ()
+    addons: tuple[KubernetesAddon, ...] = ()

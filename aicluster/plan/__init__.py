@@ -27,6 +27,7 @@ from aicluster.catalog.pricing import (
 )
 from aicluster.spec import (
     ClusterSpec,
+    KubernetesScheduler,
     LustreStorage,
     NfsStorage,
     PriceOverride,
@@ -38,6 +39,7 @@ from aicluster.spec import (
 )
 
 from .context import UNPRICED_NOTE, PlanCtx, instance_type_of, region_of, round2, service_cost, zone_of
+from .kubernetes import plan_kubernetes, with_address_ranges
 from .models import (
     AwsPoolDetails,
     AzurePoolDetails,
@@ -45,18 +47,23 @@ from .models import (
     GcpNic,
     GcpPoolDetails,
     GcpVpc,
+    KueueTopology,
     Nic,
     OnpremHost,
     OnpremPoolDetails,
     PlacementGroup,
+    PlannedAddon,
     PlannedController,
     PlannedFilesystem,
+    PlannedKubernetes,
     PlannedNetwork,
+    PlannedNodeGroup,
     PlannedPool,
     PlannedSite,
     PlannedVpn,
     ScaleSet,
     Subnet,
+    Taint,
     Totals,
     TpuDetails,
     TpuSlice,
@@ -80,18 +87,23 @@ __all__ = [
     "GcpNic",
     "GcpPoolDetails",
     "GcpVpc",
+    "KueueTopology",
     "Nic",
     "OnpremHost",
     "OnpremPoolDetails",
     "PlacementGroup",
+    "PlannedAddon",
     "PlannedController",
     "PlannedFilesystem",
+    "PlannedKubernetes",
     "PlannedNetwork",
+    "PlannedNodeGroup",
     "PlannedPool",
     "PlannedSite",
     "Price",
     "ScaleSet",
     "Subnet",
+    "Taint",
     "Totals",
     "TpuDetails",
     "TpuSlice",
@@ -415,10 +427,7 @@ def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, .
 def _plan_controller(ctx: PlanCtx) -> PlannedController | None:
     sched = ctx.spec.scheduler
     if not isinstance(sched, SlurmScheduler):
-        ctx.problem(
-            ("scheduler", "kind"), "Kubernetes control planes (EKS/GKE/AKS) are not built yet; use slurm", sched.kind
-        )
-        return None
+        return None  # a Kubernetes stack's control plane: plan/kubernetes.py
     base: tuple[str | int, ...] = ("scheduler", "controller")
     c = sched.controller
     if ctx.spec.sites:
@@ -789,6 +798,7 @@ def cost_lines(
     controller: PlannedController | None,
     networks: Sequence[PlannedNetwork],
     vpns: Sequence[PlannedVpn] = (),
+    kubernetes: PlannedKubernetes | None = None,
 ) -> list[CostLine]:
     """The plan's monthly bill, item by item, as the policy pack's budget rule counts it (None: unpriced)."""
     lines = []
@@ -806,6 +816,15 @@ def cost_lines(
         lines.append(CostLine(f"network {n.key}: {n.nat_gateways} x NAT gateway", n.nat_usd_per_month))
         lines.append(CostLine(f"network {n.key}: {n.nat_gateways} x NAT public IPv4", n.ipv4_usd_per_month))
     lines += [CostLine(f"vpn {v.name}: {c.item}", c.usd_per_month) for v in vpns for c in v.charges]
+    if kubernetes is not None:
+        k = kubernetes
+        control = None if any("extended" in u for u in k.unpriced) else k.control_plane_usd_per_month
+        lines.append(CostLine(f"{k.service_name} control plane ({k.support} support)", control))
+        lines.append(
+            CostLine(
+                f"{k.service} system node group: {k.system_nodes} x {k.system_instance_type}", k.system_usd_per_month
+            )
+        )
     return lines
 
 
@@ -835,8 +854,15 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         )
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
     controller = _plan_controller(ctx)
+    kube = (
+        plan_kubernetes(ctx, pools, {p.name: _cloud(p.provider).kubernetes_resources(p) for p in pools})
+        if isinstance(spec.scheduler, KubernetesScheduler)
+        else None
+    )
     _vpn_gateway_subnets(ctx)
     networks = _plan_networks(ctx)
+    if kube is not None:
+        kube = with_address_ranges(ctx, kube, networks, _cloud(kube.provider).kubernetes_pod_overlay)
     vpns = _plan_vpns(ctx, networks)
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     if ctx.problems:
@@ -850,7 +876,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     )
 
     hours = catalog.hours_per_month
-    cost = total(cost_lines(pools, filesystems, controller, networks, vpns))
+    cost = total(cost_lines(pools, filesystems, controller, networks, vpns, kube))
     it_kw = sum(p.power_kw_it for p in pools)
     fac_kw = sum(p.power_kw_facility for p in pools)
     co2 = sum(p.co2e_t_per_month for p in pools)
@@ -858,6 +884,10 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         co2 += controller.co2e_t_per_month
         it_kw += controller.node_power_kw
         fac_kw += controller.power_kw_facility
+    if kube is not None:
+        co2 += kube.system_co2e_t_per_month
+        it_kw += kube.system_power_kw_it
+        fac_kw += kube.system_power_kw_facility
     racked = [p.racks for p in pools if p.racks is not None]
     racks = sum(racked) if racked else None
     totals = Totals(
@@ -877,6 +907,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     return ClusterPlan(
         sites=tuple(sites),
         vpns=vpns,
+        kubernetes=kube,
         name=spec.name,
         tags={**spec.tags, "aicluster:cluster": spec.name},
         scheduler=spec.scheduler.kind,

@@ -333,6 +333,86 @@ class PlannedController(_Plan):
     address: str | None = None
 
 
+class Taint(_Plan):
+    key: str
+    value: str
+    effect: Literal["NoSchedule", "NoExecute"]
+
+
+class PlannedNodeGroup(_Plan):
+    """One node group (EKS) / node pool (GKE) / agent pool (AKS): one fabric domain of a pool (an AWS pool; a
+    GCP placement group or TPU slice; an Azure scale set, one InfiniBand network), wired as the Slurm path wires it."""
+
+    name: str  # the cloud's name for it, within its length and character rules
+    pool: str  # PlannedPool.name
+    domain: str | None  # the pool's fabric domain (PlannedPool.fabric_domains()), None: the whole pool
+    index: int  # which of the pool's domains (0 for a pool of one)
+    nodes: int
+    first_node: int
+    zone: str | None
+    accelerator_kind: Literal["gpu", "tpu"]
+    labels: dict[str, str]  # labels aicluster sets on its nodes (the Kueue flavor selects on them)
+    taints: tuple[Taint, ...]
+    # what one node offers pods, as a pod requests it: accelerators and fabric devices
+    resources: dict[str, str]
+    topology: str  # the KueueTopology its flavor names
+
+
+class KueueTopology(_Plan):
+    name: str
+    levels: tuple[str, ...]  # node labels from the widest network domain to the host
+
+
+class PlannedAddon(_Plan):
+    id: str  # catalog add-on id
+    name: str
+    kind: Literal["helm", "manifest"]
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+    source: str
+    why: str  # what it does for this cluster
+
+
+class PlannedKubernetes(_Plan):
+    """A managed control plane in the cloud of the stack's pools, the pools as node groups, the add-ons and Kueue."""
+
+    service: Literal["eks", "gke", "aks"]
+    service_name: str
+    provider: str
+    region: str
+    network: str  # PlannedNetwork.key
+    cluster_name: str
+    version: str
+    support: Literal["standard", "extended"]
+    endpoint: Literal["private", "public"]
+    authorized_networks: tuple[str, ...]
+    secrets_encryption: Literal["kms"]  # EKS: a KMS key; GKE: Cloud KMS application-layer; AKS: Key Vault KMS
+    audit_logs: bool  # the control plane's audit log goes to the cloud's log service
+    namespace: str  # the LocalQueue's and the acceptance JobSet's
+    pod_cidr: str | None  # overlay pod range (GKE, AKS); None: pods take VPC addresses (EKS VPC CNI)
+    service_cidr: str
+    node_image: str  # what the GPU node groups boot, in the service's terms (catalog)
+    system_instance_type: str
+    system_nodes: int
+    system_zones: tuple[str, ...]
+    node_groups: tuple[PlannedNodeGroup, ...]
+    topologies: tuple[KueueTopology, ...]
+    addons: tuple[PlannedAddon, ...]
+    cluster_queue: str
+    local_queue: str
+    control_plane_usd_per_month: float
+    system_price: Price | None
+    system_usd_per_month: float | None  # None: the system type has no price (named in `unpriced`)
+    cost_usd_per_month: float | None  # control plane + priced system nodes
+    system_power_kw_it: float
+    system_power_kw_facility: float
+    system_co2e_t_per_month: float
+    unpriced: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
 class PlannedSite(_Plan):
     """An owned data centre: what its pools draw and cost, against what the site can deliver."""
 
@@ -396,6 +476,8 @@ class ClusterPlan(_Plan):
     sites: tuple[PlannedSite, ...] = ()
     # IPsec site-to-site links: every cloud network to every site, and between clouds (plan/vpn.py)
     vpns: tuple[PlannedVpn, ...] = ()
+    # scheduler kind kubernetes: the managed control plane (the controller is then None)
+    kubernetes: PlannedKubernetes | None = None
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)

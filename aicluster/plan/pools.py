@@ -40,6 +40,9 @@ class CloudPlanner(ABC):
     controller_zonal: ClassVar[bool] = True
     # the boot-disk service when neither the instance type nor the provider's defaults name one
     boot_disk_fallback: ClassVar[str] = ""
+    # Kubernetes: whether pods take addresses from an overlay range (GKE's pod range, AKS's CNI overlay) rather
+    # than from the network's subnets (EKS's VPC CNI)
+    kubernetes_pod_overlay: ClassVar[bool] = True
 
     @abstractmethod
     def is_image_reference(self, text: str) -> bool:
@@ -54,6 +57,12 @@ class CloudPlanner(ABC):
     @abstractmethod
     def subnets(self, block: str, region: Region, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:
         """Each cloud answers this itself."""
+
+    def kubernetes_resources(self, pool: PlannedPool) -> dict[str, str]:
+        """What a pod that takes a whole node of the pool requests: its accelerators, and the cloud's fabric
+        devices where they are a resource of their own."""
+        resource = {"gpu": "nvidia.com/gpu", "tpu": "google.com/tpu"}.get(pool.accelerator_kind or "")
+        return {resource: str(pool.accelerators_per_node)} if resource else {}
 
     def nat_gateways(self, zones: dict[str | None, int]) -> int:
         """One NAT gateway per network unless the cloud needs more (AWS: one per zone in use)."""

@@ -183,18 +183,57 @@ class SlurmScheduler(Strict):
     controller: Annotated[Controller, Field(description="Where slurmctld runs.")] = Controller()
 
 
+class SystemPool(Strict):
+    instance_type: Annotated[
+        InstanceType | None,
+        Field(
+            description="CPU instance type of the system node group (kube-system, Kueue, the operators' controllers). "
+            "Default: from the catalog."
+        ),
+    ] = None
+    nodes: Annotated[
+        int,
+        Field(ge=1, le=100, description="System nodes, spread over two zones where the region has them."),
+    ] = 2
+
+
 class KubernetesScheduler(Strict):
-    kind: Annotated[Literal["kubernetes"], Field(description="`kubernetes`: a managed control plane (not built yet).")]
+    kind: Annotated[
+        Literal["kubernetes"],
+        Field(
+            description="`kubernetes`: a managed control plane (EKS, GKE or AKS) in the cloud of the pools, the pools "
+            "as fabric-wired node groups, the GPU and network operators, and Kueue."
+        ),
+    ]
     version: Annotated[
         str,
         Field(
             pattern=_pattern(
                 r"^1\.\d{2}$",
-                "must be a Kubernetes minor version: 1. and two digits (e.g. 1.33)",
+                "must be a Kubernetes minor version: 1. and two digits (e.g. 1.35)",
             ),
-            description="Kubernetes minor version (e.g. `1.33`).",
+            description="Kubernetes minor version (e.g. `1.35`); the catalog lists what each cloud offers.",
         ),
-    ] = "1.33"
+    ] = "1.35"
+    endpoint: Annotated[
+        Literal["private", "public"],
+        Field(
+            description="`private`: the API server is reachable only from the cluster network (and networks joined "
+            "to it); `public`: reachable from `authorized_networks` only."
+        ),
+    ] = "private"
+    authorized_networks: Annotated[
+        tuple[Cidr, ...],
+        Field(
+            max_length=40,
+            description="With a public endpoint: the CIDRs allowed to reach the API server (e.g. your office's).",
+        ),
+    ] = ()
+    system_pool: Annotated[SystemPool, Field(description="CPU nodes for the cluster's own services.")] = SystemPool()
+    namespace: Annotated[
+        DnsLabel,
+        Field(description="Namespace of the Kueue LocalQueue that jobs submit to, and of the acceptance JobSet."),
+    ] = "training"
 
 
 Scheduler = Annotated[SlurmScheduler | KubernetesScheduler, Field(discriminator="kind")]
@@ -674,6 +713,93 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
     return problems
 
 
+def _kubernetes_problems(spec: ClusterSpec) -> list[Problem]:
+    """A Kubernetes stack: one managed control plane, in the one cloud of its pools; the endpoint's rules."""
+    sched = spec.scheduler
+    if not isinstance(sched, KubernetesScheduler):
+        return []
+    problems: list[Problem] = []
+    base: tuple[str | int, ...] = ("scheduler",)
+    if sched.endpoint == "public" and not sched.authorized_networks:
+        problems.append(
+            Problem(
+                (*base, "authorized_networks"),
+                "a public API endpoint needs authorized_networks (the CIDRs allowed to reach it, e.g. your office's): "
+                "add them, or set endpoint: private",
+            )
+        )
+    if sched.endpoint == "private" and sched.authorized_networks:
+        problems.append(
+            Problem(
+                (*base, "authorized_networks"),
+                "these apply to a public endpoint; a private one is reachable only from the cluster network: drop "
+                "them, or set endpoint: public",
+                ", ".join(sched.authorized_networks),
+                True,
+            )
+        )
+    for j, cidr in enumerate(sched.authorized_networks):
+        if ipaddress.IPv4Network(cidr).prefixlen == 0:
+            problems.append(
+                Problem(
+                    (*base, "authorized_networks", j),
+                    "opens the API server to the whole internet: list the networks that need it, or set endpoint: "
+                    "private",
+                    cidr,
+                    True,
+                )
+            )
+    for i, site in enumerate(spec.sites):
+        problems.append(
+            Problem(
+                ("sites", i),
+                "aicluster builds managed Kubernetes control planes (EKS, GKE, AKS) in a cloud, and their nodes must "
+                "be that cloud's VMs; an owned site's nodes join a Slurm cluster: use scheduler kind slurm for a "
+                "stack with sites",
+                site.name,
+                True,
+            )
+        )
+    clouds = sorted({p.provider for p in spec.pools if p.provider != "onprem"})
+    for i, pool in enumerate(spec.pools):
+        image = getattr(pool, "image", None)
+        if image is not None:
+            problems.append(
+                Problem(
+                    ("pools", i, "image"),
+                    "Kubernetes node groups boot the cloud's own GPU node image (EKS's accelerated AMI type, GKE's "
+                    "image type, AKS's OS SKU), which its control plane keeps in step with the Kubernetes version: "
+                    "drop image",
+                    image,
+                    True,
+                )
+            )
+        if pool.provider == "onprem" and not spec.sites:
+            problems.append(
+                Problem(
+                    ("pools", i, "provider"),
+                    "on-prem nodes cannot join a managed control plane (EKS, GKE, AKS): use scheduler kind slurm",
+                    "onprem",
+                    True,
+                )
+            )
+    if len(clouds) > 1:
+        first = spec.pools[0].provider
+        for i, pool in enumerate(spec.pools):
+            if pool.provider not in (first, "onprem"):
+                problems.append(
+                    Problem(
+                        ("pools", i, "provider"),
+                        f"a managed control plane runs nodes of its own cloud only, and this stack's first pool is "
+                        f"on {first}; queueing across clusters needs MultiKueue, which aicluster does not build: "
+                        "write one stack per cloud (each gets its own control plane and Kueue)",
+                        pool.provider,
+                        True,
+                    )
+                )
+    return problems
+
+
 class ClusterSpec(Strict):
     """One AI cluster: pools of accelerator nodes, storage, a scheduler, and its guardrails."""
 
@@ -742,6 +868,7 @@ class ClusterSpec(Strict):
         problems.extend(_tag_problems(self.tags, set(providers)))
         left_out = (info.context or {}).get("left_out", frozenset())
         problems.extend(_site_problems(self, frozenset(left_out)))
+        problems.extend(_kubernetes_problems(self))
         if problems:
             raise _Problems(problems)
         return self

@@ -40,7 +40,7 @@ from aicluster.render.slurm import (
     onprem_leaves,
 )
 from aicluster.stackfile import find_project, read_stack
-from tests.conftest import IN_CI, ROOT, STACKS
+from tests.conftest import IN_CI, ROOT, SLURM_STACKS
 from tests.helpers import hybrid_site_cluster, plan_of
 
 pytestmark = pytest.mark.slow
@@ -204,7 +204,7 @@ def controller(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Contr
                 proc.wait()
 
 
-@pytest.mark.parametrize("controller", [*STACKS, HYBRID_SITE], indirect=True)
+@pytest.mark.parametrize("controller", [*SLURM_STACKS, HYBRID_SITE], indirect=True)
 def test_slurmctld_runs_the_plan(controller: Controller) -> None:
     ctl, plan = controller, controller.plan
     print(f"{plan.name}: slurmctld up in {ctl.started_s:.2f} s")
@@ -271,7 +271,7 @@ def test_slurmctld_runs_the_plan(controller: Controller) -> None:
     assert "Job accounting information gathered, but not stored" not in log
 
 
-@pytest.mark.parametrize("stack", [*STACKS, HYBRID_SITE])
+@pytest.mark.parametrize("stack", [*SLURM_STACKS, HYBRID_SITE])
 def test_slurmd_reads_gres_conf(stack: str, tmp_path: Path) -> None:
     """`slurmd -G -N <node>` parses gres.conf as a node would (it needs the device files: fake ones)."""
     need("slurmd")

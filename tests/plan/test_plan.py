@@ -270,9 +270,9 @@ def test_nfs_maps_to_efs(catalog: Catalog) -> None:
             id="unknown-override-sku",
         ),
         pytest.param(
-            {"scheduler": {"kind": "kubernetes"}},
-            'scheduler.kind: got "kubernetes"; Kubernetes control planes (EKS/GKE/AKS) are not built yet; use slurm',
-            id="kubernetes-not-yet",
+            {"scheduler": {"kind": "kubernetes", "version": "1.30"}},
+            'scheduler.version: got "1.30"; Amazon EKS offers Kubernetes 1.34, 1.35, 1.36 in standard support',
+            id="kubernetes-version-not-offered",
         ),
     ],
 )

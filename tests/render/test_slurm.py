@@ -36,11 +36,11 @@ from aicluster.render.slurm import (
     tree_switches,
 )
 from aicluster.stackfile import find_project, read_stack
-from tests.conftest import ROOT, STACKS
+from tests.conftest import ROOT, SLURM_STACKS
 from tests.helpers import cluster, gcp_cluster, hybrid_site_cluster, plan_of, pool, tpu_pool
 
 GOLDEN = ROOT / "tests" / "golden" / "slurm"
-HYBRID = [s for s in STACKS if s.startswith(("hybrid-", "three-"))]
+HYBRID = [s for s in SLURM_STACKS if s.startswith(("hybrid-", "three-"))]
 
 
 def golden(name: str, text: str) -> None:
@@ -65,7 +65,7 @@ def below(plan: ClusterPlan, switch: str) -> set[str]:
 # ------------------------------------------------------------------------------------------ golden files
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", SLURM_STACKS)
 def test_golden_slurm_files(stack: str) -> None:
     cp = stack_plan(stack)
     golden(f"{stack}/slurm.conf", slurm_conf(cp))
@@ -266,7 +266,7 @@ def test_hybrid_stacks_give_disjoint_roots_one_per_network(stack: str) -> None:
         assert below(cp, root) == {n for p in cp.pools if p.network == root for n in p.node_names()}
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", SLURM_STACKS)
 def test_switch_and_block_names_are_unique_and_cover_every_node(stack: str) -> None:
     cp = stack_plan(stack)
     names = [s.name for s in tree_switches(cp)]

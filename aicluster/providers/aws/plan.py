@@ -7,11 +7,15 @@ from typing import ClassVar
 
 from aicluster.catalog import InstanceType, Region
 from aicluster.plan.context import Placed, PlanCtx
+from aicluster.plan.models import PlannedPool
 from aicluster.plan.network import Cut, aws_subnets
 from aicluster.plan.pools import CloudPlanner
 from aicluster.spec import AwsPool
 
 from . import pool as aws
+
+# Huge pages a pod using EFA requests (EKS user guide, ml/node-efa: the EFA driver pre-allocates 5128 x 2 MiB)
+EFA_HUGEPAGES = "5120Mi"
 
 
 class AwsPlanner(CloudPlanner):
@@ -19,6 +23,16 @@ class AwsPlanner(CloudPlanner):
     image_forms: ClassVar[str] = "an AMI id or resolve:ssm: path"
     controller_root_gib: ClassVar[int] = aws.CONTROLLER_ROOT_VOLUME_GIB
     controller_imds_hop_limit: ClassVar[int | None] = aws.CONTROLLER_IMDS_HOP_LIMIT
+
+    kubernetes_pod_overlay: ClassVar[bool] = False  # the VPC CNI gives pods VPC addresses
+
+    def kubernetes_resources(self, pool: PlannedPool) -> dict[str, str]:
+        """Plus every EFA interface, and the 2 MiB huge pages the EFA driver's queues need (EKS's EFA guide: the
+        p5 NCCL test pod requests vpc.amazonaws.com/efa 32 and hugepages-2Mi 5120Mi)."""
+        out = super().kubernetes_resources(pool)
+        if pool.aws is not None and pool.aws.efa_devices:
+            out |= {"vpc.amazonaws.com/efa": str(pool.aws.efa_devices), "hugepages-2Mi": EFA_HUGEPAGES}
+        return out
 
     def is_image_reference(self, text: str) -> bool:
         return text.startswith("resolve:ssm:") or bool(re.fullmatch(r"ami-[0-9a-f]{8,17}", text))

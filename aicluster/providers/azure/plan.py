@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from aicluster.catalog import InstanceType, Region
 from aicluster.plan.context import Placed, PlanCtx
+from aicluster.plan.models import PlannedPool
 from aicluster.plan.network import AZURE_RESERVED, Cut, azure_subnets
 from aicluster.plan.pools import CloudPlanner
 from aicluster.spec import AzurePool
@@ -29,6 +30,14 @@ class AzurePlanner(CloudPlanner):
 
     def is_image_reference(self, text: str) -> bool:
         return azure.is_image_urn(text)
+
+    def kubernetes_resources(self, pool: PlannedPool) -> dict[str, str]:
+        """Plus the InfiniBand HCAs through the Network Operator's RDMA shared device plugin (resource
+        rdma/shared_ib, as Azure's aks-rdma-infiniband guide configures it): one request shares them all."""
+        out = super().kubernetes_resources(pool)
+        if pool.azure is not None and pool.azure.infiniband:
+            out["rdma/shared_ib"] = "1"
+        return out
 
     def place(
         self, ctx: PlanCtx, i: int, pool: AzurePool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str

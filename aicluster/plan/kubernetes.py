@@ -1,0 +1,315 @@
+"""A Kubernetes stack: one managed control plane (EKS, GKE or AKS) in the cloud and region of its pools.
+
+Each pool's fabric domain (the whole pool on AWS, a GCP placement group or TPU slice, an Azure scale set: one
+InfiniBand network) becomes one node group, wired from the same planned pool the Slurm path builds from, so
+every fabric check of the pool holds for its node groups. Kueue gets one ResourceFlavor per node group, on the
+labels aicluster sets, tolerating the group's taint, under a Topology from the cloud's node labels.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Sequence
+
+from aicluster.catalog import KubernetesService
+from aicluster.catalog.pricing import cents, compute_price, hourly_month
+from aicluster.spec import KubernetesScheduler
+
+from .context import PlanCtx, instance_type_of, round2
+from .models import (
+    KueueTopology,
+    PlannedAddon,
+    PlannedKubernetes,
+    PlannedNetwork,
+    PlannedNodeGroup,
+    PlannedPool,
+    Taint,
+)
+
+POOL_LABEL = "aicluster.io/pool"
+DOMAIN_LABEL = "aicluster.io/fabric-domain"
+# Accelerator pools keep everything else off their nodes: the taint GKE and Cluster Toolkit put on GPU node pools,
+# and the one GKE puts on TPU node pools. A pod that requests the accelerator gets the toleration (GKE's webhook,
+# the GPU Operator's, Kueue's flavor).
+ACCELERATOR_TAINTS = {
+    "gpu": Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule"),
+    "tpu": Taint(key="google.com/tpu", value="present", effect="NoSchedule"),
+}
+ACCELERATOR_RESOURCES = {"gpu": "nvidia.com/gpu", "tpu": "google.com/tpu"}
+# Address ranges the cluster's pods and services take, off every cloud network: services first from these blocks,
+# pods (GKE and AKS overlay) from the shared address space, one /24 per node.
+SERVICE_CIDRS = ("172.20.0.0/16", "192.168.0.0/16", "172.21.0.0/16")
+POD_SPACE = "100.64.0.0/10"
+POD_NODE_PREFIX = 24
+BASE: tuple[str | int, ...] = ("scheduler",)
+
+
+def _group_name(svc: KubernetesService, name: str) -> str:
+    return name if svc.group_name_hyphens else name.replace("-", "")
+
+
+def _addons(
+    ctx: PlanCtx, provider: str, groups: Sequence[PlannedNodeGroup], pools: Sequence[PlannedPool]
+) -> list[PlannedAddon]:
+    fabrics = {p.fabric for p in pools}
+    gpu = any(g.accelerator_kind == "gpu" for g in groups)
+    why = {
+        "gpu-operator": (
+            gpu and provider != "gcp",
+            "installs the NVIDIA driver, container toolkit, device plugin and DCGM exporter on the GPU nodes",
+        ),
+        "network-operator": (
+            "infiniband" in fabrics,
+            "installs the DOCA driver and the RDMA shared device plugin so pods reach InfiniBand (rdma/shared_ib)",
+        ),
+        "efa-device-plugin": ("efa" in fabrics, "offers each node's EFA interfaces to pods (vpc.amazonaws.com/efa)"),
+        "nccl-tcpxo-installer": (
+            "gpudirect-tcpxo" in fabrics,
+            "installs the GPUDirect-TCPXO NCCL plugin on the A3 Mega nodes",
+        ),
+        "nccl-rdma-installer": (
+            "gpudirect-rdma" in fabrics,
+            "installs the GPUDirect-RDMA NCCL plugin on the A3 Ultra / A4 nodes",
+        ),
+        "kueue": (True, "queues jobs and admits them by quota, placing them by network topology"),
+        "jobset": (True, "runs multi-node training jobs (and the NCCL acceptance test) as one unit"),
+    }
+    out = []
+    for addon in ctx.catalog.addons.values():
+        wanted, reason = why.get(addon.id, (False, ""))
+        if wanted and provider in addon.providers:
+            out.append(
+                PlannedAddon(
+                    id=addon.id,
+                    name=addon.name,
+                    kind=addon.kind,
+                    chart=addon.chart,
+                    repository=addon.repository,
+                    version=addon.version,
+                    namespace=addon.namespace,
+                    source=addon.source,
+                    why=reason,
+                )
+            )
+    return out
+
+
+def _node_groups(
+    ctx: PlanCtx, svc: KubernetesService, pools: Sequence[PlannedPool], resources: dict[str, dict[str, str]]
+) -> list[PlannedNodeGroup]:
+    groups: list[PlannedNodeGroup] = []
+    for i, spec_pool in enumerate(ctx.spec.pools):
+        pool = next((p for p in pools if p.name == spec_pool.name), None)
+        if pool is None:
+            continue
+        path: tuple[str | int, ...] = ("pools", i)
+        kind = pool.accelerator_kind
+        if kind not in ("gpu", "tpu"):
+            why = (
+                "Trainium needs the Neuron device plugin, which aicluster does not install yet"
+                if kind
+                else "a pool without accelerators belongs in the system node group"
+            )
+            ctx.problem(
+                (*path, "instance_type"),
+                f"{svc.name} node groups here carry NVIDIA GPUs or TPUs (the device plugins aicluster installs); "
+                f"{why}: use a GPU instance type, or scheduler kind slurm",
+                pool.instance_type,
+            )
+            continue
+        domains = pool.fabric_domains() or [(pool.name, range(pool.nodes))]
+        whole = len(domains) == 1 and domains[0][0] == pool.name
+        for index, (domain, nodes) in enumerate(domains):
+            name = _group_name(svc, domain)
+            if len(name) > svc.group_name_max or (not svc.group_name_hyphens and not name[:1].isalpha()):
+                ctx.problem(
+                    (*path, "name"),
+                    f"{svc.name} names this pool's node group {name!r}, longer than its {svc.group_name_max} "
+                    f"characters{'' if svc.group_name_hyphens else ' (lowercase letters and digits, a letter first)'}"
+                    ": give the pool a shorter name",
+                    pool.name,
+                )
+                continue
+            if len(nodes) > svc.max_nodes_per_group:
+                ctx.problem(
+                    (*path, "nodes"),
+                    f"{svc.name} holds at most {svc.max_nodes_per_group} nodes in one node group, and this pool's "
+                    f"fabric domain {domain} has {len(nodes)}: split the pool",
+                    pool.nodes,
+                )
+                continue
+            groups.append(
+                PlannedNodeGroup(
+                    name=name,
+                    pool=pool.name,
+                    domain=None if whole else domain,
+                    index=index,
+                    nodes=len(nodes),
+                    first_node=nodes.start,
+                    zone=pool.zone,
+                    accelerator_kind=kind,
+                    labels={POOL_LABEL: pool.name, DOMAIN_LABEL: domain},
+                    taints=(ACCELERATOR_TAINTS[kind],),
+                    resources=resources[pool.name],
+                    topology=kind,
+                )
+            )
+    names = [g.name for g in groups]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        ctx.problem(
+            ("pools",),
+            f"two node groups would both be named {dup!r} ({svc.name} names must be unique"
+            f"{'' if svc.group_name_hyphens else ', and it drops hyphens'}): rename one pool",
+            dup,
+        )
+    return groups
+
+
+def plan_kubernetes(
+    ctx: PlanCtx, pools: Sequence[PlannedPool], resources: dict[str, dict[str, str]]
+) -> PlannedKubernetes | None:
+    """The control plane, its node groups, add-ons and Kueue objects; `resources` is each pool's per-node offer to
+    pods, from its provider's planner. Registers the system node group's addresses (two zones: EKS needs subnets in
+    two zones, and the cluster's own services survive a zone's loss)."""
+    sched = ctx.spec.scheduler
+    assert isinstance(sched, KubernetesScheduler)
+    if not ctx.spec.pools:
+        return None
+    first = ctx.spec.pools[0]
+    provider, region = first.provider, first.region
+    svc = ctx.catalog.kubernetes.get(provider)
+    if svc is None:
+        ctx.problem(("pools", 0, "provider"), "the catalog has no managed Kubernetes for this provider", provider)
+        return None
+    for i, p in enumerate(ctx.spec.pools):
+        if p.provider == provider and p.region != region:
+            ctx.problem(
+                ("pools", i, "region"),
+                f"an {svc.name} cluster lives in one region, {region} (the first pool's), and its node groups with it: "
+                f"put this pool in {region}, or write one stack per region",
+                p.region,
+            )
+    offered = (*svc.versions, *svc.extended_versions)
+    if sched.version not in offered:
+        ctx.problem(
+            (*BASE, "version"),
+            f"{svc.name} offers Kubernetes {', '.join(svc.versions)} in standard support"
+            + (f" and {', '.join(svc.extended_versions)} in extended support" if svc.extended_versions else "")
+            + f" (catalog, {ctx.catalog.sources[svc.source_of('versions')].retrieved}): pick one of them",
+            sched.version,
+        )
+    extended = sched.version in svc.extended_versions
+    rate = svc.extended_usd_per_hour if extended else svc.usd_per_hour
+    if extended:
+        ctx.warnings.append(
+            f"Kubernetes {sched.version} is in {svc.name}'s extended support"
+            + (f" (${rate:.2f} per cluster-hour instead of ${svc.usd_per_hour:.2f})" if rate is not None else "")
+            + f": plan the upgrade to {svc.versions[-1]}"
+        )
+    groups = _node_groups(ctx, svc, pools, resources)
+
+    # the system node group: CPU nodes in two zones of the region
+    defaults = ctx.catalog.constants.defaults[provider]
+    type_name = sched.system_pool.instance_type or defaults.kubernetes_system_instance_type or ""
+    it = instance_type_of(ctx, (*BASE, "system_pool", "instance_type"), provider, type_name)
+    reg = ctx.catalog.region(provider, region)
+    if it is None or reg is None:
+        return None
+    home = first.zone if first.zone in reg.zones else (reg.zones[0] if reg.zones else None)
+    zones = tuple(dict.fromkeys(z for z in (home, *reg.zones) if z is not None))[:2]
+    per_zone = math.ceil(sched.system_pool.nodes / max(1, len(zones)))
+    network = ""
+    for z in zones or (None,):
+        network = ctx.need((*BASE, "system_pool"), provider, region, z, per_zone)
+    price = compute_price(it, region, "on-demand", ctx.spec.pricing.overrides).price
+    system_month = (
+        hourly_month(price.usd, sched.system_pool.nodes, ctx.catalog.hours_per_month) if price is not None else None
+    )
+    unpriced = []
+    if system_month is None:
+        unpriced.append(f"system node group ({sched.system_pool.nodes} x {it.name})")
+        ctx.warnings.append(
+            f"the system node group's type {it.name} has no on-demand price in {region} in the catalog, so it is "
+            "left out of the cost: set scheduler.system_pool.instance_type to a priced type, or add your rate under "
+            f"pricing.overrides (sku: {it.name}, region: {region}, usd_per_hour: ...)"
+        )
+    control_month = 0.0
+    if rate is None:
+        unpriced.append(f"{svc.name} extended support")
+    else:
+        control_month = hourly_month(rate, 1, ctx.catalog.hours_per_month)
+    month = cents(control_month + (system_month or 0.0))
+    kw = it.node_power_kw * sched.system_pool.nodes
+    topologies = tuple(
+        KueueTopology(name=kind, levels=svc.topology[kind])
+        for kind in dict.fromkeys(g.topology for g in groups)
+        if kind in svc.topology
+    )
+    for g in groups:
+        if g.topology not in svc.topology:
+            ctx.problem(
+                ("pools",),
+                f"the catalog has no {g.accelerator_kind.upper()} node topology for {svc.name}",
+                g.pool,
+            )
+    name = ctx.spec.name
+    return PlannedKubernetes(
+        service=svc.service,
+        service_name=svc.name,
+        provider=provider,
+        region=region,
+        network=network,
+        cluster_name=name,
+        version=sched.version,
+        support="extended" if extended else "standard",
+        endpoint=sched.endpoint,
+        authorized_networks=sched.authorized_networks,
+        secrets_encryption="kms",
+        audit_logs=True,
+        namespace=sched.namespace,
+        pod_cidr=None,
+        service_cidr=SERVICE_CIDRS[0],
+        node_image=svc.node_image,
+        system_instance_type=it.name,
+        system_nodes=sched.system_pool.nodes,
+        system_zones=zones,
+        node_groups=tuple(groups),
+        topologies=topologies,
+        addons=tuple(_addons(ctx, provider, groups, pools)),
+        cluster_queue=name,
+        local_queue=name,
+        control_plane_usd_per_month=cents(control_month),
+        system_price=price,
+        system_usd_per_month=system_month,
+        cost_usd_per_month=month,
+        system_power_kw_it=round2(kw),
+        system_power_kw_facility=round2(kw * reg.pue),
+        system_co2e_t_per_month=round2(kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
+        unpriced=tuple(unpriced),
+        sources=tuple(dict.fromkeys((svc.source, svc.source_of("versions"), svc.source_of("topology")))),
+    )
+
+
+def with_address_ranges(
+    ctx: PlanCtx, kube: PlannedKubernetes, networks: Sequence[PlannedNetwork], overlay: bool
+) -> PlannedKubernetes:
+    """Service (and, for an overlay, pod) ranges clear of every cloud network of the stack; pods get a /24 per
+    node of the largest the cluster may grow to."""
+    taken = [ipaddress.IPv4Network(c) for n in networks for c in (n.cidr, *(s.cidr for s in n.subnets))]
+
+    def free(candidates: Sequence[ipaddress.IPv4Network]) -> str | None:
+        return next((str(c) for c in candidates if not any(c.overlaps(t) for t in taken)), None)
+
+    service = free([ipaddress.IPv4Network(c) for c in SERVICE_CIDRS])
+    nodes = kube.system_nodes + sum(g.nodes for g in kube.node_groups)
+    prefix = max(ipaddress.IPv4Network(POD_SPACE).prefixlen, POD_NODE_PREFIX - math.ceil(math.log2(max(2, nodes))))
+    pods = free(list(ipaddress.IPv4Network(POD_SPACE).subnets(new_prefix=prefix))) if overlay else None
+    if service is None or (overlay and pods is None):
+        ctx.problem(
+            ("network", "supernet"),
+            f"the cloud networks leave no room for the cluster's {'service' if service is None else 'pod'} range "
+            f"({', '.join(SERVICE_CIDRS) if service is None else POD_SPACE}): move the networks elsewhere",
+        )
+        return kube
+    return kube.model_copy(update={"service_cidr": service, "pod_cidr": pods})
