@@ -120,8 +120,16 @@ def _node_groups(
             continue
         domains = pool.fabric_domains() or [(pool.name, range(pool.nodes))]
         whole = len(domains) == 1 and domains[0][0] == pool.name
-        for index, (domain, nodes) in enumerate(domains):
-            name = _group_name(svc, domain)
+        # A fabric domain larger than one node group may hold is split into node groups of the same zone and
+        # placement (an AWS pool's cluster placement group holds them all): <domain>-0, <domain>-1, ...
+        chunks = [
+            (index, domain, nodes, part, len(nodes) > svc.max_nodes_per_group)
+            for index, (domain, nodes) in enumerate(domains)
+            for part in (nodes[k : k + svc.max_nodes_per_group] for k in range(0, len(nodes), svc.max_nodes_per_group))
+        ]
+        for index, domain, nodes, part, split in chunks:
+            suffix = f"-{(part.start - nodes.start) // svc.max_nodes_per_group}" if split else ""
+            name = _group_name(svc, domain + suffix)
             if len(name) > svc.group_name_max or (not svc.group_name_hyphens and not name[:1].isalpha()):
                 ctx.problem(
                     (*path, "name"),
@@ -131,22 +139,14 @@ def _node_groups(
                     pool.name,
                 )
                 continue
-            if len(nodes) > svc.max_nodes_per_group:
-                ctx.problem(
-                    (*path, "nodes"),
-                    f"{svc.name} holds at most {svc.max_nodes_per_group} nodes in one node group, and this pool's "
-                    f"fabric domain {domain} has {len(nodes)}: split the pool",
-                    pool.nodes,
-                )
-                continue
             groups.append(
                 PlannedNodeGroup(
                     name=name,
                     pool=pool.name,
                     domain=None if whole else domain,
                     index=index,
-                    nodes=len(nodes),
-                    first_node=nodes.start,
+                    nodes=len(part),
+                    first_node=part.start,
                     zone=pool.zone,
                     accelerator_kind=kind,
                     labels={POOL_LABEL: pool.name, DOMAIN_LABEL: domain},
@@ -208,6 +208,11 @@ def plan_kubernetes(
             + f": plan the upgrade to {svc.versions[-1]}"
         )
     groups = _node_groups(ctx, svc, pools, resources)
+    if ctx.spec.storage:
+        ctx.warnings.append(
+            f"the file systems are built in the cluster's network, but pods reach them only through the cloud's CSI "
+            f"driver for them (and a PersistentVolume), which aicluster does not install yet: add it to {svc.name}"
+        )
 
     # the system node group: CPU nodes in two zones of the region
     defaults = ctx.catalog.constants.defaults[provider]

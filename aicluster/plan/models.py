@@ -346,7 +346,9 @@ class PlannedNodeGroup(_Plan):
     name: str  # the cloud's name for it, within its length and character rules
     pool: str  # PlannedPool.name
     domain: str | None  # the pool's fabric domain (PlannedPool.fabric_domains()), None: the whole pool
-    index: int  # which of the pool's domains (0 for a pool of one)
+    # which of the pool's fabric domains (GCP placement group, TPU slice, Azure scale set; 0 on AWS); a domain
+    # larger than the service's node group limit is split into several groups of the same zone and placement
+    index: int
     nodes: int
     first_node: int
     zone: str | None

@@ -81,6 +81,8 @@ class CloudPlanner(ABC):
         return boot_disk(ctx, it, self.boot_disk_fallback)
 
     def image(self, ctx: PlanCtx, path: tuple[str | int, ...], given: str | None, default: str | None) -> str:
+        if ctx.spec.scheduler.kind == "kubernetes":
+            return ""  # node groups boot the service's own GPU image (plan.kubernetes.node_image; the spec refuses one)
         return image_of(ctx, path, self.name, self.image_forms, self.is_image_reference, given, default)
 
     def plan_pool(self, ctx: PlanCtx, i: int, pool: Any) -> PlannedPool | None:
@@ -118,7 +120,7 @@ class CloudPlanner(ABC):
         defaults = ctx.catalog.constants.defaults.get(provider)
         acc = ctx.catalog.accelerator_of(it)
         default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
-        if pool.image is None and default_image is None:
+        if pool.image is None and default_image is None and ctx.spec.scheduler.kind != "kubernetes":
             ctx.problem(
                 (*base, "image"),
                 f"the catalog has no default image for {it.name} "

@@ -55,6 +55,7 @@ from .base import (
     InstanceType,
     Market,
     MountPath,
+    NetworkCidr,
     Path,
     Problem,
     Provider,
@@ -223,7 +224,7 @@ class KubernetesScheduler(Strict):
         ),
     ] = "private"
     authorized_networks: Annotated[
-        tuple[Cidr, ...],
+        tuple[NetworkCidr, ...],
         Field(
             max_length=40,
             description="With a public endpoint: the CIDRs allowed to reach the API server (e.g. your office's).",

@@ -172,6 +172,18 @@ def _cidr(value: str) -> str:
     return str(net)
 
 
+def _network(value: str) -> str:
+    """Any IPv4 CIDR block, public ones too (who may reach an API endpoint)."""
+    try:
+        return str(ipaddress.IPv4Network(value, strict=True))
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "cidr",
+            "not an IPv4 CIDR block with its host bits clear (e.g. 203.0.113.0/24): {err}",
+            {"err": str(exc)},
+        ) from None
+
+
 _RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 # Mount points that would break the node: the root, what the OS boots and runs from, and the kernel's
 # virtual file systems (everything under those too). /home, /shared, /fsx, /data and the like are normal
@@ -284,6 +296,7 @@ InstanceType = Annotated[str, Field(pattern=INSTANCE_TYPE_RE)]
 RegionName = Annotated[str, Field(pattern=REGION_RE)]
 ZoneName = Annotated[str, Field(pattern=ZONE_RE)]
 Cidr = Annotated[str, AfterValidator(_cidr)]
+NetworkCidr = Annotated[str, AfterValidator(_network)]  # any IPv4 block, public ones included
 MountPath = Annotated[str, AfterValidator(_abs_path)]
 TagKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_tag_key), AfterValidator(_tag_text)]
 TagValue = Annotated[str, Field(max_length=256), AfterValidator(_tag_text)]

@@ -1,0 +1,191 @@
+"""Planning a Kubernetes stack: node groups from the pools' fabric domains, the control plane's cost, refusals."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import pytest
+
+from aicluster.catalog import Catalog
+from aicluster.spec import SpecError, parse_cluster
+from tests.helpers import azure_cluster, azure_pool, cluster, gcp_cluster, plan_of, plan_problems, pool, tpu_pool
+
+K8S: dict[str, Any] = {"kind": "kubernetes", "version": "1.35"}
+
+
+def _spec_problems(data: dict[str, Any]) -> list[str]:
+    with pytest.raises(SpecError) as err:
+        parse_cluster(data, "t")
+    return [p.render("t") for p in err.value.problems]
+
+
+def test_eks_node_group_carries_the_pool_fabric(catalog: Catalog) -> None:
+    p = plan_of(catalog, cluster(storage=[], scheduler=K8S))
+    k = p.kubernetes
+    assert k is not None
+    assert p.controller is None
+    assert (k.service, k.provider, k.region, k.version, k.support) == ("eks", "aws", "us-east-1", "1.35", "standard")
+    (g,) = k.node_groups
+    assert (g.name, g.pool, g.nodes, g.zone, g.accelerator_kind) == ("h100", "h100", 4, "us-east-1a", "gpu")
+    assert g.resources == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}
+    assert [(t.key, t.value, t.effect) for t in g.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
+    assert g.labels == {"aicluster.io/pool": "h100", "aicluster.io/fabric-domain": "h100"}
+    assert [a.id for a in k.addons] == ["gpu-operator", "efa-device-plugin", "kueue", "jobset"]
+    assert k.topologies[0].levels[-1] == "kubernetes.io/hostname"
+    # EKS needs subnets in two zones: the system node group spreads over the pool's zone and another one
+    assert k.system_zones[0] == "us-east-1a"
+    assert len(k.system_zones) == 2
+    assert {s.zone for s in p.network(k.network).subnets if s.role == "compute"} == set(k.system_zones)
+    assert k.pod_cidr is None  # the VPC CNI: pods take VPC addresses
+
+
+def test_control_plane_and_system_nodes_are_costed(catalog: Catalog) -> None:
+    p = plan_of(catalog, cluster(storage=[], scheduler=K8S))
+    k = p.kubernetes
+    assert k is not None
+    hours = catalog.hours_per_month
+    assert k.control_plane_usd_per_month == pytest.approx(0.10 * hours)
+    it = catalog.instance_type("aws", "m7i.2xlarge")
+    assert it is not None
+    assert k.system_price is not None
+    assert k.system_usd_per_month == pytest.approx(k.system_price.usd * 2 * hours, abs=0.01)
+    pools_and_network = sum(x.cost_usd_per_month or 0 for x in p.pools) + sum(
+        n.cost_usd_per_month or 0 for n in p.networks
+    )
+    assert p.totals.cost_usd_per_month == pytest.approx(pools_and_network + (k.cost_usd_per_month or 0), abs=0.05)
+    assert p.totals.power_kw_it == pytest.approx(sum(x.power_kw_it for x in p.pools) + k.system_power_kw_it, abs=0.02)
+
+
+def test_extended_support_costs_more_and_warns(catalog: Catalog) -> None:
+    p = plan_of(catalog, cluster(storage=[], scheduler={**K8S, "version": "1.33"}))
+    assert p.kubernetes is not None
+    assert p.kubernetes.support == "extended"
+    assert p.kubernetes.control_plane_usd_per_month == pytest.approx(0.60 * catalog.hours_per_month)
+    assert any("extended support" in w and "1.36" in w for w in p.warnings)
+
+
+def test_a_large_pool_is_split_into_node_groups_of_the_service_limit(catalog: Catalog) -> None:
+    p = plan_of(catalog, cluster(storage=[], scheduler=K8S, pools=[pool(nodes=1000)]))
+    assert p.kubernetes is not None
+    groups = p.kubernetes.node_groups
+    assert [(g.name, g.nodes, g.first_node) for g in groups] == [
+        ("h100-0", 450, 0),
+        ("h100-1", 450, 450),
+        ("h100-2", 100, 900),
+    ]
+    assert {g.zone for g in groups} == {"us-east-1a"}
+
+
+def test_aks_agent_pool_per_infiniband_domain(catalog: Catalog) -> None:
+    p = plan_of(catalog, azure_cluster(storage=[], scheduler=K8S, pools=[azure_pool(nodes=250)]))
+    k = p.kubernetes
+    assert k is not None
+    assert k.service == "aks"
+    assert [(g.name, g.nodes, g.index) for g in k.node_groups] == [
+        ("h100ib0", 100, 0),
+        ("h100ib1", 100, 1),
+        ("h100ib2", 50, 2),
+    ]
+    assert k.node_groups[0].resources["rdma/shared_ib"] == "1"
+    assert "network-operator" in [a.id for a in k.addons]
+    assert k.topologies[0].levels == ("kubernetes.azure.com/agentpool", "kubernetes.io/hostname")
+    assert k.pod_cidr is not None
+    assert k.service_cidr is not None
+    taken = [ipaddress.ip_network(n.cidr) for n in p.networks]
+    for cidr in (k.pod_cidr, k.service_cidr):
+        assert not any(ipaddress.ip_network(cidr).overlaps(t) for t in taken)
+
+
+def test_pod_range_grows_with_the_cluster(catalog: Catalog) -> None:
+    small = plan_of(catalog, gcp_cluster(storage=[], scheduler=K8S))
+    big = plan_of(catalog, gcp_cluster(storage=[], scheduler=K8S, pools=[{**gcp_cluster()["pools"][0], "nodes": 1000}]))
+    assert small.kubernetes is not None
+    assert big.kubernetes is not None
+    small_net, big_net = (ipaddress.ip_network(x.kubernetes.pod_cidr or "") for x in (small, big))
+    # a /24 per node: room for every node of the cluster
+    assert small_net.num_addresses >= 256 * 18
+    assert big_net.num_addresses >= 256 * 1002
+    assert big_net.prefixlen < small_net.prefixlen
+
+
+def test_gke_tpu_slices_are_node_pools_with_their_own_topology(catalog: Catalog) -> None:
+    p = plan_of(catalog, gcp_cluster(storage=[], scheduler=K8S, pools=[tpu_pool()]))
+    k = p.kubernetes
+    assert k is not None
+    assert [(g.name, g.accelerator_kind, g.topology) for g in k.node_groups] == [
+        ("v5p-s0", "tpu", "tpu"),
+        ("v5p-s1", "tpu", "tpu"),
+    ]
+    assert k.node_groups[0].taints[0].key == "google.com/tpu"
+    assert k.node_groups[0].resources == {"google.com/tpu": "4"}
+    assert [t.name for t in k.topologies] == ["tpu"]
+    assert "gpu-operator" not in [a.id for a in k.addons]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"scheduler": {**K8S, "version": "1.28"}},
+            't: scheduler.version: got "1.28"; Amazon EKS offers Kubernetes 1.34, 1.35, 1.36 in standard support and '
+            "1.32, 1.33 in extended support",
+        ),
+        (
+            {"pools": [pool(), pool(name="b", region="us-west-2", zone="us-west-2a")]},
+            't: pools[1].region: got "us-west-2"; an Amazon EKS cluster lives in one region, us-east-1',
+        ),
+        (
+            {"pools": [pool(instance_type="trn1.32xlarge")]},
+            "Trainium needs the Neuron device plugin",
+        ),
+        (
+            {"scheduler": {**K8S, "system_pool": {"instance_type": "m9z.huge"}}},
+            "scheduler.system_pool.instance_type",
+        ),
+    ],
+)
+def test_plan_refusals_name_field_and_fix(catalog: Catalog, changes: dict[str, Any], expected: str) -> None:
+    data = cluster(storage=[], scheduler=K8S)
+    data.update(changes)
+    found = plan_problems(catalog, data)
+    assert any(expected in f for f in found), found
+
+
+def test_aks_names_longer_than_twelve_characters_are_refused(catalog: Catalog) -> None:
+    found = plan_problems(catalog, azure_cluster(storage=[], scheduler=K8S, pools=[azure_pool(name="h100-training")]))
+    assert any("pools[0].name" in f and "12" in f and "shorter name" in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"scheduler": {**K8S, "endpoint": "public"}}, "scheduler.authorized_networks: a public API endpoint needs"),
+        (
+            {"scheduler": {**K8S, "authorized_networks": ["203.0.113.0/24"]}},
+            "scheduler.authorized_networks: got",
+        ),
+        (
+            {"scheduler": {**K8S, "endpoint": "public", "authorized_networks": ["0.0.0.0/0"]}},
+            "scheduler.authorized_networks[0]: got",
+        ),
+        ({"pools": [pool(image="ami-0123456789abcdef0")]}, "pools[0].image: got"),
+    ],
+)
+def test_spec_refusals(changes: dict[str, Any], expected: str) -> None:
+    data = cluster(storage=[], scheduler=K8S)
+    data.update(changes)
+    found = _spec_problems(data)
+    assert any(expected in f for f in found), found
+
+
+def test_several_clouds_are_refused_with_the_reason() -> None:
+    data = cluster(storage=[], scheduler=K8S)
+    data["pools"].append(gcp_cluster()["pools"][0])
+    found = _spec_problems(data)
+    assert any("pools[1].provider" in f and "MultiKueue" in f and "one stack per cloud" in f for f in found), found
+
+
+def test_storage_in_a_kubernetes_stack_warns_about_csi(catalog: Catalog) -> None:
+    p = plan_of(catalog, cluster(scheduler=K8S))
+    assert any("CSI driver" in w for w in p.warnings)
