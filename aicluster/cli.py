@@ -23,7 +23,7 @@ from rich.tree import Tree
 from . import __version__
 from .catalog.pricing import cents, money
 from .files import WriteError, check_target, write_atomic
-from .plan import ClusterPlan, PlannedPool
+from .plan import ClusterPlan, PlannedNodeGroup, PlannedPool
 from .plan.fabric import PlannedFabric
 from .spec import SpecError, json_schema
 from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
@@ -208,6 +208,21 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
         )
+    k = plan.kubernetes
+    if k is not None:  # the control plane and its system nodes: in the totals, so in the table
+        t.add_row(
+            "kubernetes",
+            k.provider,
+            k.region,
+            f"{k.service} control plane + {k.system_nodes} x {k.system_instance_type}",
+            "",
+            "",
+            "on-demand",
+            _money(_hourly(k.cost_usd_per_month, plan.hours_per_month), k.unpriced),
+            _money(k.cost_usd_per_month, k.unpriced),
+            f"{k.system_power_kw_it:,.2f}",
+            f"{k.system_power_kw_facility:,.2f}",
+        )
     if plan.controller is not None:
         c = plan.controller
         if c.host is not None:  # an existing site host: its cost and power are the site's, not a $0.00 instance
@@ -377,7 +392,7 @@ def _plan_details(plan: ClusterPlan) -> None:
                 f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {_basis(p)}"
             )
             out.print(f"[dim]{escape(text)}[/]")
-            if not p.aws.image_pinned:
+            if not p.aws.image_pinned and plan.kubernetes is None:
                 note = (
                     f"{p.name}: image {p.aws.image} is not pinned: nodes launched later may boot a newer AMI "
                     "(driver, EFA and NCCL versions drift); pin it with image: ami-... or resolve:ssm:...:<version>"
@@ -391,14 +406,16 @@ def _plan_details(plan: ClusterPlan) -> None:
             )
             text = f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}"
             out.print(f"[dim]{escape(text)}; price {escape(_basis(p))}[/]")
-            if not p.azure.image_pinned:
+            if not p.azure.image_pinned and plan.kubernetes is None:
                 note = (
                     f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "
                     "OFED and NCCL versions drift); pin a version, e.g. image: publisher:offer:sku:<version>"
                 )
                 out.print(f"[dim]{escape(note)}[/]")
-        for note in _gcp_notes(p):
+        for note in _gcp_notes(p, kubernetes=plan.kubernetes is not None):
             out.print(f"[dim]{escape(note)}[/]")
+    if plan.kubernetes is not None:
+        _print_kubernetes(plan)
     c = plan.controller
     if c is not None and c.host is not None:
         at = f" at {c.address}" if c.address else ""
@@ -414,8 +431,9 @@ def _plan_details(plan: ClusterPlan) -> None:
         out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets}){mtu}{vpcs}')}[/]")
 
 
-def _gcp_notes(p: PlannedPool) -> list[str]:
-    """What a GCP pool's plan decided: NICs, placement groups, TPU slice shape."""
+def _gcp_notes(p: PlannedPool, *, kubernetes: bool = False) -> list[str]:
+    """What a GCP pool's plan decided: NICs, placement groups, TPU slice shape. A Kubernetes stack's node pools
+    boot the service's node image, so the image-family note does not apply there (`_kubernetes_notes` says so)."""
     notes = []
     if p.gcp is not None:
         d = p.gcp
@@ -434,7 +452,7 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
             + (f" {d.reservation}" if d.reservation else "")
             + f"; price {_basis(p)}"
         )
-        if not d.image_pinned:
+        if not d.image_pinned and not kubernetes:
             notes.append(
                 f"{p.name}: image {d.image} is an image family: VMs created later may boot a newer image (driver "
                 "and NCCL versions drift); pin one with image: projects/<project>/global/images/<name>"
@@ -447,6 +465,93 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
             f"price {_basis(p)} per chip-hour"
         )
     return notes
+
+
+def _taints(g: PlannedNodeGroup) -> str:
+    return ", ".join(f"{t.key}={t.value}:{t.effect}" for t in g.taints)
+
+
+def _per_node(g: PlannedNodeGroup) -> str:
+    return ", ".join(f"{name}: {amount}" for name, amount in g.resources.items())
+
+
+def _kubernetes_tables(plan: ClusterPlan) -> list[Table]:
+    """A Kubernetes stack's control plane, its node groups (one per fabric domain of a pool) and its add-ons."""
+    k = plan.kubernetes
+    if k is None:
+        return []
+    cp = Table(title=f"Kubernetes control plane ({k.cluster_name})", title_justify="left")
+    for col, just in [
+        ("service", "left"),
+        ("version", "left"),
+        ("support", "left"),
+        ("endpoint", "left"),
+        ("region", "left"),
+        ("system nodes", "left"),
+        ("control plane $/month", "right"),
+        ("system nodes $/month", "right"),
+    ]:
+        cp.add_column(col, justify=just)  # type: ignore[arg-type]
+    endpoint = k.endpoint + (f" ({', '.join(k.authorized_networks)})" if k.authorized_networks else "")
+    zones = ", ".join(_where(k.region, z) for z in k.system_zones) or k.region
+    cp.add_row(
+        escape(k.service_name),
+        k.version,
+        k.support,
+        escape(endpoint),
+        k.region,
+        escape(f"{k.system_nodes} x {k.system_instance_type} in {zones}"),
+        _money(k.control_plane_usd_per_month),
+        _money(k.system_usd_per_month, k.unpriced),
+    )
+    groups = Table(title="Node groups", title_justify="left")
+    for col, just in [
+        ("node group", "left"),
+        ("pool", "left"),
+        ("zone", "left"),
+        ("nodes", "right"),
+        ("taints", "left"),
+        ("per node", "left"),
+    ]:
+        groups.add_column(col, justify=just)  # type: ignore[arg-type]
+    for g in k.node_groups:
+        groups.add_row(
+            escape(g.name),
+            escape(g.pool),
+            escape(_where(k.region, g.zone)),
+            f"{g.nodes:,}",
+            escape(_taints(g)),
+            escape(_per_node(g)),
+        )
+    addons = Table(title="Add-ons", title_justify="left")
+    for col in ("add-on", "chart", "version", "namespace"):
+        addons.add_column(col)
+    for a in k.addons:
+        addons.add_row(escape(a.name), escape(f"{a.repository}/{a.chart}"), escape(a.version), escape(a.namespace))
+    return [cp, groups, addons]
+
+
+def _kubernetes_notes(plan: ClusterPlan) -> list[str]:
+    """What the tables leave out: the queue, the topology levels, the node image, the pod and service ranges."""
+    k = plan.kubernetes
+    if k is None:
+        return []
+    notes = [
+        f"kueue: ClusterQueue {k.cluster_queue}, LocalQueue {k.namespace}/{k.local_queue}",
+        *(f"kueue topology {t.name}: {' > '.join(t.levels)}" for t in k.topologies),
+        f"node groups boot {k.node_image} ({k.service_name}'s node image for Kubernetes {k.version}), which the "
+        "control plane keeps in step with its version: the pools' image settings are not used",
+        f"pods: {k.pod_cidr or 'VPC addresses (VPC CNI)'}; services: {k.service_cidr}; secrets encrypted with "
+        f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
+    ]
+    return notes
+
+
+def _print_kubernetes(plan: ClusterPlan) -> None:
+    for table in _kubernetes_tables(plan):
+        out.print(table)
+    for note in _kubernetes_notes(plan):
+        out.print(f"[dim]{escape(note)}[/]")
 
 
 # ------------------------------------------------------------------------------------------------
