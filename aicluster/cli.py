@@ -937,9 +937,10 @@ class _Inventory:
         )
 
 
-def _plan_inventory(args: argparse.Namespace) -> _Inventory:
-    """Plan the stack and its inventory, writing nothing of it yet. Addresses an earlier run was given (--hosts,
-    --discover) are kept when this one gives none."""
+def _plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = None) -> _Inventory:
+    """Plan the stack (unless `given_plan` is its plan) and its inventory, writing nothing of it yet. Addresses an
+    earlier run was given (--hosts, --discover) are kept when this one gives none. A Kubernetes stack has no
+    inventory: exit 2 with the reason."""
     from . import inventory as inv
     from .preview import offline_outputs, plan_stack
 
@@ -951,7 +952,10 @@ def _plan_inventory(args: argparse.Namespace) -> _Inventory:
     playbooks = (project.root / "playbooks").resolve()
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
-    plan = plan_stack(stack)
+    plan = given_plan or plan_stack(stack)
+    reason = inv.kubernetes_reason(plan)
+    if reason is not None:
+        raise UsageError(reason)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
     given = _addresses(args.hosts, names)
     kept = {k: v for k, v in inv.previous_addresses(target).items() if k in names} if not target.is_symlink() else {}
@@ -1102,11 +1106,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
     ):
         if value is not None and not value.strip(" ,:"):  # Ansible would run everything
             raise UsageError(f"{flag} is empty: give {instead}")
-    project = find_project(Path(args.project_dir) if args.project_dir else None)
+    from .preview import plan_stack
+
+    project, stack = _stack(args)
+    plan = plan_stack(stack)
+    if plan.kubernetes is not None:  # no Ansible: the add-ons and the service own the nodes (exit 0, nothing written)
+        _print_warnings(plan)
+        for line in tune.kubernetes_message(plan, stack.stack):
+            out.print(escape(line))
+        return EXIT_OK
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
-    planned = _plan_inventory(args)
+    planned = _plan_inventory(args, plan)
     project, stack = planned.project, planned.stack
     roles_path = playbook.parent / "roles"
     local = os.environ.get("ANSIBLE_TRANSPORT") == "local" or extravars.get("ansible_connection") == "local"
@@ -1174,6 +1186,152 @@ def cmd_tune(args: argparse.Namespace) -> int:
         shown = ", ".join(checked_only[:8]) + (" ..." if len(checked_only) > 8 else "")
         out.print(f"[green]{len(checked_only)} host(s) checked (no task reached the host): {escape(shown)}[/]")
     return EXIT_OK
+
+
+KUBECONFIG_HEADER = "# aicluster kubeconfig for stack "  # first line of every kubeconfig `aicluster kubeconfig` writes
+
+
+def _kubernetes_plan(args: argparse.Namespace, command: str, instead: str) -> tuple[Project, Any, ClusterPlan]:
+    """The project, stack and plan of a Kubernetes stack; a Slurm stack is bad input (exit 2) naming `instead`."""
+    from .preview import plan_stack
+
+    project, stack = _stack(args)
+    plan = plan_stack(stack)
+    if plan.kubernetes is None:
+        raise UsageError(
+            f"{command} {stack.stack}: a Slurm stack (scheduler.kind: slurm) has no Kubernetes control plane; {instead}"
+        )
+    return project, stack, plan
+
+
+def _secret_outputs(project: Project, stack: str) -> dict[str, Any]:
+    """The deployed stack's outputs, secrets in clear (`pulumi stack output --json --show-secrets`). The text is
+    never echoed: a failure says only what failed."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("pulumi")
+    if exe is None:
+        raise OperationFailed(
+            "the Pulumi CLI is not installed: the kubeconfig is a stack output of the deployed stack; install it, or "
+            "give the outputs with --outputs FILE (pulumi stack output --json --show-secrets > FILE)"
+        )
+    proc = subprocess.run(
+        [exe, "stack", "output", "--json", "--show-secrets", "--stack", stack],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise OperationFailed(f"pulumi stack output failed: {strip_control(proc.stderr.strip())[:300]}")
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        raise OperationFailed("pulumi stack output printed no JSON object") from None
+    if not isinstance(data, dict):
+        raise OperationFailed("pulumi stack output printed no JSON object")
+    return data
+
+
+def _kubeconfig_text(value: Any, where: str) -> str:
+    """The `kubeconfig` output as YAML text, checked to be a kubeconfig (never quoted back in an error)."""
+    import yaml
+
+    from .preview import COMPUTED, SECRET
+
+    if value is None:
+        raise UsageError(f"{where}: no `kubeconfig` output; has the stack been deployed (pulumi up)?")
+    if value == SECRET:
+        raise UsageError(
+            f"{where}: the `kubeconfig` output is masked; read it with `pulumi stack output --json --show-secrets`"
+        )
+    if value == COMPUTED:
+        raise UsageError(f"{where}: the `kubeconfig` output is not known before `pulumi up` (an offline preview)")
+    if isinstance(value, dict):
+        value = yaml.safe_dump(value, sort_keys=False)
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: the `kubeconfig` output is not a kubeconfig (expected YAML text)")
+    try:
+        doc = yaml.safe_load(value)
+    except yaml.YAMLError:
+        doc = None
+    if not isinstance(doc, dict) or not doc.get("clusters") or not doc.get("users"):
+        raise UsageError(f"{where}: the `kubeconfig` output is not a kubeconfig (no clusters and users)")
+    return value if value.endswith("\n") else value + "\n"
+
+
+def _check_kubeconfig_target(target: Path, stack: str, force: bool) -> None:
+    """Refuse to replace a file aicluster did not write for this stack (unless --force), and anything that is not
+    a plain file (a terminal, a pipe: the kubeconfig must never be shown)."""
+    import stat
+
+    label = f"-o {target}"
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{label}: not a plain file; the kubeconfig is a secret and is only written to a file")
+    if force:
+        return
+    with open(target, encoding="utf-8", errors="replace") as fh:
+        first = fh.readline().rstrip("\n")
+    if first != f"{KUBECONFIG_HEADER}{stack}":
+        raise UsageError(
+            f"{label}: exists and was not written by `aicluster kubeconfig {stack}`; "
+            "give another file, or --force to replace it"
+        )
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    """Write the deployed stack's kubeconfig (a secret stack output) to a 0600 file; never to the terminal."""
+    project, stack, _ = _kubernetes_plan(
+        args, "kubeconfig", "reach the cluster through its login node (the Slurm controller)"
+    )
+    if args.output in ("-", ""):
+        raise UsageError("-o -: the kubeconfig is a secret and is only written to a file; give a file name")
+    target = check_target(args.output or (_work_dir(project, stack.stack) / "kubeconfig"), "-o")
+    _check_kubeconfig_target(target, stack.stack, args.force)
+    if args.outputs:
+        outputs = _read_json(args.outputs, "--outputs")
+        if not isinstance(outputs, dict):
+            raise UsageError(f"--outputs {args.outputs}: expected the JSON object of `pulumi stack output --json`")
+        where = f"--outputs {args.outputs}"
+    else:
+        outputs = _secret_outputs(project, stack.stack)
+        where = f"stack {stack.stack}"
+    text = _kubeconfig_text(outputs.get("kubeconfig"), where)
+    header = f"{KUBECONFIG_HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
+    write_atomic(target, header + text, mode=0o600, flag="-o")
+    shown = escape(str(target))
+    out.print(f"wrote {shown} (mode 0600); use it with: KUBECONFIG={shown} kubectl get nodes")
+    return EXIT_OK
+
+
+def cmd_acceptance(args: argparse.Namespace) -> int:
+    """The topology-aware NCCL acceptance JobSet for a Kubernetes stack, as YAML."""
+    import importlib
+
+    import yaml
+
+    _, _, plan = _kubernetes_plan(
+        args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"
+    )
+    _print_warnings(plan)
+    # aicluster.render.kubernetes comes from a parallel branch; once both are on main this is a plain import
+    try:
+        render = importlib.import_module("aicluster.render.kubernetes")
+    except ModuleNotFoundError:
+        raise OperationFailed("this aicluster has no Kubernetes renderer (aicluster.render.kubernetes)") from None
+    jobset = render.acceptance_jobset(plan)
+
+    class _Plain(yaml.SafeDumper):  # shared dicts (requests == limits) written out, not as &id001 anchors
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    text = yaml.dump(jobset, Dumper=_Plain, sort_keys=False)
+    return _emit(text, args.output)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -1370,6 +1528,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="where to write the inventory (default: .work/<stack>/inventory)")
     p.add_argument("--playbook", metavar="FILE", help="another playbook than playbooks/site.yml")
     p.add_argument("-e", "--extra-vars", action="append", metavar="KEY=VALUE", help="set a role variable (repeatable)")
+    p = add(
+        "kubeconfig",
+        cmd_kubeconfig,
+        "write the deployed Kubernetes stack's kubeconfig (a secret stack output) to a 0600 file, never the terminal",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: .work/<stack>/kubeconfig)")
+    p.add_argument(
+        "--outputs",
+        metavar="FILE",
+        help="read the stack outputs from FILE (pulumi stack output --json --show-secrets) instead of the Pulumi CLI",
+    )
+    p.add_argument("--force", action="store_true", help="replace FILE even if aicluster did not write it")
+    p = add(
+        "acceptance",
+        cmd_acceptance,
+        "write the topology-aware NCCL acceptance JobSet of a Kubernetes stack (kubectl apply -f it)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (default: stdout)")
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)
