@@ -540,7 +540,7 @@ def _kubernetes_notes(plan: ClusterPlan) -> list[str]:
         f"kueue: ClusterQueue {k.cluster_queue}, LocalQueue {k.namespace}/{k.local_queue}",
         *(f"kueue topology {t.name}: {' > '.join(t.levels)}" for t in k.topologies),
         f"node groups boot {k.node_image} ({k.service_name}'s node image for Kubernetes {k.version}), which the "
-        "control plane keeps in step with its version: the pools' image settings are not used",
+        "control plane keeps in step with its version (a Kubernetes stack sets no pool image)",
         f"pods: {k.pod_cidr or 'VPC addresses (VPC CNI)'}; services: {k.service_cidr}; secrets encrypted with "
         f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
     ]
