@@ -17,6 +17,7 @@ from tests.report.previews import PASSING
 
 def _doc(stack: str) -> tuple[dict[str, Any], Any]:
     k = plan_stack(read_stack(find_project(ROOT), stack)).kubernetes
+    assert k is not None
     doc = copy.deepcopy(PASSING)
     doc["kubernetes"] = k.model_dump(mode="json")
     return doc, k
