@@ -23,7 +23,7 @@ from rich.tree import Tree
 from . import __version__
 from .catalog.pricing import cents, money
 from .files import WriteError, check_target, write_atomic
-from .plan import ClusterPlan, PlannedPool
+from .plan import ClusterPlan, PlannedNodeGroup, PlannedPool
 from .plan.fabric import PlannedFabric
 from .spec import SpecError, json_schema
 from .stackfile import Project, ProjectNotFound, StackNotFound, find_project, read_stack
@@ -208,6 +208,21 @@ def _pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
             "",
             "",
         )
+    k = plan.kubernetes
+    if k is not None:  # the control plane and its system nodes: in the totals, so in the table
+        t.add_row(
+            "kubernetes",
+            k.provider,
+            k.region,
+            f"{k.service} control plane + {k.system_nodes} x {k.system_instance_type}",
+            "",
+            "",
+            "on-demand",
+            _money(_hourly(k.cost_usd_per_month, plan.hours_per_month), k.unpriced),
+            _money(k.cost_usd_per_month, k.unpriced),
+            f"{k.system_power_kw_it:,.2f}",
+            f"{k.system_power_kw_facility:,.2f}",
+        )
     if plan.controller is not None:
         c = plan.controller
         if c.host is not None:  # an existing site host: its cost and power are the site's, not a $0.00 instance
@@ -377,7 +392,7 @@ def _plan_details(plan: ClusterPlan) -> None:
                 f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {_basis(p)}"
             )
             out.print(f"[dim]{escape(text)}[/]")
-            if not p.aws.image_pinned:
+            if not p.aws.image_pinned and plan.kubernetes is None:
                 note = (
                     f"{p.name}: image {p.aws.image} is not pinned: nodes launched later may boot a newer AMI "
                     "(driver, EFA and NCCL versions drift); pin it with image: ami-... or resolve:ssm:...:<version>"
@@ -391,14 +406,16 @@ def _plan_details(plan: ClusterPlan) -> None:
             )
             text = f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}"
             out.print(f"[dim]{escape(text)}; price {escape(_basis(p))}[/]")
-            if not p.azure.image_pinned:
+            if not p.azure.image_pinned and plan.kubernetes is None:
                 note = (
                     f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "
                     "OFED and NCCL versions drift); pin a version, e.g. image: publisher:offer:sku:<version>"
                 )
                 out.print(f"[dim]{escape(note)}[/]")
-        for note in _gcp_notes(p):
+        for note in _gcp_notes(p, kubernetes=plan.kubernetes is not None):
             out.print(f"[dim]{escape(note)}[/]")
+    if plan.kubernetes is not None:
+        _print_kubernetes(plan)
     c = plan.controller
     if c is not None and c.host is not None:
         at = f" at {c.address}" if c.address else ""
@@ -414,8 +431,9 @@ def _plan_details(plan: ClusterPlan) -> None:
         out.print(f"[dim]{escape(f'network {n.key}: {n.cidr} ({subnets}){mtu}{vpcs}')}[/]")
 
 
-def _gcp_notes(p: PlannedPool) -> list[str]:
-    """What a GCP pool's plan decided: NICs, placement groups, TPU slice shape."""
+def _gcp_notes(p: PlannedPool, *, kubernetes: bool = False) -> list[str]:
+    """What a GCP pool's plan decided: NICs, placement groups, TPU slice shape. A Kubernetes stack's node pools
+    boot the service's node image, so the image-family note does not apply there (`_kubernetes_notes` says so)."""
     notes = []
     if p.gcp is not None:
         d = p.gcp
@@ -434,7 +452,7 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
             + (f" {d.reservation}" if d.reservation else "")
             + f"; price {_basis(p)}"
         )
-        if not d.image_pinned:
+        if not d.image_pinned and not kubernetes:
             notes.append(
                 f"{p.name}: image {d.image} is an image family: VMs created later may boot a newer image (driver "
                 "and NCCL versions drift); pin one with image: projects/<project>/global/images/<name>"
@@ -447,6 +465,93 @@ def _gcp_notes(p: PlannedPool) -> list[str]:
             f"price {_basis(p)} per chip-hour"
         )
     return notes
+
+
+def _taints(g: PlannedNodeGroup) -> str:
+    return ", ".join(f"{t.key}={t.value}:{t.effect}" for t in g.taints)
+
+
+def _per_node(g: PlannedNodeGroup) -> str:
+    return ", ".join(f"{name}: {amount}" for name, amount in g.resources.items())
+
+
+def _kubernetes_tables(plan: ClusterPlan) -> list[Table]:
+    """A Kubernetes stack's control plane, its node groups (one per fabric domain of a pool) and its add-ons."""
+    k = plan.kubernetes
+    if k is None:
+        return []
+    cp = Table(title=f"Kubernetes control plane ({k.cluster_name})", title_justify="left")
+    for col, just in [
+        ("service", "left"),
+        ("version", "left"),
+        ("support", "left"),
+        ("endpoint", "left"),
+        ("region", "left"),
+        ("system nodes", "left"),
+        ("control plane $/month", "right"),
+        ("system nodes $/month", "right"),
+    ]:
+        cp.add_column(col, justify=just)  # type: ignore[arg-type]
+    endpoint = k.endpoint + (f" ({', '.join(k.authorized_networks)})" if k.authorized_networks else "")
+    zones = ", ".join(_where(k.region, z) for z in k.system_zones) or k.region
+    cp.add_row(
+        escape(k.service_name),
+        k.version,
+        k.support,
+        escape(endpoint),
+        k.region,
+        escape(f"{k.system_nodes} x {k.system_instance_type} in {zones}"),
+        _money(k.control_plane_usd_per_month),
+        _money(k.system_usd_per_month, k.unpriced),
+    )
+    groups = Table(title="Node groups", title_justify="left")
+    for col, just in [
+        ("node group", "left"),
+        ("pool", "left"),
+        ("zone", "left"),
+        ("nodes", "right"),
+        ("taints", "left"),
+        ("per node", "left"),
+    ]:
+        groups.add_column(col, justify=just)  # type: ignore[arg-type]
+    for g in k.node_groups:
+        groups.add_row(
+            escape(g.name),
+            escape(g.pool),
+            escape(_where(k.region, g.zone)),
+            f"{g.nodes:,}",
+            escape(_taints(g)),
+            escape(_per_node(g)),
+        )
+    addons = Table(title="Add-ons", title_justify="left")
+    for col in ("add-on", "chart", "version", "namespace"):
+        addons.add_column(col)
+    for a in k.addons:
+        addons.add_row(escape(a.name), escape(f"{a.repository}/{a.chart}"), escape(a.version), escape(a.namespace))
+    return [cp, groups, addons]
+
+
+def _kubernetes_notes(plan: ClusterPlan) -> list[str]:
+    """What the tables leave out: the queue, the topology levels, the node image, the pod and service ranges."""
+    k = plan.kubernetes
+    if k is None:
+        return []
+    notes = [
+        f"kueue: ClusterQueue {k.cluster_queue}, LocalQueue {k.namespace}/{k.local_queue}",
+        *(f"kueue topology {t.name}: {' > '.join(t.levels)}" for t in k.topologies),
+        f"node groups boot {k.node_image} ({k.service_name}'s node image for Kubernetes {k.version}), which the "
+        "control plane keeps in step with its version (a Kubernetes stack sets no pool image)",
+        f"pods: {k.pod_cidr or 'VPC addresses (VPC CNI)'}; services: {k.service_cidr}; secrets encrypted with "
+        f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
+    ]
+    return notes
+
+
+def _print_kubernetes(plan: ClusterPlan) -> None:
+    for table in _kubernetes_tables(plan):
+        out.print(table)
+    for note in _kubernetes_notes(plan):
+        out.print(f"[dim]{escape(note)}[/]")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -832,9 +937,10 @@ class _Inventory:
         )
 
 
-def _plan_inventory(args: argparse.Namespace) -> _Inventory:
-    """Plan the stack and its inventory, writing nothing of it yet. Addresses an earlier run was given (--hosts,
-    --discover) are kept when this one gives none."""
+def _plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = None) -> _Inventory:
+    """Plan the stack (unless `given_plan` is its plan) and its inventory, writing nothing of it yet. Addresses an
+    earlier run was given (--hosts, --discover) are kept when this one gives none. A Kubernetes stack has no
+    inventory: exit 2 with the reason."""
     from . import inventory as inv
     from .preview import offline_outputs, plan_stack
 
@@ -846,7 +952,10 @@ def _plan_inventory(args: argparse.Namespace) -> _Inventory:
     playbooks = (project.root / "playbooks").resolve()
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
-    plan = plan_stack(stack)
+    plan = given_plan or plan_stack(stack)
+    reason = inv.kubernetes_reason(plan)
+    if reason is not None:
+        raise UsageError(reason)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
     given = _addresses(args.hosts, names)
     kept = {k: v for k, v in inv.previous_addresses(target).items() if k in names} if not target.is_symlink() else {}
@@ -997,11 +1106,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
     ):
         if value is not None and not value.strip(" ,:"):  # Ansible would run everything
             raise UsageError(f"{flag} is empty: give {instead}")
-    project = find_project(Path(args.project_dir) if args.project_dir else None)
+    from .preview import plan_stack
+
+    project, stack = _stack(args)
+    plan = plan_stack(stack)
+    if plan.kubernetes is not None:  # no Ansible: the add-ons and the service own the nodes (exit 0, nothing written)
+        _print_warnings(plan)
+        for line in tune.kubernetes_message(plan, stack.stack):
+            out.print(escape(line))
+        return EXIT_OK
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
-    planned = _plan_inventory(args)
+    planned = _plan_inventory(args, plan)
     project, stack = planned.project, planned.stack
     roles_path = playbook.parent / "roles"
     local = os.environ.get("ANSIBLE_TRANSPORT") == "local" or extravars.get("ansible_connection") == "local"
@@ -1069,6 +1186,152 @@ def cmd_tune(args: argparse.Namespace) -> int:
         shown = ", ".join(checked_only[:8]) + (" ..." if len(checked_only) > 8 else "")
         out.print(f"[green]{len(checked_only)} host(s) checked (no task reached the host): {escape(shown)}[/]")
     return EXIT_OK
+
+
+KUBECONFIG_HEADER = "# aicluster kubeconfig for stack "  # first line of every kubeconfig `aicluster kubeconfig` writes
+
+
+def _kubernetes_plan(args: argparse.Namespace, command: str, instead: str) -> tuple[Project, Any, ClusterPlan]:
+    """The project, stack and plan of a Kubernetes stack; a Slurm stack is bad input (exit 2) naming `instead`."""
+    from .preview import plan_stack
+
+    project, stack = _stack(args)
+    plan = plan_stack(stack)
+    if plan.kubernetes is None:
+        raise UsageError(
+            f"{command} {stack.stack}: a Slurm stack (scheduler.kind: slurm) has no Kubernetes control plane; {instead}"
+        )
+    return project, stack, plan
+
+
+def _secret_outputs(project: Project, stack: str) -> dict[str, Any]:
+    """The deployed stack's outputs, secrets in clear (`pulumi stack output --json --show-secrets`). The text is
+    never echoed: a failure says only what failed."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("pulumi")
+    if exe is None:
+        raise OperationFailed(
+            "the Pulumi CLI is not installed: the kubeconfig is a stack output of the deployed stack; install it, or "
+            "give the outputs with --outputs FILE (pulumi stack output --json --show-secrets > FILE)"
+        )
+    proc = subprocess.run(
+        [exe, "stack", "output", "--json", "--show-secrets", "--stack", stack],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise OperationFailed(f"pulumi stack output failed: {strip_control(proc.stderr.strip())[:300]}")
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        raise OperationFailed("pulumi stack output printed no JSON object") from None
+    if not isinstance(data, dict):
+        raise OperationFailed("pulumi stack output printed no JSON object")
+    return data
+
+
+def _kubeconfig_text(value: Any, where: str) -> str:
+    """The `kubeconfig` output as YAML text, checked to be a kubeconfig (never quoted back in an error)."""
+    import yaml
+
+    from .preview import COMPUTED, SECRET
+
+    if value is None:
+        raise UsageError(f"{where}: no `kubeconfig` output; has the stack been deployed (pulumi up)?")
+    if value == SECRET:
+        raise UsageError(
+            f"{where}: the `kubeconfig` output is masked; read it with `pulumi stack output --json --show-secrets`"
+        )
+    if value == COMPUTED:
+        raise UsageError(f"{where}: the `kubeconfig` output is not known before `pulumi up` (an offline preview)")
+    if isinstance(value, dict):
+        value = yaml.safe_dump(value, sort_keys=False)
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: the `kubeconfig` output is not a kubeconfig (expected YAML text)")
+    try:
+        doc = yaml.safe_load(value)
+    except yaml.YAMLError:
+        doc = None
+    if not isinstance(doc, dict) or not doc.get("clusters") or not doc.get("users"):
+        raise UsageError(f"{where}: the `kubeconfig` output is not a kubeconfig (no clusters and users)")
+    return value if value.endswith("\n") else value + "\n"
+
+
+def _check_kubeconfig_target(target: Path, stack: str, force: bool) -> None:
+    """Refuse to replace a file aicluster did not write for this stack (unless --force), and anything that is not
+    a plain file (a terminal, a pipe: the kubeconfig must never be shown)."""
+    import stat
+
+    label = f"-o {target}"
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{label}: not a plain file; the kubeconfig is a secret and is only written to a file")
+    if force:
+        return
+    with open(target, encoding="utf-8", errors="replace") as fh:
+        first = fh.readline().rstrip("\n")
+    if first != f"{KUBECONFIG_HEADER}{stack}":
+        raise UsageError(
+            f"{label}: exists and was not written by `aicluster kubeconfig {stack}`; "
+            "give another file, or --force to replace it"
+        )
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    """Write the deployed stack's kubeconfig (a secret stack output) to a 0600 file; never to the terminal."""
+    project, stack, _ = _kubernetes_plan(
+        args, "kubeconfig", "reach the cluster through its login node (the Slurm controller)"
+    )
+    if args.output in ("-", ""):
+        raise UsageError("-o -: the kubeconfig is a secret and is only written to a file; give a file name")
+    target = check_target(args.output or (_work_dir(project, stack.stack) / "kubeconfig"), "-o")
+    _check_kubeconfig_target(target, stack.stack, args.force)
+    if args.outputs:
+        outputs = _read_json(args.outputs, "--outputs")
+        if not isinstance(outputs, dict):
+            raise UsageError(f"--outputs {args.outputs}: expected the JSON object of `pulumi stack output --json`")
+        where = f"--outputs {args.outputs}"
+    else:
+        outputs = _secret_outputs(project, stack.stack)
+        where = f"stack {stack.stack}"
+    text = _kubeconfig_text(outputs.get("kubeconfig"), where)
+    header = f"{KUBECONFIG_HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
+    write_atomic(target, header + text, mode=0o600, flag="-o")
+    shown = escape(str(target))
+    out.print(f"wrote {shown} (mode 0600); use it with: KUBECONFIG={shown} kubectl get nodes")
+    return EXIT_OK
+
+
+def cmd_acceptance(args: argparse.Namespace) -> int:
+    """The topology-aware NCCL acceptance JobSet for a Kubernetes stack, as YAML."""
+    import importlib
+
+    import yaml
+
+    _, _, plan = _kubernetes_plan(
+        args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"
+    )
+    _print_warnings(plan)
+    # aicluster.render.kubernetes comes from a parallel branch; once both are on main this is a plain import
+    try:
+        render = importlib.import_module("aicluster.render.kubernetes")
+    except ModuleNotFoundError:
+        raise OperationFailed("this aicluster has no Kubernetes renderer (aicluster.render.kubernetes)") from None
+    jobset = render.acceptance_jobset(plan)
+
+    class _Plain(yaml.SafeDumper):  # shared dicts (requests == limits) written out, not as &id001 anchors
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    text = yaml.dump(jobset, Dumper=_Plain, sort_keys=False)
+    return _emit(text, args.output)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -1265,6 +1528,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="where to write the inventory (default: .work/<stack>/inventory)")
     p.add_argument("--playbook", metavar="FILE", help="another playbook than playbooks/site.yml")
     p.add_argument("-e", "--extra-vars", action="append", metavar="KEY=VALUE", help="set a role variable (repeatable)")
+    p = add(
+        "kubeconfig",
+        cmd_kubeconfig,
+        "write the deployed Kubernetes stack's kubeconfig (a secret stack output) to a 0600 file, never the terminal",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: .work/<stack>/kubeconfig)")
+    p.add_argument(
+        "--outputs",
+        metavar="FILE",
+        help="read the stack outputs from FILE (pulumi stack output --json --show-secrets) instead of the Pulumi CLI",
+    )
+    p.add_argument("--force", action="store_true", help="replace FILE even if aicluster did not write it")
+    p = add(
+        "acceptance",
+        cmd_acceptance,
+        "write the topology-aware NCCL acceptance JobSet of a Kubernetes stack (kubectl apply -f it)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (default: stdout)")
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)

@@ -92,7 +92,14 @@ def discoverable(pool: PlannedPool) -> bool:
 
 def plugin_configs(plan: ClusterPlan, stack_config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """File name -> plugin configuration, one per cloud the stack has discoverable pools in. Every config
-    composes the same `aicluster_*` host variables, so `instances` reads all clouds alike."""
+    composes the same `aicluster_*` host variables, so `instances` reads all clouds alike. A Kubernetes stack's
+    nodes are found through the control plane (kubectl), never here: DiscoveryError."""
+    if plan.kubernetes is not None:
+        k = plan.kubernetes
+        raise DiscoveryError(
+            f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes, "
+            "not VMs for Ansible; list them with `aicluster kubeconfig STACK` and `kubectl get nodes`"
+        )
     pools = [p for p in plan.pools if discoverable(p)]
     providers = sorted({p.provider for p in pools})
     configs: dict[str, dict[str, Any]] = {}

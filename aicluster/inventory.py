@@ -156,6 +156,24 @@ def stack_addresses(plan: ClusterPlan) -> dict[str, str]:
     return found
 
 
+class KubernetesStackError(ValueError):
+    """The stack runs Kubernetes: there is no Ansible inventory of its nodes (see `kubernetes_reason`)."""
+
+
+def kubernetes_reason(plan: ClusterPlan) -> str | None:
+    """Why a Kubernetes stack has no inventory, or None for a Slurm stack. Its nodes are Kubernetes nodes that the
+    managed node groups create and replace: the control plane names and addresses them, and the GPU Operator,
+    Network Operator, EFA device plugin or the service itself configure them, not Ansible."""
+    k = plan.kubernetes
+    if k is None:
+        return None
+    return (
+        f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes that "
+        f"{k.service_name} creates and replaces, so there is no Ansible inventory of them; list them with "
+        "`aicluster kubeconfig STACK` and `kubectl get nodes -L aicluster.io/pool,aicluster.io/fabric-domain`"
+    )
+
+
 def inventory(
     plan: ClusterPlan,
     outputs: Mapping[str, Any],
@@ -169,6 +187,9 @@ def inventory(
     (`slurm_files`: target path -> text) are rendered here for the nodes' Slurm version, with the bursting
     configuration when the stack has burst pools and its outputs name their groups (else `burst_config_missing`
     says what is missing)."""
+    reason = kubernetes_reason(plan)
+    if reason is not None:
+        raise KubernetesStackError(reason)
     catalog = catalog or load_catalog()
     children: dict[str, Any] = {}
     group_vars: dict[str, dict[str, Any]] = {}

@@ -110,6 +110,8 @@ class Preview:
             ],
             # owned data centres: their power, cost and carbon, fat-tree fabrics and racks, as the plan has them
             "sites": [site.model_dump(mode="json") for site in p.sites],
+            # a Kubernetes stack's control plane, node groups, add-ons and Kueue, as the plan has them; None: Slurm
+            "kubernetes": p.kubernetes.model_dump(mode="json") if p.kubernetes is not None else None,
             "resources": [r.to_json() for r in self.capture.resources],
             "outputs": _outputs_json(self.capture.outputs),
             "warnings": list(p.warnings),

@@ -136,6 +136,58 @@ class Site:
 
 
 @dataclass(frozen=True)
+class NodeGroup:
+    """One Kubernetes node group (EKS) / node pool (GKE) / agent pool (AKS): one fabric domain of a pool."""
+
+    name: str
+    pool: str
+    zone: str | None
+    nodes: int
+    taints: tuple[str, ...]  # key=value:effect
+    resources: Mapping[str, str]  # what one node offers pods
+
+
+@dataclass(frozen=True)
+class Addon:
+    name: str
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class KueueTopology:
+    name: str
+    levels: tuple[str, ...]  # widest network domain first
+
+
+@dataclass(frozen=True)
+class Kubernetes:
+    """A Kubernetes stack's managed control plane, node groups, add-ons and Kueue queue, as the plan has them."""
+
+    service_name: str
+    cluster_name: str
+    version: str
+    support: str
+    endpoint: str
+    region: str
+    node_image: str
+    system_instance_type: str
+    system_nodes: int
+    control_plane_usd_per_month: float
+    system_usd_per_month: float | None  # None: the system type has no price
+    cost_usd_per_month: float | None
+    cluster_queue: str
+    local_queue: str
+    namespace: str
+    node_groups: tuple[NodeGroup, ...]
+    addons: tuple[Addon, ...]
+    topologies: tuple[KueueTopology, ...]
+    unpriced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Resource:
     urn: str
     type: str
@@ -221,6 +273,7 @@ class PreviewDoc:
     policy: PolicyResults | None
     given_stack_file: str | None = None  # relative to the project; previews before it existed lack it
     sites: tuple[Site, ...] = ()  # owned data centres; previews before sites existed lack the key
+    kubernetes: Kubernetes | None = None  # a Kubernetes stack's; None for Slurm and previews before the key
 
     @property
     def stack_file(self) -> str:
@@ -371,6 +424,50 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         policy=_policy_results(r.obj("policy")) if r.has("policy") else None,
         given_stack_file=r.optional_text("stack_file"),
         sites=tuple(_site(x) for x in r.optional_objs("sites")),
+        kubernetes=_kubernetes(r.obj("kubernetes")) if r.has("kubernetes") else None,
+    )
+
+
+def _kubernetes(r: _Reader) -> Kubernetes:
+    return Kubernetes(
+        service_name=r.text("service_name"),
+        cluster_name=r.text("cluster_name"),
+        version=r.text("version"),
+        support=r.text("support"),
+        endpoint=r.text("endpoint"),
+        region=r.text("region"),
+        node_image=r.text("node_image"),
+        system_instance_type=r.text("system_instance_type"),
+        system_nodes=r.whole("system_nodes"),
+        control_plane_usd_per_month=r.number("control_plane_usd_per_month"),
+        system_usd_per_month=r.optional_number("system_usd_per_month"),
+        cost_usd_per_month=r.optional_number("cost_usd_per_month"),
+        cluster_queue=r.text("cluster_queue"),
+        local_queue=r.text("local_queue"),
+        namespace=r.text("namespace"),
+        node_groups=tuple(
+            NodeGroup(
+                name=g.text("name"),
+                pool=g.text("pool"),
+                zone=g.optional_text("zone"),
+                nodes=g.whole("nodes"),
+                taints=tuple(f"{t.text('key')}={t.text('value')}:{t.text('effect')}" for t in g.objs("taints")),
+                resources=g.text_map("resources"),
+            )
+            for g in r.objs("node_groups")
+        ),
+        addons=tuple(
+            Addon(
+                name=a.text("name"),
+                chart=a.text("chart"),
+                repository=a.text("repository"),
+                version=a.text("version"),
+                namespace=a.text("namespace"),
+            )
+            for a in r.objs("addons")
+        ),
+        topologies=tuple(KueueTopology(name=t.text("name"), levels=t.texts("levels")) for t in r.objs("topologies")),
+        unpriced=r.optional_texts("unpriced"),
     )
 
 

@@ -60,6 +60,7 @@ def report_data(doc: PreviewDoc) -> dict[str, Any]:
         ],
         "pools": [asdict(p) for p in doc.pools],
         "sites": [_site(s) for s in doc.sites],
+        "kubernetes": asdict(doc.kubernetes) if doc.kubernetes else None,
         "policy": asdict(doc.policy) if doc.policy else None,
         "warnings": list(doc.warnings),
     }

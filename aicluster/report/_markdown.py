@@ -57,6 +57,7 @@ def render_report(doc: PreviewDoc) -> str:
         verdict=verdict(doc.policy),
         summary=summary_rows(doc),
         rack_kw=kw(rack_kw) if rack_kw else "",
+        kubernetes=doc.kubernetes,
         sites=site_rows(doc.sites),
         fabrics=[(s.name, f) for s in doc.sites for f in s.fabrics],
         racks=[(s.name, racks_summary(s)) for s in doc.sites],

@@ -21,6 +21,7 @@ def test_carries_verdict_budgets_pools_and_policy(failing_doc: dict[str, Any]) -
     assert sorted(report) == [
         "budgets",
         "cluster",
+        "kubernetes",  # null for a Slurm preview
         "policy",
         "pools",
         "project",
