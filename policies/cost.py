@@ -7,9 +7,20 @@ from collections.abc import Iterator
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from aicluster.catalog.pricing import CostLine, CostTotal, cents, money, service_override_hint, total
+from aicluster.catalog.pricing import CostLine, CostTotal, cents, hourly_month, money, service_override_hint, total
 
-from .facts import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, EIP, GCP_ROUTER_NAT, NAT_GATEWAY, Fleet, Res, Stack, items
+from .facts import (
+    AZURE_NAT_GATEWAY,
+    AZURE_PUBLIC_IP,
+    EIP,
+    GCP_ROUTER_NAT,
+    KUBERNETES_CLUSTERS,
+    NAT_GATEWAY,
+    Fleet,
+    Res,
+    Stack,
+    items,
+)
 from .rule import Ctx, Meta, NotApplicable, StackRule
 from .vpn import AWS_VPN, GCP_VPN_TUNNEL
 
@@ -72,6 +83,12 @@ def bill(stack: Stack) -> list[CostLine]:
         service = f"vpn-gateway-{sku.lower()}" if isinstance(sku, str) else "vpn-gateway"
         month = stack.service_month("azure", service, r.region, 1)
         lines.append(CostLine(f"{r.name}: {sku} VPN gateway", month, _fix(stack, "azure", service, r.region)))
+    for r in stack.of(*KUBERNETES_CLUSTERS):  # the managed control plane's fee per cluster-hour
+        cp = stack.control_plane(r)
+        if cp is None:
+            continue
+        month = hourly_month(cp.usd_per_hour, 1, stack.catalog.hours_per_month) if cp.usd_per_hour is not None else None
+        lines.append(CostLine(f"{r.name}: {cp.service} control plane ({cp.support} support)", month))
     for site in stack.sites:  # owned nodes: amortised hardware (or the site's node-hour rate) and their energy
         for p in site.pools:
             owned = f"{p.nodes} x {p.node_shape} at site {site.name}"
@@ -158,8 +175,8 @@ monthly_budget = StackRule(
     Meta(
         name="aicluster-cluster-enforce-monthly-budget",
         display_name="Monthly budget",
-        description="The monthly cost of GPU fleets, controllers, file systems, network and owned sites (hardware and "
-        "energy) stays within budget.",
+        description="The monthly cost of GPU fleets and Kubernetes node groups, controllers and control planes, file "
+        "systems, network and owned sites (hardware and energy) stays within budget.",
         concern="cost",
         severity=Severity.HIGH,
         enforcement=EnforcementLevel.MANDATORY,

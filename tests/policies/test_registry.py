@@ -8,7 +8,19 @@ import re
 import jsonschema
 import pytest
 
-from policies import POLICIES, ResourceRule, StackRule, compliance, cost, fabric, onprem, power, storage, vpn
+from policies import (
+    POLICIES,
+    ResourceRule,
+    StackRule,
+    compliance,
+    cost,
+    fabric,
+    kubernetes,
+    onprem,
+    power,
+    storage,
+    vpn,
+)
 from tests.conftest import ROOT
 
 NAME = re.compile(
@@ -32,6 +44,7 @@ def test_every_rule_module_is_in_the_pack() -> None:
         *storage.POLICIES,
         *onprem.POLICIES,
         *vpn.POLICIES,
+        *kubernetes.POLICIES,
     ]
     assert modules == POLICIES
     assert all(isinstance(p, ResourceRule | StackRule) for p in POLICIES)
