@@ -16,7 +16,7 @@ both, and the CRDs upstream define both.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 
@@ -255,12 +255,22 @@ def _nic_cluster_policy() -> dict[str, Any]:
     }
 
 
-def gke_network_names(plan: ClusterPlan) -> list[tuple[str, str, str, str]]:
-    """(Kubernetes network name, deviceMode, VPC name, subnet name) per GPU NIC network of the GKE node pools.
+class GkeNetwork(NamedTuple):
+    """One GKE multi-network for a GPU NIC: the Kubernetes name pods refer to, GKE's device mode, and the VPC and
+    subnet, by the names components/gcp/network.py gives them (`<cluster>-<region>-<vpc>`, RDMA subnets
+    `<cluster>-<region>-rdma-<i>`) and by its keys (GcpNetwork.vpc_ids[vpc_key], .subnet_ids[subnet_key])."""
 
-    VPC and subnet names are the names components/gcp/network.py gives the GPU VPCs and their subnets
-    (`<cluster>-<region>-<vpc>`, RDMA subnets `<cluster>-<region>-rdma-<i>`); Pulumi suffixes them when it creates
-    them, so the component swaps in the cloud's names when the builder hands them over."""
+    name: str
+    device_mode: Literal["NetDevice", "RDMA"]
+    vpc: str
+    subnet: str
+    vpc_key: str
+    subnet_key: tuple[str, int]
+
+
+def gke_networks(plan: ClusterPlan) -> list[GkeNetwork]:
+    """The GKE networks of the GPU NIC VPCs (empty off GKE). Pulumi suffixes the VPC and subnet names it creates,
+    so the component swaps in the cloud's names when the builder hands them over."""
     kube = _kube(plan)
     if kube.service != "gke":
         return []
@@ -269,23 +279,25 @@ def gke_network_names(plan: ClusterPlan) -> list[tuple[str, str, str, str]]:
     if net is None:
         return []
     base = f"{plan.name}-{net.region}"
-    out: list[tuple[str, str, str, str]] = []
+    out: list[GkeNetwork] = []
     tcpx = fabrics & {"gpudirect-tcpx", "gpudirect-tcpxo"}
     for vpc in net.vpcs:
+        name = f"{base}-{vpc.name}"
         if vpc.role == "gpu" and tcpx:
             for i in vpc.subnets:
-                out.append((f"vpc{i + 1}", "NetDevice", f"{base}-{vpc.name}", f"{base}-{vpc.name}"))
+                out.append(GkeNetwork(f"vpc{i + 1}", "NetDevice", name, name, vpc.name, (vpc.role, i)))
         elif vpc.role == "gvnic" and "gpudirect-rdma" in fabrics:
-            out.append((vpc.name, "NetDevice", f"{base}-{vpc.name}", f"{base}-{vpc.name}"))
+            for i in vpc.subnets:
+                out.append(GkeNetwork(vpc.name, "NetDevice", name, name, vpc.name, (vpc.role, i)))
         elif vpc.role == "rdma" and "gpudirect-rdma" in fabrics:
             for i in vpc.subnets:
-                out.append((f"rdma-{i}", "RDMA", f"{base}-{vpc.name}", f"{base}-rdma-{i}"))
+                out.append(GkeNetwork(f"rdma-{i}", "RDMA", name, f"{base}-rdma-{i}", vpc.name, (vpc.role, i)))
     return out
 
 
 def _gke_networks(plan: ClusterPlan) -> list[dict[str, Any]]:
     objs: list[dict[str, Any]] = []
-    for name, mode, vpc, subnet in gke_network_names(plan):
+    for name, mode, vpc, subnet, _, _ in gke_networks(plan):
         objs.append(
             {
                 "apiVersion": GKE_NETWORK_API,

@@ -180,7 +180,8 @@ def test_gke_network_objects_have_the_documented_shape(stack: str) -> None:
         return
     params = {o["metadata"]["name"]: o for o in objs if o["kind"] == "GKENetworkParamSet"}
     networks = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Network"}
-    assert params and params.keys() == networks.keys()
+    assert params
+    assert params.keys() == networks.keys()
     for obj in objs:
         fields = GKE_FIELDS[obj["kind"]]
         assert set(obj["spec"]) == set(fields), obj
@@ -188,7 +189,11 @@ def test_gke_network_objects_have_the_documented_shape(stack: str) -> None:
             value = obj["spec"][key]
             assert value in allowed if isinstance(allowed, tuple) else isinstance(value, allowed), (key, value)
     for name, net in networks.items():
-        assert net["spec"]["parametersRef"] == {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}
+        assert net["spec"]["parametersRef"] == {
+            "group": "networking.gke.io",
+            "kind": "GKENetworkParamSet",
+            "name": name,
+        }
 
 
 # ----------------------------------------------------------------------------------------------------- semantics
@@ -220,7 +225,8 @@ def test_each_flavor_selects_and_tolerates_its_node_group(stack: str) -> None:
     for g in plan.kubernetes.node_groups:
         spec = flavors[flavor_name(g)]["spec"]
         assert spec["nodeLabels"] == g.labels
-        assert spec["topologyName"] == g.topology and g.topology in topologies
+        assert spec["topologyName"] == g.topology
+        assert g.topology in topologies
         for taint in g.taints:
             assert any(
                 t["key"] == taint.key
@@ -247,7 +253,9 @@ def test_cluster_queue_quotas_are_nodes_times_per_node_amounts(stack: str) -> No
         for r in f["resources"]
     }
     expected = {
-        (flavor_name(g), r): str(int(v) * g.nodes) for g in plan.kubernetes.node_groups for r, v in g.resources.items()
+        (flavor_name(g), r): str(int(v) * g.nodes)
+        for g in plan.kubernetes.node_groups
+        for r, v in g.resources.items()
         if not r.startswith("hugepages-")
     }
     assert quota == expected
@@ -269,12 +277,16 @@ def test_eks_quota_covers_gpus_and_efa_not_hugepages() -> None:
 
 def test_eks_gpu_operator_leaves_driver_and_toolkit_to_the_node_image() -> None:
     plan = stack_plan("eks-p5")
-    assert plan.kubernetes is not None and plan.kubernetes.node_image == "AL2023_x86_64_NVIDIA"
+    assert plan.kubernetes is not None
+    assert plan.kubernetes.node_image == "AL2023_x86_64_NVIDIA"
     addons = {a.id: a for a in plan.kubernetes.addons}
     values = helm_values(plan, addons["gpu-operator"])
-    assert values["driver"] == {"enabled": False} and values["toolkit"] == {"enabled": False}
+    assert values["driver"] == {"enabled": False}
+    assert values["toolkit"] == {"enabled": False}
     assert values["dcgmExporter"] == {"enabled": True}
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"][
+        "tolerations"
+    ]
     efa = helm_values(plan, addons["efa-device-plugin"])
     assert efa == {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
 
@@ -287,19 +299,24 @@ def test_aks_gpu_operator_installs_the_rdma_driver_and_leaves_nfd_to_the_network
     assert gpu["driver"] == {"enabled": True, "rdma": {"enabled": True}}
     assert gpu["nfd"] == {"enabled": False}
     net = helm_values(plan, addons["network-operator"])
-    assert net == {"nfd": {"enabled": True, "deployNodeFeatureRules": False}, "sriovNetworkOperator": {"enabled": False}}
+    assert net == {
+        "nfd": {"enabled": True, "deployNodeFeatureRules": False},
+        "sriovNetworkOperator": {"enabled": False},
+    }
 
 
 def test_aks_nic_cluster_policy_offers_shared_ib_on_mellanox_nodes() -> None:
     plan = stack_plan("aks-nd-h100")
     (ncp,) = [o for o in kubernetes_objects(plan) if o["kind"] == "NicClusterPolicy"]
-    assert ncp["apiVersion"] == NIC_POLICY_API and installed_by(ncp) == "network-operator"
+    assert ncp["apiVersion"] == NIC_POLICY_API
+    assert installed_by(ncp) == "network-operator"
     spec = ncp["spec"]
     term = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     assert term["matchExpressions"] == [
         {"key": "feature.node.kubernetes.io/pci-15b3.present", "operator": "In", "values": ["true"]}
     ]
-    assert spec["ofedDriver"]["image"] == "doca-driver" and spec["ofedDriver"]["version"].startswith("doca")
+    assert spec["ofedDriver"]["image"] == "doca-driver"
+    assert spec["ofedDriver"]["version"].startswith("doca")
     config = yaml.safe_load(spec["rdmaSharedDevicePlugin"]["config"])["configList"][0]
     assert config["resourceName"] == "shared_ib"
     assert config["selectors"] == {"vendors": ["15b3"], "linkTypes": ["infiniband"]}
@@ -313,7 +330,8 @@ def test_acceptance_jobset_runs_one_pod_per_node_of_the_largest_group(stack: str
     assert plan.kubernetes is not None
     group = max(plan.kubernetes.node_groups, key=lambda g: g.nodes)
     js = acceptance_jobset(plan)
-    assert js["apiVersion"] == JOBSET_API and installed_by(js) == "jobset"
+    assert js["apiVersion"] == JOBSET_API
+    assert installed_by(js) == "jobset"
     assert js["metadata"]["namespace"] == plan.kubernetes.namespace
     assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == plan.kubernetes.local_queue
     assert js["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "kubernetes.io/hostname"
@@ -324,10 +342,12 @@ def test_acceptance_jobset_runs_one_pod_per_node_of_the_largest_group(stack: str
     annotations = pod["metadata"]["annotations"]
     (level,) = [v for k, v in annotations.items() if k.startswith("kueue.x-k8s.io/podset-")]
     levels = next(t.levels for t in plan.kubernetes.topologies if t.name == group.topology)
-    assert level in levels and level != "kubernetes.io/hostname"
+    assert level in levels
+    assert level != "kubernetes.io/hostname"
     (container,) = pod["spec"]["containers"]
     assert container["resources"]["requests"] == group.resources == container["resources"]["limits"]
-    assert ":" in container["image"] and not container["image"].endswith(":latest")
+    assert ":" in container["image"]
+    assert not container["image"].endswith(":latest")
     assert "all_reduce_perf" in container["command"][-1]
     gpus = int(group.resources["nvidia.com/gpu"])
     assert f"-np {gpus * group.nodes} " in container["command"][-1]
@@ -353,7 +373,8 @@ def test_queued_resources_leave_hugepages_to_the_scheduler() -> None:
     plan = stack_plan("eks-p5")
     assert plan.kubernetes is not None
     (g,) = plan.kubernetes.node_groups
-    assert "hugepages-2Mi" in g.resources and "hugepages-2Mi" not in queued_resources(g)
+    assert "hugepages-2Mi" in g.resources
+    assert "hugepages-2Mi" not in queued_resources(g)
 
 
 def test_a_plan_without_kubernetes_is_refused() -> None:
