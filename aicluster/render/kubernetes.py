@@ -1,0 +1,436 @@
+"""Kubernetes objects and Helm values for a cluster with a managed control plane (plan.kubernetes): plain dicts.
+
+- `helm_values(plan, addon)`: the values of one Helm add-on release for this cluster's cloud.
+- `kubernetes_objects(plan)`: what aicluster applies after the add-ons: the namespace, Kueue's Topology,
+  ResourceFlavors (one per node group), ClusterQueue and LocalQueue, the Network Operator's NicClusterPolicy (Azure
+  InfiniBand) and GKE's multi-network objects (GPU NIC VPCs).
+- `acceptance_jobset(plan)`: a topology-aware JobSet that runs NCCL's all_reduce_perf over every node of the
+  largest node group (written out by `aicluster`, never deployed by the program).
+- `installed_by(obj)`: the add-on whose Helm release installs an object's CRD (the component waits for it).
+
+Kueue objects use `kueue.x-k8s.io/v1beta2`: Kueue serves it since v0.15 and stores it since v0.16, v1beta1 is
+deprecated since v0.16 and due to go (kubernetes-sigs/kueue#7304, #8020); the pinned Kueue (catalog, 0.19) serves
+both, and the CRDs upstream define both.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, NamedTuple
+
+from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+NIC_POLICY_API = "mellanox.com/v1alpha1"
+GKE_NETWORK_API = "networking.gke.io/v1"
+# API group -> catalog add-on whose chart installs the CRD (GKE's networking.gke.io is GKE's own)
+CRD_ADDONS = {"kueue.x-k8s.io": "kueue", "jobset.x-k8s.io": "jobset", "mellanox.com": "network-operator"}
+
+# Hugepages are a node resource a pod must request (EFA's libfabric uses them), not a capacity worth queueing on:
+# Kueue admits by GPUs and fabric devices; the scheduler still checks hugepages on the node.
+UNQUEUED_PREFIXES = ("hugepages-",)
+
+# NicClusterPolicy images. DOCA driver: the version Azure's aks-rdma-infiniband guide deploys on ND H100 v5
+# (configs/nicclusterpolicy/base, https://azure.github.io/aks-rdma-infiniband/, the DOCA-OFED container of Network
+# Operator 25.10's platform support list). RDMA shared device plugin: the component tag of the Network Operator
+# release the catalog pins (Network Operator v26.7.0 release notes, "Container Images": network-operator-v26.7.0).
+MELLANOX_REPOSITORY = "nvcr.io/nvidia/mellanox"
+DOCA_DRIVER_VERSION = "doca3.2.0-25.10-1.2.8.0-2"
+RDMA_SHARED_DEVICE_PLUGIN_VERSION = "network-operator-v26.7.0"
+MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) ConnectX
+MELLANOX_PCI_LABEL = f"feature.node.kubernetes.io/pci-{MELLANOX_VENDOR}.present"  # set by NFD
+RDMA_HCA_MAX = 63  # pods per node sharing the HCAs (Network Operator examples, aks-rdma-infiniband)
+
+# The acceptance test's image: nccl-tests built with MPI on CUDA 12.8 / NCCL 2.26.2, with OpenMPI and sshd
+# (github.com/coreweave/nccl-tests, image tags on ghcr.io/coreweave/nccl-tests).
+NCCL_TESTS_IMAGE = "ghcr.io/coreweave/nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e"
+NCCL_TESTS_BIN = "/opt/nccl_tests/build/all_reduce_perf"
+
+# GKE multi-networking object names, as GKE's guides name them (pod annotations refer to them): TCPX/TCPXO GPU
+# NICs vpc1..vpcN; A3 Ultra / A4 the second gVNIC gvnic-1 and the RDMA NICs rdma-0..rdma-N.
+# https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
+# https://cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute-custom
+
+
+def _kube(plan: ClusterPlan) -> PlannedKubernetes:
+    if plan.kubernetes is None:
+        raise ValueError(f"cluster {plan.name} has no Kubernetes control plane (scheduler kind is not kubernetes)")
+    return plan.kubernetes
+
+
+def _pool(plan: ClusterPlan, group: PlannedNodeGroup) -> PlannedPool:
+    return next(p for p in plan.pools if p.name == group.pool)
+
+
+def tolerations(group: PlannedNodeGroup) -> list[dict[str, str]]:
+    """Tolerations that let a pod (or a flavor's pods) onto the group's nodes: exactly its taints."""
+    return [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints]
+
+
+def _accelerator_tolerations(kube: PlannedKubernetes, kind: str = "gpu") -> list[dict[str, str]]:
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for g in kube.node_groups:
+        if g.accelerator_kind == kind:
+            for t in g.taints:
+                seen.setdefault((t.key, t.effect), {"key": t.key, "operator": "Exists", "effect": t.effect})
+    return list(seen.values())
+
+
+# ---------------------------------------------------------------------------------------------------- Helm values
+
+
+def _gpu_operator(plan: ClusterPlan, kube: PlannedKubernetes) -> dict[str, Any]:
+    infiniband = any(p.fabric == "infiniband" for p in plan.pools if p.provider == kube.provider)
+    values: dict[str, Any] = {
+        # the operands run on the GPU nodes: tolerate their taint (the chart's default list, kept explicit)
+        "daemonsets": {"tolerations": _accelerator_tolerations(kube)},
+        "dcgmExporter": {"enabled": True},
+        "devicePlugin": {"enabled": True},
+    }
+    if kube.service == "eks":
+        # AL2023_x86_64_NVIDIA ships the NVIDIA driver and container toolkit: the operator must not install either
+        values["driver"] = {"enabled": False}
+        values["toolkit"] = {"enabled": False}
+    else:
+        # AKS pools skip the AKS driver (--gpu-driver none); the operator owns the driver, with GPUDirect RDMA
+        # (nvidia-peermem) where the nodes have InfiniBand (aks-rdma-infiniband)
+        values["driver"] = {"enabled": True, "rdma": {"enabled": infiniband}}
+    if any(a.id == "network-operator" for a in kube.addons):
+        values["nfd"] = {"enabled": False}  # the Network Operator runs Node Feature Discovery
+    return values
+
+
+def _network_operator(kube: PlannedKubernetes) -> dict[str, Any]:
+    return {
+        # NFD labels the nodes with pci-15b3.present, which the NicClusterPolicy selects on
+        "nfd": {"enabled": True, "deployNodeFeatureRules": kube.service != "aks"},
+        "sriovNetworkOperator": {"enabled": False},
+    }
+
+
+def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
+    """The values of `addon`'s Helm release for this cluster; every key is one the chart's values.yaml defines.
+
+    Kueue and JobSet keep their chart defaults: Topology-Aware Scheduling is beta and on by default since Kueue
+    v0.14, and the JobSet integration is in Kueue's default integrations list."""
+    kube = _kube(plan)
+    if addon.id == "gpu-operator":
+        return _gpu_operator(plan, kube)
+    if addon.id == "network-operator":
+        return _network_operator(kube)
+    if addon.id == "efa-device-plugin":
+        # the plugin's DaemonSet has no tolerations by default; the EFA nodes carry the GPU taint
+        return {"tolerations": _accelerator_tolerations(kube)}
+    if addon.id in ("kueue", "jobset"):
+        return {}
+    raise ValueError(f"add-on {addon.id!r} is not a Helm chart aicluster knows how to configure")
+
+
+# ------------------------------------------------------------------------------------------------------- objects
+
+
+def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/managed-by": "aicluster", **labels}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def flavor_name(group: PlannedNodeGroup) -> str:
+    return group.name.lower()
+
+
+def queued_resources(group: PlannedNodeGroup) -> dict[str, str]:
+    """The group's per-node resources Kueue queues on (everything but hugepages)."""
+    return {k: v for k, v in group.resources.items() if not k.startswith(UNQUEUED_PREFIXES)}
+
+
+def _quantity(value: str, nodes: int) -> str:
+    """`nodes` x a per-node quantity, in the quantity's own suffix (plain integers, or Mi/Gi/Ki)."""
+    for suffix in ("Ki", "Mi", "Gi", "Ti"):
+        if value.endswith(suffix):
+            return f"{int(value[: -len(suffix)]) * nodes}{suffix}"
+    return str(int(value) * nodes)
+
+
+def _kueue(kube: PlannedKubernetes) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = [
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "Topology",
+            "metadata": _meta(t.name),
+            "spec": {"levels": [{"nodeLabel": level} for level in t.levels]},
+        }
+        for t in kube.topologies
+    ]
+    topologies = {t.name for t in kube.topologies}
+    flavors = []
+    for g in kube.node_groups:
+        spec: dict[str, Any] = {"nodeLabels": dict(g.labels), "tolerations": tolerations(g)}
+        if g.topology in topologies:
+            spec["topologyName"] = g.topology
+        objs.append(
+            {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": _meta(flavor_name(g)), "spec": spec}
+        )
+        flavors.append(g)
+    # One resource group per set of covered resources: a flavor in a group must offer every covered resource
+    groups: dict[tuple[str, ...], list[PlannedNodeGroup]] = {}
+    for g in flavors:
+        groups.setdefault(tuple(sorted(queued_resources(g))), []).append(g)
+    resource_groups = [
+        {
+            "coveredResources": list(covered),
+            "flavors": [
+                {
+                    "name": flavor_name(g),
+                    "resources": [
+                        {"name": r, "nominalQuota": _quantity(queued_resources(g)[r], g.nodes)} for r in covered
+                    ],
+                }
+                for g in members
+            ],
+        }
+        for covered, members in groups.items()
+    ]
+    objs.append(
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "ClusterQueue",
+            "metadata": _meta(kube.cluster_queue),
+            "spec": {"namespaceSelector": {}, "resourceGroups": resource_groups},
+        }
+    )
+    objs.append(
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "LocalQueue",
+            "metadata": _meta(kube.local_queue, kube.namespace),
+            "spec": {"clusterQueue": kube.cluster_queue},
+        }
+    )
+    return objs
+
+
+def _nic_cluster_policy() -> dict[str, Any]:
+    rdma_config = {
+        "configList": [
+            {
+                "resourceName": "shared_ib",  # pods request rdma/shared_ib
+                "rdmaHcaMax": RDMA_HCA_MAX,
+                "selectors": {"vendors": [MELLANOX_VENDOR], "linkTypes": ["infiniband"]},
+            }
+        ]
+    }
+    return {
+        "apiVersion": NIC_POLICY_API,
+        "kind": "NicClusterPolicy",
+        "metadata": _meta("nic-cluster-policy"),  # the one name the operator reconciles
+        "spec": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": MELLANOX_PCI_LABEL, "operator": "In", "values": ["true"]}]}
+                    ]
+                }
+            },
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "ofedDriver": {
+                "image": "doca-driver",
+                "repository": MELLANOX_REPOSITORY,
+                "version": DOCA_DRIVER_VERSION,
+                "upgradePolicy": {
+                    "autoUpgrade": True,
+                    "maxParallelUpgrades": 1,
+                    "drain": {"enable": True, "force": True, "deleteEmptyDir": True, "timeoutSeconds": 300},
+                },
+            },
+            "rdmaSharedDevicePlugin": {
+                "image": "k8s-rdma-shared-dev-plugin",
+                "repository": MELLANOX_REPOSITORY,
+                "version": RDMA_SHARED_DEVICE_PLUGIN_VERSION,
+                "config": json.dumps(rdma_config, indent=2),
+            },
+        },
+    }
+
+
+class GkeNetwork(NamedTuple):
+    """One GKE multi-network for a GPU NIC: the Kubernetes name pods refer to, GKE's device mode, and the VPC and
+    subnet, by the names components/gcp/network.py gives them (`<cluster>-<region>-<vpc>`, RDMA subnets
+    `<cluster>-<region>-rdma-<i>`) and by its keys (GcpNetwork.vpc_ids[vpc_key], .subnet_ids[subnet_key])."""
+
+    name: str
+    device_mode: Literal["NetDevice", "RDMA"]
+    vpc: str
+    subnet: str
+    vpc_key: str
+    subnet_key: tuple[str, int]
+
+
+def gke_networks(plan: ClusterPlan) -> list[GkeNetwork]:
+    """The GKE networks of the GPU NIC VPCs (empty off GKE). Pulumi suffixes the VPC and subnet names it creates,
+    so the component swaps in the cloud's names when the builder hands them over."""
+    kube = _kube(plan)
+    if kube.service != "gke":
+        return []
+    fabrics = {_pool(plan, g).fabric for g in kube.node_groups}
+    net = next((n for n in plan.networks if n.key == kube.network), None)
+    if net is None:
+        return []
+    base = f"{plan.name}-{net.region}"
+    out: list[GkeNetwork] = []
+    tcpx = fabrics & {"gpudirect-tcpx", "gpudirect-tcpxo"}
+    for vpc in net.vpcs:
+        name = f"{base}-{vpc.name}"
+        if vpc.role == "gpu" and tcpx:
+            for i in vpc.subnets:
+                out.append(GkeNetwork(f"vpc{i + 1}", "NetDevice", name, name, vpc.name, (vpc.role, i)))
+        elif vpc.role == "gvnic" and "gpudirect-rdma" in fabrics:
+            for i in vpc.subnets:
+                out.append(GkeNetwork(vpc.name, "NetDevice", name, name, vpc.name, (vpc.role, i)))
+        elif vpc.role == "rdma" and "gpudirect-rdma" in fabrics:
+            for i in vpc.subnets:
+                out.append(GkeNetwork(f"rdma-{i}", "RDMA", name, f"{base}-rdma-{i}", vpc.name, (vpc.role, i)))
+    return out
+
+
+def _gke_networks(plan: ClusterPlan) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = []
+    for name, mode, vpc, subnet, _, _ in gke_networks(plan):
+        objs.append(
+            {
+                "apiVersion": GKE_NETWORK_API,
+                "kind": "GKENetworkParamSet",
+                "metadata": _meta(name),
+                "spec": {"vpc": vpc, "vpcSubnet": subnet, "deviceMode": mode},
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": GKE_NETWORK_API,
+                "kind": "Network",
+                "metadata": _meta(name),
+                "spec": {
+                    "type": "Device",
+                    "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name},
+                },
+            }
+        )
+    return objs
+
+
+def kubernetes_objects(plan: ClusterPlan) -> list[dict[str, Any]]:
+    """Every object aicluster applies to the cluster besides the Helm releases, in apply order."""
+    kube = _kube(plan)
+    objs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(kube.namespace)}]
+    objs += _kueue(kube)
+    if kube.service == "aks" and any(a.id == "network-operator" for a in kube.addons):
+        objs.append(_nic_cluster_policy())
+    objs += _gke_networks(plan)
+    return objs
+
+
+def installed_by(obj: dict[str, Any]) -> str | None:
+    """The add-on id whose Helm release installs `obj`'s CRD; None for core objects and GKE's own."""
+    group = str(obj["apiVersion"]).rpartition("/")[0]
+    return CRD_ADDONS.get(group)
+
+
+# ---------------------------------------------------------------------------------------------- acceptance test
+
+
+def _required_level(kube: PlannedKubernetes, group: PlannedNodeGroup) -> tuple[str, str]:
+    """The TAS annotation that keeps the test in one fabric domain: a node group is one domain (an AKS scale set,
+    a GKE placement group, an EKS placement group's pool), so require its level where the topology has one, else
+    prefer the widest network level (EKS and GKE topology labels come from the cloud's network)."""
+    levels = next((t.levels for t in kube.topologies if t.name == group.topology), ())
+    if "kubernetes.azure.com/agentpool" in levels:
+        return ("kueue.x-k8s.io/podset-required-topology", "kubernetes.azure.com/agentpool")
+    return ("kueue.x-k8s.io/podset-preferred-topology", levels[0] if levels else "kubernetes.io/hostname")
+
+
+def acceptance_jobset(plan: ClusterPlan) -> dict[str, Any]:
+    """NCCL all_reduce_perf over every node of the largest node group: one pod per node (exclusive placement on
+    the hostname), each asking for the group's whole per-node offer, admitted by Kueue through the LocalQueue and
+    placed in one fabric domain. Pod 0 launches MPI over the JobSet's headless service once every pod resolves;
+    it needs an SSH key pair in the Secret `<name>-ssh` (written with the JobSet)."""
+    kube = _kube(plan)
+    if not kube.node_groups:
+        raise ValueError(f"cluster {plan.name} has no node groups to test")
+    group = max(kube.node_groups, key=lambda g: g.nodes)
+    gpus = int(group.resources.get("nvidia.com/gpu", "0"))
+    name = "nccl-allreduce"
+    hosts = ",".join(f"{name}-node-0-{i}.{name}:{gpus}" for i in range(group.nodes))
+    script = (
+        "set -eu\n"
+        "mkdir -p /run/sshd && /usr/sbin/sshd -p 2222\n"
+        # workers serve MPI until pod 0 (the launcher) finishes and leaves the headless service
+        'if [ "$JOB_COMPLETION_INDEX" != 0 ]; then\n'
+        f"  until getent hosts {name}-node-0-0.{name}; do sleep 2; done\n"
+        f"  while getent hosts {name}-node-0-0.{name}; do sleep 10; done\n"
+        "  exit 0\n"
+        "fi\n"
+        f"for i in $(seq 0 {group.nodes - 1}); do\n"
+        f"  until getent hosts {name}-node-0-$i.{name}; do sleep 2; done\n"
+        "done\n"
+        f"mpirun --allow-run-as-root -np {gpus * group.nodes} -H {hosts} "
+        "-mca plm_rsh_args '-p 2222 -o StrictHostKeyChecking=no' -x LD_LIBRARY_PATH -x NCCL_DEBUG=INFO "
+        f"{NCCL_TESTS_BIN} -b 8 -e 16G -f 2 -g 1 -c 1"
+    )
+    key, level = _required_level(kube, group)
+    requests = dict(group.resources)
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": {
+            **_meta(name, kube.namespace, **{"kueue.x-k8s.io/queue-name": kube.local_queue}),
+            "annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"},
+        },
+        "spec": {
+            "network": {"enableDNSHostnames": True, "subdomain": name, "publishNotReadyAddresses": True},
+            "failurePolicy": {"maxRestarts": 0},
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "parallelism": group.nodes,
+                            "completions": group.nodes,
+                            "completionMode": "Indexed",
+                            "backoffLimit": 0,
+                            "template": {
+                                "metadata": {
+                                    "labels": {"aicluster.io/test": "nccl-allreduce"},
+                                    "annotations": {key: level},
+                                },
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "nodeSelector": dict(group.labels),
+                                    "tolerations": tolerations(group),
+                                    "containers": [
+                                        {
+                                            "name": "nccl",
+                                            "image": NCCL_TESTS_IMAGE,
+                                            "command": ["/bin/bash", "-c", script],
+                                            "resources": {"requests": requests, "limits": requests},
+                                            "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                                            "volumeMounts": [
+                                                {"name": "ssh", "mountPath": "/root/.ssh", "readOnly": True},
+                                                {"name": "dshm", "mountPath": "/dev/shm"},
+                                            ],
+                                        }
+                                    ],
+                                    "volumes": [
+                                        {"name": "ssh", "secret": {"secretName": f"{name}-ssh", "defaultMode": 0o600}},
+                                        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                                    ],
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }

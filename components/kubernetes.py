@@ -1,0 +1,97 @@
+"""What aicluster installs into a managed Kubernetes cluster: the add-ons as Helm v3 releases (their values stay
+visible to the policy pack and the offline preview) and the objects of aicluster.render.kubernetes (namespace,
+Kueue, NicClusterPolicy, GKE networks), each custom resource after the release that installs its CRD. The NCCL
+acceptance JobSet is not deployed: `aicluster` writes it out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from aicluster.plan import ClusterPlan
+from aicluster.render.kubernetes import gke_networks, helm_values, installed_by, kubernetes_objects
+
+
+class KubernetesAddonsArgs(TypedDict):
+    plan: ClusterPlan
+    kubeconfig: pulumi.Input[str]
+    # GKE: the GPU VPCs' and subnets' self links (GcpNetwork.vpc_ids and .subnet_ids); Pulumi suffixes the names it
+    # creates, so the GKENetworkParamSets take the cloud's names from these
+    gcp_vpc_ids: NotRequired[Mapping[str, pulumi.Input[str]]]
+    gcp_subnet_ids: NotRequired[Mapping[tuple[str, int], pulumi.Input[str]]]
+
+
+def _last(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class KubernetesAddons(pulumi.ComponentResource):
+    provider: k8s.Provider
+    releases: dict[str, k8s.helm.v3.Release]
+
+    def __init__(self, name: str, args: KubernetesAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:kubernetes:Addons", name, {}, opts)
+        plan = args["plan"]
+        kube = plan.kubernetes
+        assert kube is not None, "KubernetesAddons needs a plan with a Kubernetes control plane"
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=pulumi.Output.secret(args["kubeconfig"]),
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["kubeconfig"]),
+        )
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        self.releases = {}
+        for addon in kube.addons:
+            if addon.kind != "helm":
+                continue
+            oci = addon.repository.startswith("oci://")
+            self.releases[addon.id] = k8s.helm.v3.Release(
+                f"{name}-{addon.id}",
+                name=addon.id,
+                chart=f"{addon.repository}/{addon.chart}" if oci else addon.chart,
+                version=addon.version,
+                repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=addon.repository),
+                namespace=addon.namespace,
+                create_namespace=True,
+                atomic=True,
+                values=helm_values(plan, addon),
+                opts=on_cluster,
+            )
+        vpcs, subnets = args.get("gcp_vpc_ids") or {}, args.get("gcp_subnet_ids") or {}
+        names: dict[str, dict[str, pulumi.Input[str]]] = {}
+        for net in gke_networks(plan):
+            if net.vpc_key in vpcs and net.subnet_key in subnets:
+                names[net.name] = {"vpc": vpcs[net.vpc_key], "vpcSubnet": subnets[net.subnet_key]}
+        self.objects: list[pulumi.CustomResource] = []
+        for obj in kubernetes_objects(plan):
+            self.objects.append(self._create(name, obj, names, on_cluster))
+        self.register_outputs({"releases": {k: r.status for k, r in self.releases.items()}})
+
+    def _create(
+        self,
+        name: str,
+        obj: dict[str, Any],
+        names: Mapping[str, Mapping[str, pulumi.Input[str]]],
+        opts: pulumi.ResourceOptions,
+    ) -> pulumi.CustomResource:
+        kind, meta = obj["kind"], obj["metadata"]
+        rname = f"{name}-{kind.lower()}-{meta['name']}"
+        if kind == "Namespace":
+            return k8s.core.v1.Namespace(rname, metadata=meta, opts=opts)
+        owner = installed_by(obj)
+        deps = [self.releases[owner]] if owner in self.releases else []
+        spec: dict[str, Any] = dict(obj.get("spec", {}))
+        if kind == "GKENetworkParamSet" and meta["name"] in names:
+            for key, link in names[meta["name"]].items():
+                spec[key] = pulumi.Output.from_input(link).apply(_last)
+        return k8s.apiextensions.CustomResource(
+            rname,
+            api_version=obj["apiVersion"],
+            kind=kind,
+            metadata=meta,
+            spec=spec,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=deps)),
+        )

@@ -1,0 +1,126 @@
+"""KubernetesAddons under the capturing mocks: a Helm v3 release per add-on with the rendered values, the
+Kueue / NicClusterPolicy objects after the release that installs their CRDs, and the kubeconfig kept secret."""
+
+from __future__ import annotations
+
+import functools
+
+import pulumi
+import pytest
+
+from aicluster.plan import ClusterPlan
+from aicluster.preview import plan_stack
+from aicluster.preview.engine import SECRET_VALUE, Capture, Resource, run
+from aicluster.render.kubernetes import helm_values, kubernetes_objects
+from aicluster.stackfile import find_project, read_stack
+from components.kubernetes import KubernetesAddons
+from tests.conftest import ROOT
+
+KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: not-a-real-token}}]\n"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CR_TYPES = {"Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "NicClusterPolicy"}
+
+
+@functools.cache
+def stack_plan(stack: str) -> ClusterPlan:
+    return plan_stack(read_stack(find_project(ROOT), stack))
+
+
+def deploy(stack: str) -> tuple[ClusterPlan, Capture]:
+    plan = stack_plan(stack)
+
+    def program() -> None:
+        KubernetesAddons("aks", {"plan": plan, "kubeconfig": pulumi.Output.secret(KUBECONFIG)})
+
+    return plan, run(program, "aicluster", "test")
+
+
+@pytest.fixture(scope="module")
+def aks() -> tuple[ClusterPlan, Capture]:
+    return deploy("aks-nd-h100")
+
+
+def of_type(capture: Capture, type_: str) -> list[Resource]:
+    return [r for r in capture.resources if r.type == type_]
+
+
+def test_one_helm_release_per_addon_with_the_rendered_values(aks: tuple[ClusterPlan, Capture]) -> None:
+    plan, capture = aks
+    assert plan.kubernetes is not None
+    releases = {r.inputs["name"]: r for r in of_type(capture, RELEASE)}
+    assert set(releases) == {a.id for a in plan.kubernetes.addons}
+    for addon in plan.kubernetes.addons:
+        inputs = releases[addon.id].inputs
+        assert inputs["version"] == addon.version
+        assert inputs["namespace"] == addon.namespace
+        assert inputs["createNamespace"] is True
+        assert inputs["values"] == helm_values(plan, addon)
+        if addon.repository.startswith("oci://"):
+            assert inputs["chart"] == f"{addon.repository}/{addon.chart}"
+        else:
+            assert inputs["chart"] == addon.chart
+            assert inputs["repositoryOpts"] == {"repo": addon.repository}
+    assert releases["gpu-operator"].inputs["values"]["driver"]["rdma"] == {"enabled": True}
+
+
+def test_every_object_is_created_on_the_clusters_provider(aks: tuple[ClusterPlan, Capture]) -> None:
+    plan, capture = aks
+    (provider,) = of_type(capture, "pulumi:providers:kubernetes")
+    objs = kubernetes_objects(plan)
+    crs = [r for r in capture.resources if r.inputs.get("kind") in CR_TYPES]
+    assert sorted((r.inputs["kind"], r.inputs["metadata"]["name"]) for r in crs) == sorted(
+        (o["kind"], o["metadata"]["name"]) for o in objs if o["kind"] in CR_TYPES
+    )
+    (ns,) = of_type(capture, "kubernetes:core/v1:Namespace")
+    assert plan.kubernetes is not None
+    assert ns.inputs["metadata"]["name"] == plan.kubernetes.namespace
+    for r in [*crs, ns, *of_type(capture, RELEASE)]:
+        assert r.provider is not None
+        assert r.provider.startswith(provider.urn)
+    assert not [r for r in capture.resources if r.inputs.get("kind") == "JobSet"]  # written out, never deployed
+
+
+def test_custom_resources_wait_for_the_release_that_installs_their_crd(aks: tuple[ClusterPlan, Capture]) -> None:
+    _, capture = aks
+    release_of = {r.inputs["name"]: r.urn for r in of_type(capture, RELEASE)}
+    for r in capture.resources:
+        kind = r.inputs.get("kind")
+        if kind in ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"):
+            assert release_of["kueue"] in r.dependencies, kind
+        elif kind == "NicClusterPolicy":
+            assert release_of["network-operator"] in r.dependencies
+            assert r.inputs["apiVersion"] == "mellanox.com/v1alpha1"
+
+
+def test_the_kubeconfig_stays_secret(aks: tuple[ClusterPlan, Capture]) -> None:
+    _, capture = aks
+    (provider,) = of_type(capture, "pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"] is SECRET_VALUE
+    assert "not-a-real-token" not in repr([r.inputs for r in capture.resources])
+
+
+def test_gke_networks_take_the_clouds_vpc_names() -> None:
+    plan = stack_plan("gke-a3mega")
+    links = "https://www.googleapis.com/compute/v1/projects/p/global/networks/"
+
+    def program() -> None:
+        KubernetesAddons(
+            "gke",
+            {
+                "plan": plan,
+                "kubeconfig": pulumi.Output.secret(KUBECONFIG),
+                "gcp_vpc_ids": {f"gpu-{i}": f"{links}gke-gpu-{i}-abc123" for i in range(8)},
+                "gcp_subnet_ids": {("gpu", i): f"{links}subnetworks/gke-gpu-{i}-def456" for i in range(8)},
+            },
+        )
+
+    capture = run(program, "aicluster", "test")
+    params = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]
+        for r in capture.resources
+        if r.inputs.get("kind") == "GKENetworkParamSet"
+    }
+    assert params["vpc1"] == {"vpc": "gke-gpu-0-abc123", "vpcSubnet": "gke-gpu-0-def456", "deviceMode": "NetDevice"}
+    assert len(params) == 8
+    releases = {r.inputs["name"] for r in of_type(capture, RELEASE)}
+    assert releases == {"kueue", "jobset"}  # GKE manages the GPU driver; no GPU Operator

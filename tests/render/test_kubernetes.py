@@ -1,0 +1,383 @@
+"""Kubernetes objects and Helm values rendered from the plan of each Kubernetes example stack, validated against
+the upstream schemas: core objects with kubernetes_validate, custom resources with their CRD's openAPIV3Schema,
+Helm values against the chart's values.yaml (read from the shared k8s-schemas folder, never copied here)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from aicluster.plan import ClusterPlan
+from aicluster.preview import plan_stack
+from aicluster.render.kubernetes import (
+    GKE_NETWORK_API,
+    JOBSET_API,
+    KUEUE_API,
+    NIC_POLICY_API,
+    acceptance_jobset,
+    flavor_name,
+    helm_values,
+    installed_by,
+    kubernetes_objects,
+    queued_resources,
+)
+from aicluster.stackfile import find_project, read_stack
+from tests.conftest import KUBERNETES_STACKS, ROOT
+
+SCHEMAS = ROOT.parent.parent / "shared" / "k8s-schemas"
+if not SCHEMAS.is_dir():
+    SCHEMAS = Path("/work/shared/k8s-schemas")
+needs_schemas = pytest.mark.skipif(not SCHEMAS.is_dir(), reason="the upstream k8s-schemas folder is not here")
+
+CRDS = {
+    ("kueue.x-k8s.io", "Topology"): "kueue/kueue.x-k8s.io_topologies.yaml",
+    ("kueue.x-k8s.io", "ResourceFlavor"): "kueue/kueue.x-k8s.io_resourceflavors.yaml",
+    ("kueue.x-k8s.io", "ClusterQueue"): "kueue/kueue.x-k8s.io_clusterqueues.yaml",
+    ("kueue.x-k8s.io", "LocalQueue"): "kueue/kueue.x-k8s.io_localqueues.yaml",
+    ("jobset.x-k8s.io", "JobSet"): "jobset/jobset.x-k8s.io_jobsets.yaml",
+    ("mellanox.com", "NicClusterPolicy"): "network-operator/mellanox.com_nicclusterpolicies.yaml",
+}
+CHART_VALUES = {"gpu-operator": "gpu-operator/values.yaml", "network-operator": "network-operator/values.yaml"}
+
+# GKE installs networking.gke.io itself and publishes no CRD; the fields its guides set, from
+# https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx (and the A3 Ultra / A4 RDMA
+# guide): GKENetworkParamSet spec {vpc, vpcSubnet, deviceMode: NetDevice | RDMA (| DPDK-VFIO)};
+# Network spec {type: Device | L3, parametersRef {group: networking.gke.io, kind: GKENetworkParamSet, name}}.
+GKE_FIELDS = {
+    "GKENetworkParamSet": {"vpc": str, "vpcSubnet": str, "deviceMode": ("NetDevice", "RDMA", "DPDK-VFIO")},
+    "Network": {"type": ("Device", "L3"), "parametersRef": dict},
+}
+
+
+@functools.cache
+def stack_plan(stack: str) -> ClusterPlan:
+    return plan_stack(read_stack(find_project(ROOT), stack))
+
+
+@functools.cache
+def crd_schema(group: str, kind: str, version: str) -> dict[str, Any]:
+    doc = yaml.safe_load((SCHEMAS / CRDS[(group, kind)]).read_text(encoding="utf-8"))
+    served = {v["name"]: v for v in doc["spec"]["versions"] if v.get("served")}
+    assert version in served, f"{kind}: {version} is not served by the upstream CRD ({sorted(served)})"
+    schema: dict[str, Any] = served[version]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema with unknown fields refused, as the API server prunes them (a silently dropped key is a bug
+    here); objects that preserve unknown fields stay open."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if out.get("type") == "object" and "properties" in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out.setdefault("additionalProperties", False)
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+def _int_or_string(schema: Any) -> Any:
+    """jsonschema does not know x-kubernetes-int-or-string: spell it out."""
+    if isinstance(schema, dict):
+        out = {k: _int_or_string(v) for k, v in schema.items()}
+        if out.get("x-kubernetes-int-or-string"):
+            out.pop("type", None)
+            out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+        return out
+    if isinstance(schema, list):
+        return [_int_or_string(v) for v in schema]
+    return schema
+
+
+def validate_cr(obj: dict[str, Any]) -> None:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    schema = _int_or_string(_strict(crd_schema(group, obj["kind"], version)))
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    props = {k: v for k, v in schema.get("properties", {}).items() if k not in ("apiVersion", "kind", "metadata")}
+    jsonschema.validate(body, {**schema, "properties": props})
+
+
+def kube_version(plan: ClusterPlan) -> str:
+    assert plan.kubernetes is not None
+    return f"{plan.kubernetes.version}.0"
+
+
+def walk(values: Any, chart: Any, path: str = "") -> list[str]:
+    """Paths in `values` that the chart's values.yaml does not define (lists are leaves)."""
+    if not isinstance(values, dict):
+        return []
+    missing = []
+    for key, value in values.items():
+        where = f"{path}.{key}" if path else key
+        if not isinstance(chart, dict) or key not in chart:
+            missing.append(where)
+        elif isinstance(value, dict) and value:
+            missing += walk(value, chart[key], where)
+    return missing
+
+
+# ------------------------------------------------------------------------------------------------------- schemas
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_core_objects_validate_against_the_clusters_kubernetes_version(stack: str) -> None:
+    plan = stack_plan(stack)
+    core = [o for o in kubernetes_objects(plan) if "/" not in o["apiVersion"] or o["apiVersion"] == "v1"]
+    assert {o["kind"] for o in core} == {"Namespace"}
+    for obj in core:
+        kubernetes_validate.validate(obj, kube_version(plan), strict=True)
+
+
+@needs_schemas
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_custom_resources_validate_against_their_crds(stack: str) -> None:
+    plan = stack_plan(stack)
+    checked = 0
+    for obj in [*kubernetes_objects(plan), acceptance_jobset(plan)]:
+        if obj["apiVersion"].split("/")[0] in ("kueue.x-k8s.io", "jobset.x-k8s.io", "mellanox.com"):
+            validate_cr(obj)
+            checked += 1
+    assert checked >= 5  # Topology, flavor, ClusterQueue, LocalQueue, JobSet at least
+
+
+@needs_schemas
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_acceptance_pod_template_is_a_valid_pod(stack: str) -> None:
+    plan = stack_plan(stack)
+    job = acceptance_jobset(plan)["spec"]["replicatedJobs"][0]["template"]
+    kubernetes_validate.validate(
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "nccl"}, "spec": job["spec"]},
+        kube_version(plan),
+        strict=True,
+    )
+
+
+@needs_schemas
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_helm_values_keys_exist_in_the_chart(stack: str) -> None:
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    for addon in plan.kubernetes.addons:
+        values = helm_values(plan, addon)
+        if addon.id in CHART_VALUES:
+            chart = yaml.safe_load((SCHEMAS / CHART_VALUES[addon.id]).read_text(encoding="utf-8"))
+            assert walk(values, chart) == [], f"{addon.id}: keys the chart does not define"
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_gke_network_objects_have_the_documented_shape(stack: str) -> None:
+    plan = stack_plan(stack)
+    objs = [o for o in kubernetes_objects(plan) if o["apiVersion"] == GKE_NETWORK_API]
+    assert plan.kubernetes is not None
+    if plan.kubernetes.service != "gke":
+        assert objs == []
+        return
+    params = {o["metadata"]["name"]: o for o in objs if o["kind"] == "GKENetworkParamSet"}
+    networks = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Network"}
+    assert params
+    assert params.keys() == networks.keys()
+    for obj in objs:
+        fields = GKE_FIELDS[obj["kind"]]
+        assert set(obj["spec"]) == set(fields), obj
+        for key, allowed in fields.items():
+            value = obj["spec"][key]
+            assert value in allowed if isinstance(allowed, tuple) else isinstance(value, allowed), (key, value)
+    for name, net in networks.items():
+        assert net["spec"]["parametersRef"] == {
+            "group": "networking.gke.io",
+            "kind": "GKENetworkParamSet",
+            "name": name,
+        }
+
+
+# ----------------------------------------------------------------------------------------------------- semantics
+
+
+def test_gke_tcpxo_networks_name_the_gpu_vpcs_as_the_gcp_network_component_does() -> None:
+    plan = stack_plan("gke-a3mega")
+    net = next(n for n in plan.networks if n.provider == "gcp")
+    gpu_vpcs = [v for v in net.vpcs if v.role == "gpu"]
+    params = [o for o in kubernetes_objects(plan) if o["kind"] == "GKENetworkParamSet"]
+    assert len(params) == len(gpu_vpcs) == 8  # A3 Mega: 8 GPU NICs, one VPC each
+    for i, (obj, vpc) in enumerate(zip(params, gpu_vpcs, strict=True)):
+        # components/gcp/network.py: GcpNetwork(f"{cluster}-{region}") creates f"{name}-{vpc.name}" and its subnet
+        assert obj["metadata"]["name"] == f"vpc{i + 1}"
+        assert obj["spec"] == {
+            "vpc": f"{plan.name}-{net.region}-{vpc.name}",
+            "vpcSubnet": f"{plan.name}-{net.region}-{vpc.name}",
+            "deviceMode": "NetDevice",
+        }
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_each_flavor_selects_and_tolerates_its_node_group(stack: str) -> None:
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    flavors = {o["metadata"]["name"]: o for o in kubernetes_objects(plan) if o["kind"] == "ResourceFlavor"}
+    assert len(flavors) == len(plan.kubernetes.node_groups)
+    topologies = {t.name for t in plan.kubernetes.topologies}
+    for g in plan.kubernetes.node_groups:
+        spec = flavors[flavor_name(g)]["spec"]
+        assert spec["nodeLabels"] == g.labels
+        assert spec["topologyName"] == g.topology
+        assert g.topology in topologies
+        for taint in g.taints:
+            assert any(
+                t["key"] == taint.key
+                and t["effect"] == taint.effect
+                and (t["operator"] == "Exists" or t.get("value") == taint.value)
+                for t in spec["tolerations"]
+            ), taint
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_cluster_queue_quotas_are_nodes_times_per_node_amounts(stack: str) -> None:
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    objs = kubernetes_objects(plan)
+    (cq,) = [o for o in objs if o["kind"] == "ClusterQueue"]
+    (lq,) = [o for o in objs if o["kind"] == "LocalQueue"]
+    assert cq["spec"]["namespaceSelector"] == {}
+    assert lq["metadata"]["namespace"] == plan.kubernetes.namespace
+    assert lq["spec"]["clusterQueue"] == cq["metadata"]["name"] == plan.kubernetes.cluster_queue
+    quota = {
+        (f["name"], r["name"]): r["nominalQuota"]
+        for rg in cq["spec"]["resourceGroups"]
+        for f in rg["flavors"]
+        for r in f["resources"]
+    }
+    expected = {
+        (flavor_name(g), r): str(int(v) * g.nodes)
+        for g in plan.kubernetes.node_groups
+        for r, v in g.resources.items()
+        if not r.startswith("hugepages-")
+    }
+    assert quota == expected
+    for rg in cq["spec"]["resourceGroups"]:  # Kueue: every flavor of a group lists the covered resources, in order
+        for f in rg["flavors"]:
+            assert [r["name"] for r in f["resources"]] == rg["coveredResources"]
+
+
+def test_eks_quota_covers_gpus_and_efa_not_hugepages() -> None:
+    plan = stack_plan("eks-p5")
+    (cq,) = [o for o in kubernetes_objects(plan) if o["kind"] == "ClusterQueue"]
+    (rg,) = cq["spec"]["resourceGroups"]
+    assert rg["coveredResources"] == ["nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    assert rg["flavors"][0]["resources"] == [
+        {"name": "nvidia.com/gpu", "nominalQuota": "128"},  # 16 x p5.48xlarge x 8
+        {"name": "vpc.amazonaws.com/efa", "nominalQuota": "512"},  # 16 x 32 EFA interfaces
+    ]
+
+
+def test_eks_gpu_operator_leaves_driver_and_toolkit_to_the_node_image() -> None:
+    plan = stack_plan("eks-p5")
+    assert plan.kubernetes is not None
+    assert plan.kubernetes.node_image == "AL2023_x86_64_NVIDIA"
+    addons = {a.id: a for a in plan.kubernetes.addons}
+    values = helm_values(plan, addons["gpu-operator"])
+    assert values["driver"] == {"enabled": False}
+    assert values["toolkit"] == {"enabled": False}
+    assert values["dcgmExporter"] == {"enabled": True}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"][
+        "tolerations"
+    ]
+    efa = helm_values(plan, addons["efa-device-plugin"])
+    assert efa == {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def test_aks_gpu_operator_installs_the_rdma_driver_and_leaves_nfd_to_the_network_operator() -> None:
+    plan = stack_plan("aks-nd-h100")
+    assert plan.kubernetes is not None
+    addons = {a.id: a for a in plan.kubernetes.addons}
+    gpu = helm_values(plan, addons["gpu-operator"])
+    assert gpu["driver"] == {"enabled": True, "rdma": {"enabled": True}}
+    assert gpu["nfd"] == {"enabled": False}
+    net = helm_values(plan, addons["network-operator"])
+    assert net == {
+        "nfd": {"enabled": True, "deployNodeFeatureRules": False},
+        "sriovNetworkOperator": {"enabled": False},
+    }
+
+
+def test_aks_nic_cluster_policy_offers_shared_ib_on_mellanox_nodes() -> None:
+    plan = stack_plan("aks-nd-h100")
+    (ncp,) = [o for o in kubernetes_objects(plan) if o["kind"] == "NicClusterPolicy"]
+    assert ncp["apiVersion"] == NIC_POLICY_API
+    assert installed_by(ncp) == "network-operator"
+    spec = ncp["spec"]
+    term = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [
+        {"key": "feature.node.kubernetes.io/pci-15b3.present", "operator": "In", "values": ["true"]}
+    ]
+    assert spec["ofedDriver"]["image"] == "doca-driver"
+    assert spec["ofedDriver"]["version"].startswith("doca")
+    config = yaml.safe_load(spec["rdmaSharedDevicePlugin"]["config"])["configList"][0]
+    assert config["resourceName"] == "shared_ib"
+    assert config["selectors"] == {"vendors": ["15b3"], "linkTypes": ["infiniband"]}
+    (group,) = plan.kubernetes.node_groups if plan.kubernetes else ()
+    assert "rdma/shared_ib" in group.resources  # what the NicClusterPolicy offers is what the flavor queues
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_acceptance_jobset_runs_one_pod_per_node_of_the_largest_group(stack: str) -> None:
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    group = max(plan.kubernetes.node_groups, key=lambda g: g.nodes)
+    js = acceptance_jobset(plan)
+    assert js["apiVersion"] == JOBSET_API
+    assert installed_by(js) == "jobset"
+    assert js["metadata"]["namespace"] == plan.kubernetes.namespace
+    assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == plan.kubernetes.local_queue
+    assert js["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "kubernetes.io/hostname"
+    (rj,) = js["spec"]["replicatedJobs"]
+    job = rj["template"]["spec"]
+    assert job["parallelism"] == job["completions"] == group.nodes
+    pod = job["template"]
+    annotations = pod["metadata"]["annotations"]
+    (level,) = [v for k, v in annotations.items() if k.startswith("kueue.x-k8s.io/podset-")]
+    levels = next(t.levels for t in plan.kubernetes.topologies if t.name == group.topology)
+    assert level in levels
+    assert level != "kubernetes.io/hostname"
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"]["requests"] == group.resources == container["resources"]["limits"]
+    assert ":" in container["image"]
+    assert not container["image"].endswith(":latest")
+    assert "all_reduce_perf" in container["command"][-1]
+    gpus = int(group.resources["nvidia.com/gpu"])
+    assert f"-np {gpus * group.nodes} " in container["command"][-1]
+    assert pod["spec"]["tolerations"] == [
+        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints
+    ]
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_every_custom_resource_names_the_release_that_installs_its_crd(stack: str) -> None:
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    addons = {a.id for a in plan.kubernetes.addons}
+    for obj in kubernetes_objects(plan):
+        owner = installed_by(obj)
+        if obj["apiVersion"].startswith((KUEUE_API.split("/")[0], NIC_POLICY_API.split("/")[0])):
+            assert owner in addons, obj["kind"]
+        else:
+            assert owner is None, obj["kind"]
+
+
+def test_queued_resources_leave_hugepages_to_the_scheduler() -> None:
+    plan = stack_plan("eks-p5")
+    assert plan.kubernetes is not None
+    (g,) = plan.kubernetes.node_groups
+    assert "hugepages-2Mi" in g.resources
+    assert "hugepages-2Mi" not in queued_resources(g)
+
+
+def test_a_plan_without_kubernetes_is_refused() -> None:
+    plan = stack_plan("p5-small")
+    with pytest.raises(ValueError, match="no Kubernetes control plane"):
+        kubernetes_objects(plan)
