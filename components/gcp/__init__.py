@@ -9,11 +9,12 @@ import pulumi
 from aicluster.plan import ClusterPlan
 from aicluster.render import controller_cloud_init, node_cloud_init
 
-from ..outputs import filesystem_outputs, pool_outputs
+from ..outputs import filesystem_outputs, learned, pool_outputs
 from ..tags import tagging
 from .audit import GcpAuditLog
 from .controller import GcpSlurmController
 from .filesystems import GcpFilestore, GcpFilesystemArgs, GcpManagedLustre
+from .gke import GkeCluster
 from .gpu_pool import GcpGpuPool
 from .identity import GcpNodeIdentity
 from .network import GcpNetwork
@@ -28,6 +29,7 @@ __all__ = [
     "GcpNodeIdentity",
     "GcpSlurmController",
     "GcpTpuSlices",
+    "GkeCluster",
     "build",
 ]
 
@@ -57,8 +59,12 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         GcpAuditLog(f"{name}-audit", home.project, opts)
         outputs["audit"] = {"data_access_logs": True}
 
+    kube = plan.kubernetes
+    if kube is not None and kube.provider == "gcp":
+        # GKE node pools replace the MIGs, TPU VMs and slurmctld; the GPU VPCs stay, the node pools attach to them
+        _build_gke(plan, parent, networks[kube.network], identity.email, outputs)
     for pool in plan.pools:
-        if pool.provider != "gcp":
+        if pool.provider != "gcp" or kube is not None:
             continue
         net = networks[pool.network]
         pool_opts = pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)])
@@ -152,3 +158,47 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         )
         outputs["controller"] = {"kind": c.kind, "private_ip": ctl.private_ip, "instance_id": ctl.instance_id}
     return outputs
+
+
+def _build_gke(
+    plan: ClusterPlan,
+    parent: pulumi.ComponentResource,
+    net: GcpNetwork,
+    service_account_email: pulumi.Output[str],
+    outputs: dict[str, Any],
+) -> None:
+    kube = plan.kubernetes
+    assert kube is not None
+    planned = next(n for n in plan.networks if n.key == kube.network)
+    gke = GkeCluster(
+        f"{plan.name}-gke",
+        {
+            "plan": plan,
+            "project": net.project,
+            "network_id": net.host_network_id,
+            "subnet_id": net.subnet_ids[("compute", 0)],
+            "network_cidr": planned.cidr,
+            "learned_cidrs": learned(plan, kube.network),
+            "vpc_ids": net.vpc_ids,
+            "subnet_ids": net.subnet_ids,
+            "service_account_email": service_account_email,
+        },
+        pulumi.ResourceOptions(parent=parent),
+    )
+    outputs["kubernetes"] = {
+        "service": kube.service,
+        "cluster_name": gke.cluster_name,
+        "endpoint": gke.endpoint,
+        "node_groups": {
+            g.name: {
+                "node_pool": gke.node_pools[g.name],
+                "pool": g.pool,
+                "zone": g.zone,
+                "nodes": g.nodes,
+                "accelerator_kind": g.accelerator_kind,
+                "labels": g.labels,
+            }
+            for g in kube.node_groups
+        },
+    }
+    outputs["kubeconfig"] = gke.kubeconfig

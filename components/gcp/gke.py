@@ -1,0 +1,477 @@
+"""A GKE Standard cluster from `plan.kubernetes`: a regional control plane in the host VPC the GcpNetwork component
+made, and one node pool per planned node group, wired to the same NIC VPCs and subnets the Slurm path gives the
+pool's VMs (components/gcp/gpu_pool.py).
+
+- Control plane: private nodes (no node has an external address; Cloud NAT gives egress), a private or an
+  authorized-networks-only public endpoint, Dataplane V2 (`ADVANCED_DATAPATH`, which GKE multi-networking needs),
+  multi-networking when a pool has GPU NIC VPCs, VPC-native pod and service ranges from the plan, Kubernetes
+  secrets encrypted with a Cloud KMS key (application-layer secrets encryption), control-plane and workload logs,
+  Workload Identity, release channel REGULAR (standard support) or EXTENDED (extended support).
+- Upgrades: a cluster on a release channel cannot turn node auto-upgrade off (the API answers "Auto_upgrade
+  cannot be false when release_channel REGULAR is set"), and a node upgrade drains the node, which kills the
+  training job on it. So node pools keep auto-upgrade on, as GKE requires, and the cluster carries a maintenance
+  exclusion of scope NO_MINOR_OR_NODE_UPGRADES until the minor's end of support: the control plane still gets
+  its patches, nodes are upgraded only when the operator lifts the exclusion between jobs.
+- GPU node pools: one zone, compact placement under a resource policy with the plan's max distance, GKE-managed
+  NVIDIA drivers (`LATEST`), gVNIC, the plan's labels and taint, the pool's reservation / spot / flex-start
+  model, one additional node network per GPU NIC, surge upgrades one node at a time with no extra node (a GPU
+  node is the scarce resource, and a reservation holds no spare).
+- TPU node pools need the TPU VM's machine type and the slice topology; the plan does not carry them yet (see
+  `TpuShape`), so a TPU node group without one is refused rather than guessed.
+- kubeconfig: the cluster endpoint and CA with the `gke-gcloud-auth-plugin` exec credential, as a secret.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NotRequired, TypedDict
+
+import pulumi
+import pulumi_gcp as gcp
+import yaml
+
+from aicluster.plan import ClusterPlan, PlannedNodeGroup, PlannedPool, Taint, gcp_labels
+
+from .gpu_pool import RESERVATION_KEY, SCOPES
+
+# The control plane's /28 (GKE peers it into the host VPC): the first of these that no network of the plan, its
+# pod range, its service range or a network joined over VPN uses. 172.16.0.0/28 is GKE's own example range
+# for private clusters; the plan's networks are carved from 10.0.0.0/8, pods from 100.64.0.0/10, services from
+# 172.20.0.0/16 (or 192.168.0.0/16, 172.21.0.0/16).
+MASTER_CIDRS = ("172.16.0.0/28", "172.16.0.16/28", "172.16.0.32/28", "172.31.255.240/28")
+SECRETS_KEY_ROTATION = "7776000s"  # 90 days
+LOG_COMPONENTS = ["SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "WORKLOADS"]
+RELEASE_CHANNEL = {"standard": "REGULAR", "extended": "EXTENDED"}
+TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+# The GKE accelerator type of each GPU machine type (the `--accelerator type=` value and the
+# `cloud.google.com/gke-accelerator` node label): "NVIDIA B200 GPUs (corresponding to the nvidia-b200
+# accelerator type and A4 machine series), NVIDIA H200 141 GB GPUs (nvidia-h200-141gb, A3 Ultra), NVIDIA H100
+# 80 GB GPUs (nvidia-h100-80gb, A3 High), NVIDIA H100 80GB Mega GPUs (nvidia-h100-mega-80gb, A3 Mega)" -- GKE,
+# "Run GPUs in Standard node pools", https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (retrieved
+# 2026-11-24). It belongs in the catalog's GCP instance types; until it is there, an unlisted type is refused.
+GKE_ACCELERATOR = {
+    "a4-highgpu-8g": "nvidia-b200",
+    "a3-ultragpu-8g": "nvidia-h200-141gb",
+    "a3-highgpu-8g": "nvidia-h100-80gb",
+    "a3-megagpu-8g": "nvidia-h100-mega-80gb",
+}
+AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+NODE_ROLE = "roles/container.defaultNodeServiceAccount"  # logs, metrics and image pulls for a custom node account
+
+
+@dataclass(frozen=True)
+class TpuShape:
+    """What a GKE TPU node pool needs beyond the plan's TpuDetails: the TPU VM's machine type (e.g.
+    `ct5p-hightpu-4t`) and the slice topology (e.g. `4x4x8`). The catalog's TPU types do not record either yet."""
+
+    machine_type: str
+    topology: str
+
+
+class GkeClusterArgs(TypedDict):
+    plan: ClusterPlan
+    project: pulumi.Input[str]
+    network_id: pulumi.Input[str]  # host VPC self link
+    subnet_id: pulumi.Input[str]  # the compute subnet's self link
+    network_cidr: str  # the host network's CIDR (a private endpoint admits it)
+    learned_cidrs: list[str]  # networks joined over VPN: a private endpoint admits them too
+    vpc_ids: Mapping[str, pulumi.Output[str]]  # GcpNic.vpc -> network self link ("" = host)
+    subnet_ids: Mapping[tuple[str, int], pulumi.Output[str]]  # (subnet role, index) -> subnetwork self link
+    service_account_email: pulumi.Input[str]
+    tpu_shapes: NotRequired[Mapping[str, TpuShape]]  # pool name -> shape
+
+
+def master_cidr(plan: ClusterPlan, learned: list[str]) -> str:
+    """The first of MASTER_CIDRS clear of every address range the cluster and its joined networks use."""
+    k = plan.kubernetes
+    assert k is not None
+    used = [n.cidr for n in plan.networks] + [s.cidr for n in plan.networks for s in n.subnets]
+    used += [c for c in (k.pod_cidr, k.service_cidr) if c] + learned
+    taken = [ipaddress.IPv4Network(c) for c in used]
+    for candidate in MASTER_CIDRS:
+        block = ipaddress.IPv4Network(candidate)
+        if not any(block.overlaps(t) for t in taken):
+            return candidate
+    raise ValueError(f"every control-plane range aicluster tries ({', '.join(MASTER_CIDRS)}) overlaps a network")
+
+
+def kubeconfig(cluster: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig for the cluster that gets its token from gke-gcloud-auth-plugin (the gcloud credentials)."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": cluster,
+                    "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate},
+                }
+            ],
+            "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+            "current-context": cluster,
+            "users": [
+                {
+                    "name": cluster,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": AUTH_PLUGIN,
+                            "provideClusterInfo": True,
+                            "installHint": "Install gke-gcloud-auth-plugin: gcloud components install "
+                            "gke-gcloud-auth-plugin",
+                        }
+                    },
+                }
+            ],
+        },
+        sort_keys=False,
+    )
+
+
+def gke_accelerator(pool: PlannedPool) -> str:
+    found = GKE_ACCELERATOR.get(pool.instance_type)
+    if found is None:
+        raise ValueError(
+            f"pool {pool.name}: aicluster knows no GKE accelerator type for {pool.instance_type} (it knows "
+            f"{', '.join(sorted(GKE_ACCELERATOR))}): use one of them, or scheduler kind slurm"
+        )
+    return found
+
+
+def taints(group: PlannedNodeGroup) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
+    return [_taint(t) for t in group.taints]
+
+
+def _taint(t: Taint) -> gcp.container.NodePoolNodeConfigTaintArgs:
+    return gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=TAINT_EFFECT[t.effect])
+
+
+def _name(link: pulumi.Output[str]) -> pulumi.Output[str]:
+    """A network or subnetwork's bare name from its self link (what GKE's additional node networks take)."""
+    return link.apply(lambda s: s.rsplit("/", 1)[-1])
+
+
+class GkeCluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]  # a secret
+    node_pools: dict[str, pulumi.Output[str]]  # PlannedNodeGroup.name -> node pool name
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:gcp:GkeCluster", name, {}, opts)
+        plan = args["plan"]
+        k = plan.kubernetes
+        assert k is not None, "GkeCluster builds a GKE plan"
+        assert k.provider == "gcp", "GkeCluster builds a GKE plan"
+        pools = {p.name: p for p in plan.pools}
+        shapes = args.get("tpu_shapes", {})
+        for g in k.node_groups:  # refuse before creating anything
+            if g.accelerator_kind == "tpu" and g.pool not in shapes:
+                t = pools[g.pool].tpu
+                raise ValueError(
+                    f"pool {g.pool}: a GKE TPU node pool needs the TPU VM machine type and the slice topology of "
+                    f"{t.accelerator_type if t else g.pool}, and the catalog's TPU types record neither: add them "
+                    "to the catalog (tpu_types) and the plan, or use scheduler kind slurm for TPU pools"
+                )
+            if g.accelerator_kind == "gpu":
+                gke_accelerator(pools[g.pool])
+        child = pulumi.ResourceOptions(parent=self)
+
+        key, grant = self._secrets_key(name, k.region, k.cluster_name, args["project"], child)
+        multi_network = any(
+            len(pools[g.pool].gcp.nics) > 1  # type: ignore[union-attr]
+            for g in k.node_groups
+            if g.accelerator_kind == "gpu"
+        )
+        public = k.endpoint == "public"
+        allowed = list(k.authorized_networks) if public else [args["network_cidr"], *args["learned_cidrs"]]
+        start = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+        cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=k.cluster_name,
+            location=k.region,  # regional: the control plane is replicated across the region's zones
+            network=args["network_id"],
+            subnetwork=args["subnet_id"],
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            min_master_version=k.version,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=RELEASE_CHANNEL[k.support]),
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True,
+                enable_private_endpoint=not public,
+                master_ipv4_cidr_block=master_cidr(plan, args["learned_cidrs"]),
+            ),
+            master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=c)
+                    for c in allowed
+                ],
+                gcp_public_cidrs_access_enabled=False,
+            ),
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_multi_networking=multi_network,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_ipv4_cidr_block=k.pod_cidr, services_ipv4_cidr_block=k.service_cidr
+            ),
+            database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(state="ENCRYPTED", key_name=key.id),
+            logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOG_COMPONENTS),
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=pulumi.Output.from_input(args["project"]).apply(lambda p: f"{p}.svc.id.goog")
+            ),
+            maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
+                daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
+                    start_time="03:00"
+                ),
+                maintenance_exclusions=[
+                    gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                        exclusion_name="no-node-upgrades-during-training",
+                        start_time=start,
+                        exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                            scope="NO_MINOR_OR_NODE_UPGRADES", end_time_behavior="UNTIL_END_OF_SUPPORT"
+                        ),
+                    )
+                ],
+            ),
+            resource_labels=gcp_labels(plan.tags),
+            # as everywhere in aicluster, the stack's lifecycle (`aicluster destroy`) decides what is deleted
+            deletion_protection=False,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[grant],  # GKE checks at creation that its agent may use the key
+                # the exclusion starts when the cluster is created; later runs keep that start
+                ignore_changes=["maintenancePolicy.maintenanceExclusions[0].startTime"],
+            ),
+        )
+        gcp.projects.IAMMember(
+            f"{name}-node-role",
+            project=args["project"],
+            role=NODE_ROLE,
+            member=pulumi.Output.from_input(args["service_account_email"]).apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+        self.cluster_name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.node_pools = {}
+        pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[cluster])
+        self._system_pool(name, plan, cluster, args, pool_opts)
+        for g in k.node_groups:
+            pool = pools[g.pool]
+            if g.accelerator_kind == "tpu":
+                self.node_pools[g.name] = self._tpu_pool(name, g, pool, shapes[g.pool], cluster, args, pool_opts)
+            else:
+                self.node_pools[g.name] = self._gpu_pool(name, g, pool, cluster, args, pool_opts)
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(
+                cluster.name, cluster.endpoint, cluster.master_auth.apply(lambda m: m.cluster_ca_certificate)
+            ).apply(lambda v: kubeconfig(v[0], v[1], v[2] or ""))
+        )
+        self.register_outputs(
+            {"cluster_name": self.cluster_name, "endpoint": self.endpoint, "node_pools": self.node_pools}
+        )
+
+    def _secrets_key(
+        self, name: str, region: str, cluster: str, project: pulumi.Input[str], child: pulumi.ResourceOptions
+    ) -> tuple[gcp.kms.CryptoKey, gcp.kms.CryptoKeyIAMMember]:
+        """The Cloud KMS key GKE encrypts Kubernetes secrets with, in the cluster's region, and the grant that lets
+        the GKE service agent (service-<project number>@container-engine-robot) use it. The agent's address comes
+        from the Service Usage API (a resource, not a lookup: no invoke, so the offline preview runs)."""
+        ring = gcp.kms.KeyRing(f"{name}-secrets", name=f"{cluster}-gke", location=region, opts=child)
+        key = gcp.kms.CryptoKey(
+            f"{name}-secrets",
+            name="kubernetes-secrets",
+            key_ring=ring.id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=SECRETS_KEY_ROTATION,
+            opts=child,
+        )
+        agent = gcp.projects.ServiceIdentity(
+            f"{name}-gke-agent", project=project, service="container.googleapis.com", opts=child
+        )
+        grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-secrets-gke-agent", crypto_key_id=key.id, role=KMS_ROLE, member=agent.member, opts=child
+        )
+        return key, grant
+
+    def _node_config_common(self, pool_tags: Mapping[str, str], args: GkeClusterArgs) -> dict[str, object]:
+        return {
+            "service_account": args["service_account_email"],
+            "oauth_scopes": SCOPES,
+            "resource_labels": gcp_labels(pool_tags),
+            "workload_metadata_config": gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        }
+
+    def _system_pool(
+        self,
+        name: str,
+        plan: ClusterPlan,
+        cluster: gcp.container.Cluster,
+        args: GkeClusterArgs,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        k = plan.kubernetes
+        assert k is not None
+        per_zone = -(-k.system_nodes // max(1, len(k.system_zones)))  # node_count is per zone of a regional pool
+        gcp.container.NodePool(
+            f"{name}-system",
+            name="system",
+            cluster=cluster.id,
+            location=k.region,
+            node_locations=list(k.system_zones),
+            node_count=per_zone,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=k.system_instance_type,
+                image_type=k.node_image,
+                labels={"aicluster.io/pool": "system"},
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+                **self._node_config_common(plan.tags, args),  # type: ignore[arg-type]
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            opts=opts,
+        )
+
+    def _gpu_pool(
+        self,
+        name: str,
+        g: PlannedNodeGroup,
+        pool: PlannedPool,
+        cluster: gcp.container.Cluster,
+        args: GkeClusterArgs,
+        opts: pulumi.ResourceOptions,
+    ) -> pulumi.Output[str]:
+        d = pool.gcp
+        assert d is not None
+        assert g.zone is not None
+        group = d.groups[g.index]
+        placement = None
+        if d.placement == "compact":
+            policy = gcp.compute.ResourcePolicy(
+                f"{name}-{g.name}-placement",
+                region=pool.region,
+                group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
+                    collocation="COLLOCATED", max_distance=group.max_distance
+                ),
+                description=f"compact placement for GKE node pool {g.name}: {g.nodes} {pool.instance_type} nodes",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy.name)
+        flex = d.provisioning_model == "FLEX_START"
+        affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="NO_RESERVATION" if flex else d.reservation_affinity,
+            key=RESERVATION_KEY if d.reservation and not flex else None,
+            values=[d.reservation] if d.reservation and not flex else None,
+        )
+        extra_networks = [
+            gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                network=_name(args["vpc_ids"][nic.vpc]),
+                subnetwork=_name(args["subnet_ids"][(nic.subnet_role, nic.subnet_index)]),
+            )
+            for nic in d.nics[1:]
+        ]
+        node_pool = gcp.container.NodePool(
+            f"{name}-{g.name}",
+            name=g.name,
+            cluster=cluster.id,
+            location=pool.region,
+            node_locations=[g.zone],
+            # flex-start capacity comes all at once through the autoscaler's provisioning request
+            node_count=None if flex else g.nodes,
+            initial_node_count=0 if flex else None,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=0, total_max_node_count=g.nodes, location_policy="ANY"
+            )
+            if flex
+            else None,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=pool.instance_type,
+                image_type=self._image(args),
+                disk_size_gb=d.root_volume_gib,
+                disk_type=d.boot_disk_type,
+                guest_accelerators=[
+                    gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                        type=gke_accelerator(pool),
+                        count=pool.accelerators_per_node,
+                        gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                            gpu_driver_version="LATEST"
+                        ),
+                    )
+                ],
+                gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+                labels=dict(g.labels),
+                taints=taints(g),
+                reservation_affinity=affinity,
+                spot=d.provisioning_model == "SPOT",
+                flex_start=True if flex else None,
+                max_run_duration=f"{d.max_run_duration_s}s" if flex and d.max_run_duration_s else None,
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    # GKE installs signed drivers on COS, so Secure Boot can stay on
+                    enable_secure_boot=True,
+                    enable_integrity_monitoring=d.shielded_vm,
+                ),
+                **self._node_config_common(pool.tags, args),  # type: ignore[arg-type]
+            ),
+            network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=extra_networks)
+            if extra_networks
+            else None,
+            placement_policy=placement,
+            # auto-upgrade stays on (a release channel requires it); the cluster's maintenance exclusion holds node
+            # upgrades back, since an upgrade drains the node and kills the job on it
+            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                strategy="SURGE", max_surge=0, max_unavailable=1
+            ),
+            opts=opts,
+        )
+        return node_pool.name
+
+    def _tpu_pool(
+        self,
+        name: str,
+        g: PlannedNodeGroup,
+        pool: PlannedPool,
+        shape: TpuShape,
+        cluster: gcp.container.Cluster,
+        args: GkeClusterArgs,
+        opts: pulumi.ResourceOptions,
+    ) -> pulumi.Output[str]:
+        """One multi-host TPU slice: as many nodes as the slice has hosts, placed together in its topology."""
+        t = pool.tpu
+        assert t is not None
+        assert g.zone is not None
+        node_pool = gcp.container.NodePool(
+            f"{name}-{g.name}",
+            name=g.name,
+            cluster=cluster.id,
+            location=pool.region,
+            node_locations=[g.zone],
+            node_count=t.hosts_per_slice,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=shape.machine_type,
+                image_type=self._image(args),
+                labels=dict(g.labels),
+                taints=taints(g),
+                spot=t.spot,
+                reservation_affinity=gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                    consume_reservation_type="ANY_RESERVATION" if t.reserved else "NO_RESERVATION"
+                ),
+                **self._node_config_common(pool.tags, args),  # type: ignore[arg-type]
+            ),
+            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                strategy="SURGE", max_surge=0, max_unavailable=1
+            ),
+            opts=opts,
+        )
+        return node_pool.name
+
+    def _image(self, args: GkeClusterArgs) -> str:
+        k = args["plan"].kubernetes
+        assert k is not None
+        return k.node_image
