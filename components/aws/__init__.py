@@ -65,6 +65,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
                 "compute_subnet_ids": net.compute_subnet_ids,
                 "efa_security_group_id": net.efa_security_group_id,
                 "node_security_group_id": net.node_security_group_id,
+                "api_cidrs": [plan.network(k.network).cidr, *learned(plan, k.network)],
             },
             opts,
         )

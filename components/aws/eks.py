@@ -9,7 +9,7 @@ made from the cluster's outputs.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 import pulumi
@@ -65,6 +65,8 @@ class EksArgs(TypedDict):
     compute_subnet_ids: Mapping[str, pulumi.Input[str]]  # zone -> the network's compute subnet
     efa_security_group_id: pulumi.Input[str]
     node_security_group_id: pulumi.Input[str]
+    # who may reach the private API endpoint: the cluster network and the networks joined to it over VPN links
+    api_cidrs: Sequence[str]
 
 
 def capacity_type(pool: PlannedPool) -> str:
@@ -219,6 +221,21 @@ class AwsEksCluster(pulumi.ComponentResource):
         # EKS adds its cluster security group to nodes only when their template names none; ours names the node
         # and EFA groups, so the primary interface gets the cluster group too (API server <-> kubelet).
         cluster_sg = cluster.vpc_config.apply(lambda v: v.cluster_security_group_id or "")
+
+        # The cluster security group admits only its own members (the control plane's interfaces, the nodes); the
+        # private endpoint is for the whole cluster network and the networks joined to it, HTTPS only.
+        for i, cidr in enumerate(dict.fromkeys(args["api_cidrs"])):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-api-{i}",
+                security_group_id=cluster_sg,
+                description=f"Kubernetes API from {cidr}",
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                cidr_ipv4=cidr,
+                region=region,
+                opts=child,
+            )
 
         node_role = aws.iam.Role(
             f"{name}-node-role", description=f"EKS {k.cluster_name} nodes", assume_role_policy=ASSUME_EC2, opts=child

@@ -119,6 +119,21 @@ def test_cluster_is_private_encrypted_logged_and_in_two_zones(p5: Built) -> None
     assert c.inputs["kubernetesNetworkConfig"] == {"serviceIpv4Cidr": "172.20.0.0/16"}
 
 
+def test_private_endpoint_admits_the_cluster_network_over_https(p5: Built) -> None:
+    (rule,) = p5.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == ("tcp", 443, 443)
+    assert rule.inputs["cidrIpv4"] == "10.8.0.0/16"
+
+
+def test_public_endpoint_is_limited_to_the_authorized_networks(build: Build) -> None:
+    spec = eks_p5()
+    spec["scheduler"].update(endpoint="public", authorized_networks=["192.168.10.0/24"])
+    vpc = build(spec).one(CLUSTER).inputs["vpcConfig"]
+    assert vpc["endpointPublicAccess"] is True
+    assert vpc["endpointPrivateAccess"] is True
+    assert vpc["publicAccessCidrs"] == ["192.168.10.0/24"]
+
+
 def test_system_group_spans_the_system_zones_on_demand(p5: Built) -> None:
     ng = p5.one(NODE_GROUP, "-system")
     assert ng.inputs["capacityType"] == "ON_DEMAND"
