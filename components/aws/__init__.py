@@ -14,6 +14,7 @@ from ..tags import tagging
 from .audit import AwsAuditTrail
 from .controller import AwsSlurmController
 from .efs import AwsEfsFileSystem
+from .eks import AwsEksCluster
 from .gpu_pool import AwsGpuPool
 from .identity import AwsNodeIdentity
 from .lustre import AwsLustreFileSystem, FilesystemArgs
@@ -22,6 +23,7 @@ from .network import AwsNetwork
 __all__ = [
     "AwsAuditTrail",
     "AwsEfsFileSystem",
+    "AwsEksCluster",
     "AwsGpuPool",
     "AwsLustreFileSystem",
     "AwsNetwork",
@@ -40,7 +42,10 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         for n in plan.networks
         if n.provider == "aws"
     }
-    identity = AwsNodeIdentity(f"{name}-nodes", {"cluster": name}, opts)
+    k = plan.kubernetes
+    eks = k is not None and k.provider == "aws"
+    # Slurm's nodes run as this identity; EKS nodes run as the cluster's node role instead.
+    identity = None if eks else AwsNodeIdentity(f"{name}-nodes", {"cluster": name}, opts)
     outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}, "network_handles": dict(networks)}
     for key, net in networks.items():
         outputs["networks"][key] = {"vpc_id": net.vpc_id, "subnet_ids": net.compute_subnet_ids}
@@ -49,11 +54,45 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         trail = AwsAuditTrail(f"{name}-audit", {"cluster": name, "region": home}, opts)
         outputs["audit"] = {"trail_arn": trail.trail_arn, "bucket": trail.bucket_name}
 
+    if k is not None and eks:
+        # Kubernetes instead of Slurm: the pools become EKS node groups; no Auto Scaling groups, no controller.
+        net = networks[k.network]
+        cluster = AwsEksCluster(
+            f"{name}-eks",
+            {
+                "kubernetes": k,
+                "pools": {p.name: p for p in plan.pools},
+                "compute_subnet_ids": net.compute_subnet_ids,
+                "efa_security_group_id": net.efa_security_group_id,
+                "node_security_group_id": net.node_security_group_id,
+                "api_cidrs": [plan.network(k.network).cidr, *learned(plan, k.network)],
+            },
+            opts,
+        )
+        groups = {g.name: g for g in k.node_groups}
+        outputs["kubernetes"] = {
+            "service": k.service,
+            "cluster_name": cluster.cluster_name,
+            "endpoint": cluster.endpoint,
+            "node_groups": {
+                n: {"pool": groups[n].pool, "nodes": groups[n].nodes, "zone": groups[n].zone, "name": ng}
+                if n in groups
+                else {"name": ng}
+                for n, ng in cluster.node_group_names.items()
+            },
+        }
+        outputs["kubeconfig"] = cluster.kubeconfig  # already a secret
+        for pool in plan.pools:
+            if pool.provider == "aws":
+                names = [cluster.node_group_names[g.name] for g in k.node_groups if g.pool == pool.name]
+                outputs["pools"][pool.name] = pool_outputs(pool, node_group_names=names)
+
     for pool in plan.pools:
-        if pool.provider != "aws":
+        if pool.provider != "aws" or eks:
             continue
         net = networks[pool.network]
         assert pool.zone is not None
+        assert identity is not None
         gp = AwsGpuPool(
             f"{name}-{pool.name}",
             {
@@ -90,7 +129,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         outputs["filesystems"][fs.name] = info
 
     c = plan.controller
-    if c is not None and c.provider == "aws":
+    if c is not None and c.provider == "aws" and identity is not None:
         net = networks[c.network]
         ctl = AwsSlurmController(
             f"{name}-slurmctld",

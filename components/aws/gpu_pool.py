@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 import pulumi
@@ -30,14 +31,25 @@ def network_interfaces(pool: PlannedPool, args: GpuPoolArgs) -> list[aws.ec2.Lau
     groups require too). Only the primary interface may take `associate_public_ip_address`, and
     it is off: nodes have no public IPs.
     """
+    return interfaces(pool, {"efa": args["efa_security_group_id"], "node": args["node_security_group_id"]})
+
+
+def interfaces(
+    pool: PlannedPool,
+    groups: Mapping[str, pulumi.Input[str]],
+    primary_groups: Sequence[pulumi.Input[str]] = (),
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """The plan's NIC layout with each interface's security groups looked up in `groups` (by the plan's
+    group names, `efa` and `node`); `primary_groups` are added to the primary (ENA) interface only (an
+    EKS node's cluster security group: EKS adds it only to templates that name no security groups)."""
     assert pool.aws is not None
-    groups = {"efa": args["efa_security_group_id"], "node": args["node_security_group_id"]}
     return [
         aws.ec2.LaunchTemplateNetworkInterfaceArgs(
             network_card_index=nic.network_card_index,
             device_index=nic.device_index,
             interface_type=nic.interface_type,
-            security_groups=[groups[g] for g in nic.security_groups],
+            security_groups=[groups[g] for g in nic.security_groups]
+            + (list(primary_groups) if (nic.network_card_index, nic.device_index) == (0, 0) else []),
             associate_public_ip_address="false" if nic.interface_type == "interface" else None,
             delete_on_termination="true",
         )
