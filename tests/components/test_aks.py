@@ -277,12 +277,12 @@ class _UpMocks(mocks.Mocks):
             state["name"] = "aks-nd-rg"
         return rid, state
 
-    def call(self, args: mocks.MockCallArgs) -> dict[str, Any]:
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         assert args.token == "azure-native:containerservice:listManagedClusterUserCredentials"
         self.calls.append(dict(args.args))
         user = {"clusters": [{"name": "aks-nd", "cluster": {"certificate-authority-data": CA, "server": "x"}}]}
         value = base64.b64encode(yaml.safe_dump(user).encode()).decode()
-        return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}
+        return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}, []
 
 
 def test_kubeconfig_after_up_carries_the_cluster_ca_and_private_server(catalog: Catalog) -> None:
@@ -301,7 +301,7 @@ def test_kubeconfig_after_up_carries_the_cluster_ca_and_private_server(catalog: 
     mocks.set_mocks(up, project="aicluster", stack="test", preview=False)
     settings.set_root_resource(None)  # type: ignore[arg-type]
     try:
-        _sync_await(run_in_stack(program))  # type: ignore[arg-type]
+        _sync_await(run_in_stack(program))
     finally:
         settings.set_root_resource(None)  # type: ignore[arg-type]
         loop.close()
