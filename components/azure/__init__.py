@@ -11,6 +11,7 @@ from aicluster.render import controller_cloud_init, node_cloud_init
 
 from ..outputs import filesystem_outputs, pool_outputs
 from ..tags import tagging
+from .aks import AzureKubernetesCluster, node_group_outputs
 from .audit import AzureAuditLog
 from .controller import AzureSlurmController
 from .gpu_pool import AzureGpuPool
@@ -22,6 +23,7 @@ from .network import AzureNetwork
 __all__ = [
     "AzureAuditLog",
     "AzureGpuPool",
+    "AzureKubernetesCluster",
     "AzureManagedLustre",
     "AzureNetAppFiles",
     "AzureNetwork",
@@ -38,14 +40,17 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
     networks: dict[str, AzureNetwork] = {}
     identities: dict[str, AzureNodeIdentity] = {}
     outputs: dict[str, Any] = {"networks": {}, "pools": {}, "filesystems": {}}
+    kube = plan.kubernetes
+    aks = kube is not None and kube.provider == "azure"  # AKS runs the pools; no scale sets or Slurm VMs
     for n in plan.networks:
         if n.provider != "azure":
             continue
         net = AzureNetwork(f"{name}-{n.region}", {"network": n, "cluster": name}, opts)
         networks[n.key] = net
-        identities[n.key] = AzureNodeIdentity(
-            f"{name}-{n.region}-nodes", {"location": n.region, "resource_group_name": net.resource_group_name}, opts
-        )
+        if not aks:  # the identity the Slurm VMs run as; AKS makes its own
+            identities[n.key] = AzureNodeIdentity(
+                f"{name}-{n.region}-nodes", {"location": n.region, "resource_group_name": net.resource_group_name}, opts
+            )
         outputs["networks"][n.key] = {
             "resource_group": net.resource_group_name,
             "vnet_id": net.vnet_id,
@@ -61,8 +66,26 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         )
         outputs["audit"] = {"workspace_id": log.workspace_id}
 
+    if kube is not None and aks:
+        # Kubernetes: the pools are AKS agent pools (one per scale set), and no Slurm controller exists
+        net = networks[kube.network]
+        cluster = AzureKubernetesCluster(
+            f"{name}-aks",
+            {"plan": plan, "resource_group_name": net.resource_group_name, "subnet_id": net.compute_subnet_id},
+            opts,
+        )
+        outputs["kubernetes"] = {
+            "service": kube.service,
+            "cluster_name": cluster.cluster_name,
+            "endpoint": cluster.endpoint,
+            "resource_group": net.resource_group_name,
+            "oidc_issuer_url": cluster.oidc_issuer_url,
+            "node_groups": node_group_outputs(kube.node_groups, cluster.agent_pool_names),
+        }
+        outputs["kubeconfig"] = cluster.kubeconfig  # a secret
+
     for pool in plan.pools:
-        if pool.provider != "azure":
+        if pool.provider != "azure" or aks:
             continue
         assert pool.azure is not None
         net = networks[pool.network]
@@ -121,7 +144,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         outputs["filesystems"][fs.name] = info
 
     c = plan.controller
-    if c is not None and c.provider == "azure":
+    if c is not None and c.provider == "azure" and not aks:
         net = networks[c.network]
         ctl = AzureSlurmController(
             f"{name}-slurmctld",
