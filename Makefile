@@ -52,6 +52,9 @@ bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py
 	$(BIN)/python benchmarks/preview_scale.py --base azure-nd-h100
 	$(BIN)/python benchmarks/preview_scale.py --base gcp-a3mega-slurm
+	$(BIN)/python benchmarks/preview_scale.py --base eks-p5
+	$(BIN)/python benchmarks/preview_scale.py --base gke-a3mega
+	$(BIN)/python benchmarks/preview_scale.py --base aks-nd-h100
 	$(BIN)/python benchmarks/policy_scale.py
 	$(BIN)/python benchmarks/onprem_scale.py
 	$(BIN)/python benchmarks/tune_hosts.py   # needs root, debootstrap, iproute2, openssh-client

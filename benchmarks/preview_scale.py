@@ -4,12 +4,14 @@ AWS fleets are groups (one launch template + Auto Scaling group per pool), so th
 the preview time should not grow with the node count; Azure pools are one scale set per 100 VMs
 (one InfiniBand domain each), so they grow by one resource per 100 nodes; GCP pools are one placement
 policy, instance template and MIG per 1,500 VMs (the GCP base pins a /14 network so that 3,072 A3 Mega
-nodes fit its GPU NIC subnets). For each size this prints:
+nodes fit its GPU NIC subnets). A Kubernetes base (eks-p5, gke-a3mega, aks-nd-h100) grows node groups the same way
+(EKS: one per 450 nodes, the managed node group limit), plus the control plane, the add-ons' Helm releases and
+the Kueue objects. For each size this prints:
 - cold: a fresh `python` process running the whole preview (imports included), median of N runs;
 - warm: the preview alone inside an already-warm process, median of N runs;
 - peak RSS of the cold process.
 
-Usage: python benchmarks/preview_scale.py [--runs 5] [--base p5-small | azure-nd-h100 | gcp-a3mega-slurm]
+Usage: python benchmarks/preview_scale.py [--runs 5] [--base p5-small | azure-nd-h100 | gcp-a3mega-slurm | eks-p5 | ...]
 Prints figures; asserts nothing (timings belong in notes, not tests).
 """
 
@@ -63,7 +65,7 @@ def make_project(where: Path, base_stack: str) -> None:
         cluster = cfg["config"]["aicluster:cluster"]
         first = cluster["pools"][0]
         first["nodes"] = nodes
-        if first["provider"] == "gcp":
+        if first["provider"] == "gcp" and first.get("instance_type", "").startswith("a3-"):
             cluster.setdefault("network", {})["cidrs"] = {f"gcp/{first['region']}": "10.128.0.0/14"}
         cfg["config"]["aicluster:cluster"]["budgets"] = {}
         (where / "stacks" / f"Pulumi.bench-{nodes}.yaml").write_text(yaml.safe_dump(cfg))

@@ -14,6 +14,7 @@ import pulumi
 from aicluster.plan import ClusterPlan
 
 from . import aws, azure, gcp, onprem
+from .kubernetes import KubernetesAddons, KubernetesAddonsArgs
 from .tags import tagging
 from .vpn import build_vpns
 
@@ -92,12 +93,22 @@ class AiCluster(pulumi.ComponentResource):
                 merged[key].update(part.get(key, {}))
             if "sites" in part:  # only stacks with sites output them
                 merged.setdefault("sites", {}).update(part["sites"])
-            for key in ("controller", "audit"):
+            for key in ("controller", "audit", "kubernetes", "kubeconfig"):
                 if key in part:
                     merged[key] = part[key]
             handles.update(part.get("network_handles", {}))
         # Cross-site links need every provider's networks (and each other's public addresses): built last.
         if plan.vpns:
             merged["vpns"] = build_vpns(plan, self, handles)
+        # A Kubernetes stack: its cloud's builder made the control plane; the add-ons and Kueue go onto it through
+        # the kubeconfig that builder returned (a secret stack output, which `aicluster kubeconfig` writes out).
+        kube = plan.kubernetes
+        if kube is not None:
+            addons: KubernetesAddonsArgs = {"plan": plan, "kubeconfig": merged["kubeconfig"]}
+            net = handles.get(kube.network)
+            if net is not None and hasattr(net, "vpc_ids"):  # GKE: the GPU VPCs' real (suffixed) names
+                addons["gcp_vpc_ids"] = net.vpc_ids
+                addons["gcp_subnet_ids"] = net.subnet_ids
+            KubernetesAddons(f"{plan.name}-addons", addons, pulumi.ResourceOptions(parent=self))
         self.outputs = merged
         self.register_outputs(merged)

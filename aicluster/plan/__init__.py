@@ -825,6 +825,7 @@ def cost_lines(
                 f"{k.service} system node group: {k.system_nodes} x {k.system_instance_type}", k.system_usd_per_month
             )
         )
+        lines.append(CostLine(f"{k.service} system node group: root volumes", k.system_volumes_usd_per_month))
     return lines
 
 
@@ -855,7 +856,12 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
     controller = _plan_controller(ctx)
     kube = (
-        plan_kubernetes(ctx, pools, {p.name: _cloud(p.provider).kubernetes_resources(p) for p in pools})
+        plan_kubernetes(
+            ctx,
+            pools,
+            {p.name: _cloud(p.provider).kubernetes_resources(p) for p in pools},
+            lambda provider, it: _cloud(provider).boot_disk(ctx, it),
+        )
         if isinstance(spec.scheduler, KubernetesScheduler)
         else None
     )

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from aicluster.catalog import KubernetesService
+from aicluster.catalog import InstanceType, KubernetesService
 from aicluster.catalog.pricing import cents, compute_price, hourly_month
 from aicluster.spec import KubernetesScheduler
 
-from .context import PlanCtx, instance_type_of, round2
+from .context import PlanCtx, instance_type_of, round2, service_cost
 from .models import (
     KueueTopology,
     PlannedAddon,
@@ -43,6 +43,8 @@ SERVICE_CIDRS = ("172.20.0.0/16", "192.168.0.0/16", "172.21.0.0/16")
 POD_SPACE = "100.64.0.0/10"
 POD_NODE_PREFIX = 24
 BASE: tuple[str | int, ...] = ("scheduler",)
+# The system nodes' root volume: room for the images of kube-system, the operators and Kueue (our choice)
+SYSTEM_ROOT_GIB = 100
 
 
 def _group_name(svc: KubernetesService, name: str) -> str:
@@ -167,7 +169,10 @@ def _node_groups(
 
 
 def plan_kubernetes(
-    ctx: PlanCtx, pools: Sequence[PlannedPool], resources: dict[str, dict[str, str]]
+    ctx: PlanCtx,
+    pools: Sequence[PlannedPool],
+    resources: dict[str, dict[str, str]],
+    boot_disk: Callable[[str, InstanceType], str],
 ) -> PlannedKubernetes | None:
     """The control plane, its node groups, add-ons and Kueue objects; `resources` is each pool's per-node offer to
     pods, from its provider's planner. Registers the system node group's addresses (two zones: EKS needs subnets in
@@ -223,17 +228,23 @@ def plan_kubernetes(
         return None
     home = first.zone if first.zone in reg.zones else (reg.zones[0] if reg.zones else None)
     zones = tuple(dict.fromkeys(z for z in (home, *reg.zones) if z is not None))[:2]
+    # spread evenly: GKE and AKS size a regional pool per zone, so the count rounds up to a multiple of the zones
     per_zone = math.ceil(sched.system_pool.nodes / max(1, len(zones)))
+    system_nodes = per_zone * max(1, len(zones))
     network = ""
     for z in zones or (None,):
         network = ctx.need((*BASE, "system_pool"), provider, region, z, per_zone)
     price = compute_price(it, region, "on-demand", ctx.spec.pricing.overrides).price
-    system_month = (
-        hourly_month(price.usd, sched.system_pool.nodes, ctx.catalog.hours_per_month) if price is not None else None
+    system_month = hourly_month(price.usd, system_nodes, ctx.catalog.hours_per_month) if price is not None else None
+    disk = boot_disk(provider, it)
+    volumes_month = service_cost(
+        ctx, provider, disk, region, SYSTEM_ROOT_GIB * system_nodes, "the system node group's root volumes"
     )
     unpriced = []
+    if volumes_month is None:
+        unpriced.append(f"system node group root volumes ({disk})")
     if system_month is None:
-        unpriced.append(f"system node group ({sched.system_pool.nodes} x {it.name})")
+        unpriced.append(f"system node group ({system_nodes} x {it.name})")
         ctx.warnings.append(
             f"the system node group's type {it.name} has no on-demand price in {region} in the catalog, so it is "
             "left out of the cost: set scheduler.system_pool.instance_type to a priced type, or add your rate under "
@@ -244,8 +255,8 @@ def plan_kubernetes(
         unpriced.append(f"{svc.name} extended support")
     else:
         control_month = hourly_month(rate, 1, ctx.catalog.hours_per_month)
-    month = cents(control_month + (system_month or 0.0))
-    kw = it.node_power_kw * sched.system_pool.nodes
+    month = cents(control_month + (system_month or 0.0) + (volumes_month or 0.0))
+    kw = it.node_power_kw * system_nodes
     topologies = tuple(
         KueueTopology(name=kind, levels=svc.topology[kind])
         for kind in dict.fromkeys(g.topology for g in groups)
@@ -277,7 +288,10 @@ def plan_kubernetes(
         service_cidr=SERVICE_CIDRS[0],
         node_image=svc.node_image,
         system_instance_type=it.name,
-        system_nodes=sched.system_pool.nodes,
+        system_nodes=system_nodes,
+        system_root_gib=SYSTEM_ROOT_GIB,
+        system_root_disk_service=disk,
+        system_volumes_usd_per_month=volumes_month,
         system_zones=zones,
         node_groups=tuple(groups),
         topologies=topologies,

@@ -397,8 +397,10 @@ class PlannedKubernetes(_Plan):
     service_cidr: str
     node_image: str  # what the GPU node groups boot, in the service's terms (catalog)
     system_instance_type: str
-    system_nodes: int
+    system_nodes: int  # spread evenly over system_zones
     system_zones: tuple[str, ...]
+    system_root_gib: int
+    system_root_disk_service: str  # catalog service of their root volumes (ebs-gp3, pd-balanced, ...)
     node_groups: tuple[PlannedNodeGroup, ...]
     topologies: tuple[KueueTopology, ...]
     addons: tuple[PlannedAddon, ...]
@@ -407,6 +409,7 @@ class PlannedKubernetes(_Plan):
     control_plane_usd_per_month: float
     system_price: Price | None
     system_usd_per_month: float | None  # None: the system type has no price (named in `unpriced`)
+    system_volumes_usd_per_month: float | None  # their root volumes; None: not priced
     cost_usd_per_month: float | None  # control plane + priced system nodes
     system_power_kw_it: float
     system_power_kw_facility: float

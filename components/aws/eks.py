@@ -29,7 +29,6 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LOG_RETENTION_DAYS = 365
 # EKS AMIs (Amazon Linux 2023) boot from /dev/xvda, unlike the Ubuntu images of the Slurm pools.
 EKS_ROOT_DEVICE = "/dev/xvda"
-SYSTEM_ROOT_GIB = 100
 # The system node group runs the add-ons' controllers (Kueue, JobSet, the operators): no GPU, EKS's standard AMI.
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_GROUP = "system"
@@ -252,7 +251,7 @@ class AwsEksCluster(pulumi.ComponentResource):
             description=f"aicluster {k.cluster_name} system nodes ({k.system_instance_type})",
             instance_type=k.system_instance_type,
             metadata_options=imds_v2(SYSTEM_IMDS_HOP_LIMIT),
-            block_device_mappings=[root_volume(SYSTEM_ROOT_GIB, EKS_ROOT_DEVICE)],
+            block_device_mappings=[root_volume(k.system_root_gib, EKS_ROOT_DEVICE)],
             update_default_version=True,
             region=region,
             opts=child,

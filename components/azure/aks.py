@@ -283,6 +283,8 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
                     type=azure.containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
                     vm_size=k.system_instance_type,
                     count=k.system_nodes,
+                    os_disk_size_gb=k.system_root_gib,  # the plan's root volume, a managed (premium SSD) disk
+                    os_disk_type=azure.containerservice.OSDiskType.MANAGED,
                     availability_zones=list(k.system_zones) or None,
                     vnet_subnet_id=args["subnet_id"],
                     os_type=azure.containerservice.OSType.LINUX,

@@ -326,6 +326,9 @@ class GkeCluster(pulumi.ComponentResource):
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=k.system_instance_type,
                 image_type=k.node_image,
+                # the plan's root volume (size and disk type: the catalog's boot disk service is the disk type's name)
+                disk_size_gb=k.system_root_gib,
+                disk_type=k.system_root_disk_service,
                 labels={"aicluster.io/pool": "system"},
                 shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
