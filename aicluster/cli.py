@@ -1309,29 +1309,53 @@ def cmd_kubeconfig(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_acceptance(args: argparse.Namespace) -> int:
-    """The topology-aware NCCL acceptance JobSet for a Kubernetes stack, as YAML."""
-    import importlib
+def _ssh_key_pair() -> tuple[str, str]:
+    """A fresh ed25519 key pair (OpenSSH private key, public key line), made in memory; never written elsewhere."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode("ascii")
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return private, public.decode("ascii") + " aicluster-acceptance\n"
+
+
+def cmd_acceptance(args: argparse.Namespace) -> int:
+    """The NCCL acceptance test of a Kubernetes stack: the SSH key Secret (a fresh key pair) and the JobSet, in one
+    0600 file. The Secret makes the file a secret: it is never written to the terminal."""
     import yaml
 
-    _, _, plan = _kubernetes_plan(
+    from .render.kubernetes import ACCEPTANCE_SSH_SECRET, acceptance_jobset, acceptance_ssh_secret
+
+    project, stack, plan = _kubernetes_plan(
         args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"
     )
+    if args.output in ("-", ""):
+        raise UsageError(
+            f"-o -: the manifest holds the Secret {ACCEPTANCE_SSH_SECRET} (an SSH private key) and is only written to "
+            "a file; give a file name"
+        )
+    target = check_target(args.output or (_work_dir(project, stack.stack) / "nccl-acceptance.yaml"), "-o")
     _print_warnings(plan)
-    # aicluster.render.kubernetes comes from a parallel branch; once both are on main this is a plain import
-    try:
-        render = importlib.import_module("aicluster.render.kubernetes")
-    except ModuleNotFoundError:
-        raise OperationFailed("this aicluster has no Kubernetes renderer (aicluster.render.kubernetes)") from None
-    jobset = render.acceptance_jobset(plan)
+    jobset = acceptance_jobset(plan)
+    secret = acceptance_ssh_secret(plan, *_ssh_key_pair())
 
     class _Plain(yaml.SafeDumper):  # shared dicts (requests == limits) written out, not as &id001 anchors
         def ignore_aliases(self, data: Any) -> bool:
             return True
 
-    text = yaml.dump(jobset, Dumper=_Plain, sort_keys=False)
-    return _emit(text, args.output)
+    text = yaml.dump_all([secret, jobset], Dumper=_Plain, sort_keys=False)
+    write_atomic(target, text, mode=0o600, flag="-o")
+    shown = escape(str(target))
+    namespace = escape(jobset["metadata"]["namespace"])
+    out.print(
+        f"wrote {shown} (mode 0600: the Secret {ACCEPTANCE_SSH_SECRET} with a fresh SSH key pair, and the JobSet "
+        f"{escape(jobset['metadata']['name'])}); run it with: kubectl apply -f {shown} && "
+        f"kubectl -n {namespace} logs -f jobs/{escape(jobset['metadata']['name'])}-node-0"
+    )
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -1543,9 +1567,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "acceptance",
         cmd_acceptance,
-        "write the topology-aware NCCL acceptance JobSet of a Kubernetes stack (kubectl apply -f it)",
+        "write the topology-aware NCCL acceptance JobSet of a Kubernetes stack and its SSH key Secret "
+        "(kubectl apply -f it)",
     )
-    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (default: stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write it to FILE, mode 0600 (default: .work/STACK/nccl-acceptance.yaml; never stdout: it holds a key)",
+    )
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)

@@ -16,6 +16,7 @@ import yaml
 from aicluster import discover, tune
 from aicluster.cli import main
 from aicluster.preview import plan_stack
+from aicluster.render import kubernetes as render
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import KUBERNETES_STACKS, ROOT
 
@@ -266,21 +267,66 @@ def test_acceptance_of_a_slurm_stack_is_bad_input(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
-def test_acceptance_writes_the_nccl_jobset(stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    render = pytest.importorskip("aicluster.render.kubernetes")
-    if not hasattr(render, "acceptance_jobset"):
-        pytest.skip("aicluster.render.kubernetes.acceptance_jobset is not on this branch yet")
+def test_acceptance_writes_the_secret_and_the_jobset_to_a_0600_file(
+    stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key, load_ssh_public_key
+
     plan = _plan(stack)
     target = tmp_path / "nccl.yaml"
     assert main(["-q", "acceptance", stack, "-o", str(target)]) == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
     text = target.read_text(encoding="utf-8")
     assert "&id" not in text
     assert "*id" not in text
-    assert yaml.safe_load(text) == render.acceptance_jobset(plan)
-    doc = yaml.safe_load(text)
-    assert doc["kind"] == "JobSet"
-    assert doc["metadata"]["namespace"] == plan.kubernetes.namespace
-    assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == plan.kubernetes.local_queue
+    secret, jobset = yaml.safe_load_all(text)
+    assert jobset == render.acceptance_jobset(plan)
+    assert jobset["metadata"]["namespace"] == secret["metadata"]["namespace"] == plan.kubernetes.namespace
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == plan.kubernetes.local_queue
+    # the Secret the pods mount is the one written, and its keys are a working ed25519 pair
+    volumes = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "ssh", "secret": {"secretName": secret["metadata"]["name"], "defaultMode": 0o600}} in volumes
+    keys = secret["stringData"]
+    private = load_ssh_private_key(keys["id_ed25519"].encode(), password=None)
+    public = load_ssh_public_key(keys["id_ed25519.pub"].encode())
+    assert isinstance(private, Ed25519PrivateKey)
+    assert isinstance(public, Ed25519PublicKey)
+    assert private.public_key() == public
+    assert keys["authorized_keys"] == keys["id_ed25519.pub"]
+    shown = capsys.readouterr()
+    for line in keys["id_ed25519"].splitlines()[1:-1]:  # no line of the private key reaches the terminal
+        assert line not in shown.out + shown.err
+    assert "kubectl apply -f" in shown.out or shown.out == ""
+
+
+def test_acceptance_makes_a_fresh_key_pair_each_run(tmp_path: Path) -> None:
+    keys = []
+    for i in range(2):
+        target = tmp_path / f"nccl-{i}.yaml"
+        assert main(["-q", "acceptance", "eks-p5", "-o", str(target)]) == 0
+        secret, _ = yaml.safe_load_all(target.read_text(encoding="utf-8"))
+        keys.append(secret["stringData"]["id_ed25519"])
+    assert keys[0] != keys[1]
+
+
+@pytest.mark.parametrize("output", ["-", ""])
+def test_acceptance_refuses_stdout(output: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["acceptance", "eks-p5", "-o", output]) == 2
+    captured = capsys.readouterr()
+    assert "only written to a file" in captured.err
+    assert "PRIVATE KEY" not in captured.out + captured.err
+
+
+def test_acceptance_keys_stay_out_of_the_plan_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "nccl.yaml"
+    assert main(["-q", "acceptance", "eks-p5", "-o", str(target)]) == 0
+    secret, _ = yaml.safe_load_all(target.read_text(encoding="utf-8"))
+    capsys.readouterr()
+    assert main(["plan", "eks-p5", "--json", "-"]) == 0
+    out = capsys.readouterr().out
+    assert secret["stringData"]["id_ed25519.pub"].split()[1] not in out
+    assert "PRIVATE KEY" not in out
 
 
 # ------------------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@
 - `kubernetes_objects(plan)`: what aicluster applies after the add-ons: the namespace, Kueue's Topology,
   ResourceFlavors (one per node group), ClusterQueue and LocalQueue, the Network Operator's NicClusterPolicy (Azure
   InfiniBand) and GKE's multi-network objects (GPU NIC VPCs).
-- `acceptance_jobset(plan)`: a topology-aware JobSet that runs NCCL's all_reduce_perf over every node of the
-  largest node group (written out by `aicluster`, never deployed by the program).
+- `acceptance_jobset(plan)`: a topology-aware JobSet that runs NCCL's all_reduce_perf over the fabric of every node
+  of the largest node group and fails below the expected bus bandwidth; `acceptance_ssh_secret(plan, ...)`: the SSH
+  key Secret its pods share (both written out by `aicluster acceptance`, never deployed by the program).
 - `installed_by(obj)`: the add-on whose Helm release installs an object's CRD (the component waits for it).
 
 Kueue objects use `kueue.x-k8s.io/v1beta2`: Kueue serves it since v0.15 and stores it since v0.16, v1beta1 is
@@ -16,9 +17,13 @@ both, and the CRDs upstream define both.
 from __future__ import annotations
 
 import json
+import shlex
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
+from aicluster.render.nccl import expected_busbw
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -41,11 +46,6 @@ RDMA_SHARED_DEVICE_PLUGIN_VERSION = "network-operator-v26.7.0"
 MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) ConnectX
 MELLANOX_PCI_LABEL = f"feature.node.kubernetes.io/pci-{MELLANOX_VENDOR}.present"  # set by NFD
 RDMA_HCA_MAX = 63  # pods per node sharing the HCAs (Network Operator examples, aks-rdma-infiniband)
-
-# The acceptance test's image: nccl-tests built with MPI on CUDA 12.8 / NCCL 2.26.2, with OpenMPI and sshd
-# (github.com/coreweave/nccl-tests, image tags on ghcr.io/coreweave/nccl-tests).
-NCCL_TESTS_IMAGE = "ghcr.io/coreweave/nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e"
-NCCL_TESTS_BIN = "/opt/nccl_tests/build/all_reduce_perf"
 
 # GKE multi-networking object names, as GKE's guides name them (pod annotations refer to them): TCPX/TCPXO GPU
 # NICs vpc1..vpcN; A3 Ultra / A4 the second gVNIC gvnic-1 and the RDMA NICs rdma-0..rdma-N.
@@ -339,6 +339,205 @@ def installed_by(obj: dict[str, Any]) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- acceptance test
 
+ACCEPTANCE_NAME = "nccl-allreduce"
+ACCEPTANCE_SSH_SECRET = f"{ACCEPTANCE_NAME}-ssh"
+ACCEPTANCE_SSH_PORT = 2222
+# Pass when the measured bus bandwidth is at least this fraction of the expected figure: the Slurm acceptance
+# role's default (playbooks/roles/acceptance/defaults/main.yml acceptance_min_fraction), so both gates agree.
+ACCEPTANCE_MIN_FRACTION = 0.9
+EXPECTED_BUSBW_ANNOTATION = "aicluster.io/expected-busbw-gb-s"
+MIN_BUSBW_ENV = "AICLUSTER_MIN_BUSBW_GB_S"
+ACCEPTANCE_LOG = "/tmp/all_reduce_perf.log"
+
+# Generic: nccl-tests built with MPI on CUDA 12.8 / NCCL 2.26.2, with OpenMPI and sshd, no cloud network plugin
+# (NCCL's own IB verbs and socket transports).
+# https://github.com/coreweave/nccl-tests (image tags: ghcr.io/coreweave/nccl-tests)
+GENERIC_NCCL_TESTS_IMAGE = "ghcr.io/coreweave/nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e"
+GENERIC_ALL_REDUCE_PERF = "/opt/nccl_tests/build/all_reduce_perf"
+
+# EFA: AWS's prebuilt nccl-tests image (EFA installer 1.43.2, aws-ofi-nccl v1.16.3, NCCL v2.27.7-1, nccl-tests
+# v2.16.9 on CUDA 12.8.1: the README's default versions, the image the catalog's p5.48xlarge busbw figure comes from),
+# its paths (nccl-tests.Dockerfile) and the environment of its EKS MPIJob (kubernetes/nccl-tests.yaml).
+# https://github.com/aws-samples/awsome-distributed-training/tree/0162aacd5da07d424e13f44bef8dd2c4cfcc66e4/micro-benchmarks/nccl-tests
+EFA_NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+EFA_ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
+EFA_MPIRUN = "/opt/amazon/openmpi/bin/mpirun"  # by its full path, so the remote ranks find Open MPI's prefix
+EFA_ENV = {
+    "FI_PROVIDER": "efa",
+    "FI_EFA_FORK_SAFE": "1",
+    "NCCL_BUFFSIZE": "8388608",
+    "NCCL_P2P_NET_CHUNKSIZE": "524288",
+    "NCCL_TUNER_PLUGIN": "/opt/aws-ofi-nccl/install/lib/libnccl-ofi-tuner.so",
+}
+
+# GPUDirect-TCPXO (A3 Mega): Google's release of Nov 19, 2025 pairs the NCCL plugin image v1.0.14 (NCCL 2.28.7,
+# nccl-tests under /third_party/nccl-tests-mpi) with the RxDM (tcpxo-daemon) v1.0.20; the pod shape (RxDM next to the
+# test, the GPU devices it is handed, host /sys and /proc/sys, /dev/aperture_devices, the plugin the installer
+# DaemonSet puts in /home/kubernetes/bin/nvidia/lib64 mounted at /usr/local/nvidia/lib64, the eth1..eth8 networks)
+# follows GKE's nccl-test-latest.yaml; every rank sources the plugin's nccl-env-profile.sh (NCCL_LIB_DIR), as the
+# release notes say to.
+# https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/master/gpudirect-tcpxo/README.md
+# https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/master/gpudirect-tcpxo/nccl-test-latest.yaml
+# https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
+TCPXO_NCCL_TESTS_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.14"
+TCPXO_RXDM_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.20"
+TCPXO_ALL_REDUCE_PERF = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
+TCPXO_LIB_DIR = "/usr/local/nvidia/lib64"
+TCPXO_HOST_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
+TCPXO_RXDM_DEVICES = [*(f"/dev/nvidia{i}" for i in range(8)), "/dev/nvidiactl", "/dev/nvidia-uvm"]
+TCPXO_RXDM_DEVICES.append("/dev/dmabuf_import_helper")
+
+# InfiniBand on AKS: the NCCL environment of Azure's aks-rdma-infiniband NCCL test (NCCL_IB_DISABLE=0 to force IB,
+# NCCL_NET_GDR_LEVEL=SYS, CUDA_DEVICE_ORDER=PCI_BUS_ID), the pod asking for rdma/shared_ib with IPC_LOCK.
+# https://github.com/Azure/aks-rdma-infiniband/tree/main/tests/scenarios/k8s (values.yaml, templates/mpi-job.yaml)
+IB_ENV = {"NCCL_IB_DISABLE": "0", "NCCL_NET_GDR_LEVEL": "SYS", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+@dataclass(frozen=True)
+class NcclTransport:
+    """How the acceptance pods reach the node group's fabric: the nccl-tests image, where its binaries are, the
+    environment every rank gets (forwarded by mpirun), what each rank runs first, and any sidecar, volumes and pod
+    annotations the fabric needs."""
+
+    fabric: str
+    image: str
+    all_reduce_perf: str
+    mpirun: str = "mpirun"
+    env: dict[str, str] = field(default_factory=dict)
+    rank_setup: str = ""
+    sidecars: tuple[dict[str, Any], ...] = ()
+    volumes: tuple[dict[str, Any], ...] = ()
+    mounts: tuple[dict[str, Any], ...] = ()
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def _tcpxo(plan: ClusterPlan) -> NcclTransport:
+    nets = [n.name for n in gke_networks(plan) if n.device_mode == "NetDevice"]
+    interfaces = [{"interfaceName": "eth0", "network": "default"}]
+    interfaces += [{"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(nets)]
+    lib = {"name": "tcpxo-lib", "mountPath": TCPXO_LIB_DIR}
+    rxdm = {
+        "name": "tcpxo-daemon",
+        "image": TCPXO_RXDM_IMAGE,
+        # a native sidecar (an init container that keeps running): the pod completes when the test does
+        "restartPolicy": "Always",
+        "command": [
+            "/bin/sh",
+            "-c",
+            "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
+            "exec /fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8",
+        ],
+        "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
+        "env": [{"name": "LD_LIBRARY_PATH", "value": TCPXO_LIB_DIR}],
+        "volumeMounts": [
+            lib,
+            {"name": "sys", "mountPath": "/hostsysfs"},
+            {"name": "proc-sys", "mountPath": "/hostprocsysfs"},
+        ],
+    }
+    return NcclTransport(
+        fabric="gpudirect-tcpxo",
+        image=TCPXO_NCCL_TESTS_IMAGE,
+        all_reduce_perf=TCPXO_ALL_REDUCE_PERF,
+        env={
+            "LD_LIBRARY_PATH": TCPXO_LIB_DIR,
+            "NCCL_LIB_DIR": TCPXO_LIB_DIR,
+            "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
+        },
+        rank_setup='source "$NCCL_LIB_DIR/nccl-env-profile.sh"',
+        sidecars=(rxdm,),
+        volumes=(
+            {"name": "tcpxo-lib", "hostPath": {"path": TCPXO_HOST_LIB_DIR}},
+            {"name": "sys", "hostPath": {"path": "/sys"}},
+            {"name": "proc-sys", "hostPath": {"path": "/proc/sys"}},
+            {"name": "aperture-devices", "hostPath": {"path": "/dev/aperture_devices"}},
+        ),
+        mounts=(lib, {"name": "aperture-devices", "mountPath": "/dev/aperture_devices"}),
+        annotations={
+            "devices.gke.io/container.tcpxo-daemon": "".join(f"- path: {d}\n" for d in TCPXO_RXDM_DEVICES),
+            "networking.gke.io/default-interface": "eth0",
+            "networking.gke.io/interfaces": json.dumps(interfaces),
+        },
+    )
+
+
+def nccl_transport(plan: ClusterPlan, group: PlannedNodeGroup) -> NcclTransport:
+    """The image and environment that make all_reduce_perf use the node group's fabric: EFA through aws-ofi-nccl
+    (EKS), GPUDirect-TCPXO through Google's plugin and RxDM (GKE A3 Mega), InfiniBand verbs (AKS). GKE's
+    GPUDirect-TCPX (A3 High) and GPUDirect-RDMA (A3 Ultra / A4) were not sourced for a pod: those groups get the generic
+    image, which measures the pod network (TCP sockets), not the GPU NICs."""
+    fabric = _pool(plan, group).fabric
+    if fabric == "efa":
+        return NcclTransport(fabric, EFA_NCCL_TESTS_IMAGE, EFA_ALL_REDUCE_PERF, mpirun=EFA_MPIRUN, env=dict(EFA_ENV))
+    if fabric == "gpudirect-tcpxo":
+        return _tcpxo(plan)
+    if fabric == "infiniband":
+        return NcclTransport(fabric, GENERIC_NCCL_TESTS_IMAGE, GENERIC_ALL_REDUCE_PERF, env=dict(IB_ENV))
+    return NcclTransport("sockets", GENERIC_NCCL_TESTS_IMAGE, GENERIC_ALL_REDUCE_PERF)
+
+
+def acceptance_min_busbw(plan: ClusterPlan, group: PlannedNodeGroup, catalog: Catalog) -> tuple[float, float] | None:
+    """(expected, threshold) all_reduce bus bandwidth in GB/s for the group's nodes: the catalog's figure for the
+    instance type under its NCCL profile (the one the Slurm acceptance role gates on) and ACCEPTANCE_MIN_FRACTION of
+    it. None where no source gives a multi-node figure: a single-VM figure (Azure's AzNHC, NVLink only) says nothing
+    about the fabric the test crosses."""
+    busbw = expected_busbw(_pool(plan, group), catalog)
+    if busbw is None or busbw.busbw_gb_s is None or (busbw.nodes or 0) < 2:
+        return None
+    return busbw.busbw_gb_s, round(busbw.busbw_gb_s * ACCEPTANCE_MIN_FRACTION, 2)
+
+
+# The gate on rank 0's output (nccl-tests all_reduce_perf with -c 1): the out-of-place busbw and #wrong of the largest
+# message size, as playbooks/roles/acceptance/filter_plugins/nccl_tests.py reads them (a row is size count type redop
+# root time algbw busbw #wrong, then the same four in-place columns). No result row fails the test.
+def busbw_gate(log: str) -> str:
+    """The shell command that reads `log` and exits non-zero below $AICLUSTER_MIN_BUSBW_GB_S (0: no minimum)."""
+    return BUSBW_GATE + f" {shlex.quote(log)}\n"
+
+
+BUSBW_GATE = r"""awk -v min="${AICLUSTER_MIN_BUSBW_GB_S:-0}" '
+$1 ~ /^[0-9]+$/ && NF >= 12 { size = $1; busbw = $(NF - 5); wrong = $(NF - 4) }
+END {
+  if (size == "") { print "acceptance: FAIL, no all_reduce_perf result rows"; exit 1 }
+  verdict = (busbw + 0 >= min + 0 && wrong == "0") ? "ok" : "FAIL"
+  printf "acceptance: %s, busbw %s GB/s at %s B (minimum %s GB/s), wrong %s\n", verdict, busbw, size, min, wrong
+  exit verdict != "ok"
+}'"""
+
+
+def _launcher_script(name: str, nodes: int, gpus: int, transport: NcclTransport) -> str:
+    hosts = ",".join(f"{name}-node-0-{i}.{name}:{gpus}" for i in range(nodes))
+    rank = f"exec {transport.all_reduce_perf} -b 8 -e 16G -f 2 -g 1 -c 1"
+    if transport.rank_setup:
+        rank = f"{transport.rank_setup} && {rank}"
+    forwarded = " ".join(f"-x {k}" for k in dict.fromkeys(("PATH", "LD_LIBRARY_PATH", *transport.env)))
+    return (
+        "set -eu -o pipefail\n"
+        "ssh-keygen -A >/dev/null\n"  # host keys, where the image has none
+        f"mkdir -p /run/sshd && /usr/sbin/sshd -p {ACCEPTANCE_SSH_PORT}\n"
+        # workers serve MPI until pod 0 (the launcher) finishes and leaves the headless service
+        'if [ "$JOB_COMPLETION_INDEX" != 0 ]; then\n'
+        f"  until getent hosts {name}-node-0-0.{name}; do sleep 2; done\n"
+        f"  while getent hosts {name}-node-0-0.{name}; do sleep 10; done\n"
+        "  exit 0\n"
+        "fi\n"
+        f"for i in $(seq 0 {nodes - 1}); do\n"
+        f"  until getent hosts {name}-node-0-$i.{name}; do sleep 2; done\n"
+        "done\n"
+        f"{transport.mpirun} --allow-run-as-root -np {gpus * nodes} -H {hosts} --bind-to none "
+        f"-mca plm_rsh_args '-p {ACCEPTANCE_SSH_PORT} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' "
+        f"{forwarded} -x NCCL_DEBUG=INFO /bin/bash -c {shlex.quote(rank)} 2>&1 | tee {ACCEPTANCE_LOG}\n"
+        f"{busbw_gate(ACCEPTANCE_LOG)}"
+    )
+
+
+def acceptance_group(plan: ClusterPlan) -> PlannedNodeGroup:
+    """The node group the acceptance test runs on: the largest."""
+    kube = _kube(plan)
+    if not kube.node_groups:
+        raise ValueError(f"cluster {plan.name} has no node groups to test")
+    return max(kube.node_groups, key=lambda g: g.nodes)
+
 
 def _required_level(kube: PlannedKubernetes, group: PlannedNodeGroup) -> tuple[str, str]:
     """The TAS annotation that keeps the test in one fabric domain: a node group is one domain (an AKS scale set,
@@ -350,42 +549,74 @@ def _required_level(kube: PlannedKubernetes, group: PlannedNodeGroup) -> tuple[s
     return ("kueue.x-k8s.io/podset-preferred-topology", levels[0] if levels else "kubernetes.io/hostname")
 
 
-def acceptance_jobset(plan: ClusterPlan) -> dict[str, Any]:
+def acceptance_ssh_secret(plan: ClusterPlan, private_key: str, public_key: str) -> dict[str, Any]:
+    """The Secret the acceptance pods mount at /root/.ssh: the key pair mpirun reaches the other pods with, and the
+    public key as their authorized_keys. The caller generates the keys (one fresh pair per run); they never enter the
+    plan."""
+    kube = _kube(plan)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(ACCEPTANCE_SSH_SECRET, kube.namespace),
+        "type": "Opaque",
+        "stringData": {"id_ed25519": private_key, "id_ed25519.pub": public_key, "authorized_keys": public_key},
+    }
+
+
+def acceptance_jobset(plan: ClusterPlan, catalog: Catalog | None = None) -> dict[str, Any]:
     """NCCL all_reduce_perf over every node of the largest node group: one pod per node (exclusive placement on
     the hostname), each asking for the group's whole per-node offer, admitted by Kueue through the LocalQueue and
-    placed in one fabric domain. Pod 0 launches MPI over the JobSet's headless service once every pod resolves;
-    it needs an SSH key pair in the Secret `<name>-ssh` (written with the JobSet)."""
+    placed in one fabric domain, with the image and environment that use the group's fabric (`nccl_transport`).
+    Pod 0 launches MPI over the JobSet's headless service once every pod resolves (SSH with the key pair of the Secret
+    `nccl-allreduce-ssh`, `acceptance_ssh_secret`), then fails the JobSet when the bus bandwidth at the largest message
+    size is below ACCEPTANCE_MIN_FRACTION of the catalog's figure for the instance type (annotation
+    `aicluster.io/expected-busbw-gb-s`; no figure, no minimum: the log still has the table)."""
     kube = _kube(plan)
-    if not kube.node_groups:
-        raise ValueError(f"cluster {plan.name} has no node groups to test")
-    group = max(kube.node_groups, key=lambda g: g.nodes)
+    group = acceptance_group(plan)
+    transport = nccl_transport(plan, group)
     gpus = int(group.resources.get("nvidia.com/gpu", "0"))
-    name = "nccl-allreduce"
-    hosts = ",".join(f"{name}-node-0-{i}.{name}:{gpus}" for i in range(group.nodes))
-    script = (
-        "set -eu\n"
-        "mkdir -p /run/sshd && /usr/sbin/sshd -p 2222\n"
-        # workers serve MPI until pod 0 (the launcher) finishes and leaves the headless service
-        'if [ "$JOB_COMPLETION_INDEX" != 0 ]; then\n'
-        f"  until getent hosts {name}-node-0-0.{name}; do sleep 2; done\n"
-        f"  while getent hosts {name}-node-0-0.{name}; do sleep 10; done\n"
-        "  exit 0\n"
-        "fi\n"
-        f"for i in $(seq 0 {group.nodes - 1}); do\n"
-        f"  until getent hosts {name}-node-0-$i.{name}; do sleep 2; done\n"
-        "done\n"
-        f"mpirun --allow-run-as-root -np {gpus * group.nodes} -H {hosts} "
-        "-mca plm_rsh_args '-p 2222 -o StrictHostKeyChecking=no' -x LD_LIBRARY_PATH -x NCCL_DEBUG=INFO "
-        f"{NCCL_TESTS_BIN} -b 8 -e 16G -f 2 -g 1 -c 1"
-    )
+    name = ACCEPTANCE_NAME
+    gate = acceptance_min_busbw(plan, group, catalog or load_catalog())
+    env = [{"name": k, "value": v} for k, v in transport.env.items()]
+    annotations = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}
+    if gate is not None:
+        env.append({"name": MIN_BUSBW_ENV, "value": f"{gate[1]:g}"})
+        annotations[EXPECTED_BUSBW_ANNOTATION] = f"{gate[0]:g}"
     key, level = _required_level(kube, group)
     requests = dict(group.resources)
+    container: dict[str, Any] = {
+        "name": "nccl",
+        "image": transport.image,
+        "command": ["/bin/bash", "-c", _launcher_script(name, group.nodes, gpus, transport)],
+        "resources": {"requests": requests, "limits": requests},
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+        "volumeMounts": [
+            {"name": "ssh", "mountPath": "/root/.ssh", "readOnly": True},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            *transport.mounts,
+        ],
+    }
+    if env:
+        container["env"] = env
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "nodeSelector": dict(group.labels),
+        "tolerations": tolerations(group),
+        "containers": [container],
+        "volumes": [
+            {"name": "ssh", "secret": {"secretName": ACCEPTANCE_SSH_SECRET, "defaultMode": 0o600}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            *transport.volumes,
+        ],
+    }
+    if transport.sidecars:
+        pod_spec["initContainers"] = list(transport.sidecars)
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",
         "metadata": {
             **_meta(name, kube.namespace, **{"kueue.x-k8s.io/queue-name": kube.local_queue}),
-            "annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"},
+            "annotations": annotations,
         },
         "spec": {
             "network": {"enableDNSHostnames": True, "subdomain": name, "publishNotReadyAddresses": True},
@@ -402,31 +633,10 @@ def acceptance_jobset(plan: ClusterPlan) -> dict[str, Any]:
                             "backoffLimit": 0,
                             "template": {
                                 "metadata": {
-                                    "labels": {"aicluster.io/test": "nccl-allreduce"},
-                                    "annotations": {key: level},
+                                    "labels": {"aicluster.io/test": name},
+                                    "annotations": {key: level, **transport.annotations},
                                 },
-                                "spec": {
-                                    "restartPolicy": "Never",
-                                    "nodeSelector": dict(group.labels),
-                                    "tolerations": tolerations(group),
-                                    "containers": [
-                                        {
-                                            "name": "nccl",
-                                            "image": NCCL_TESTS_IMAGE,
-                                            "command": ["/bin/bash", "-c", script],
-                                            "resources": {"requests": requests, "limits": requests},
-                                            "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                                            "volumeMounts": [
-                                                {"name": "ssh", "mountPath": "/root/.ssh", "readOnly": True},
-                                                {"name": "dshm", "mountPath": "/dev/shm"},
-                                            ],
-                                        }
-                                    ],
-                                    "volumes": [
-                                        {"name": "ssh", "secret": {"secretName": f"{name}-ssh", "defaultMode": 0o600}},
-                                        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                                    ],
-                                },
+                                "spec": pod_spec,
                             },
                         }
                     },

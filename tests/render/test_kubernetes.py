@@ -5,6 +5,8 @@ Helm values against the chart's values.yaml (read from the shared k8s-schemas fo
 from __future__ import annotations
 
 import functools
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,14 @@ from aicluster.render.kubernetes import (
     KUEUE_API,
     NIC_POLICY_API,
     acceptance_jobset,
+    acceptance_ssh_secret,
+    busbw_gate,
     flavor_name,
+    gke_networks,
     helm_values,
     installed_by,
     kubernetes_objects,
+    nccl_transport,
     queued_resources,
 )
 from aicluster.stackfile import find_project, read_stack
@@ -144,6 +150,15 @@ def test_custom_resources_validate_against_their_crds(stack: str) -> None:
             validate_cr(obj)
             checked += 1
     assert checked >= 5  # Topology, flavor, ClusterQueue, LocalQueue, JobSet at least
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_acceptance_ssh_secret_is_a_valid_secret(stack: str) -> None:
+    plan = stack_plan(stack)
+    secret = acceptance_ssh_secret(plan, "PRIVATE", "ssh-ed25519 AAAA test")
+    kubernetes_validate.validate(secret, kube_version(plan), strict=True)
+    assert secret["metadata"]["namespace"] == acceptance_jobset(plan)["metadata"]["namespace"]
+    assert set(secret["stringData"]) == {"id_ed25519", "id_ed25519.pub", "authorized_keys"}
 
 
 @needs_schemas
@@ -381,3 +396,109 @@ def test_a_plan_without_kubernetes_is_refused() -> None:
     plan = stack_plan("p5-small")
     with pytest.raises(ValueError, match="no Kubernetes control plane"):
         kubernetes_objects(plan)
+
+
+def _pod(plan: ClusterPlan) -> dict[str, Any]:
+    spec: dict[str, Any] = acceptance_jobset(plan)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    return spec
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", [])}
+
+
+def test_eks_acceptance_runs_over_efa_with_aws_ofi_nccl() -> None:
+    plan = stack_plan("eks-p5")
+    pod = _pod(plan)
+    (c,) = pod["spec"]["containers"]
+    assert c["image"].startswith("public.ecr.aws/hpc-cloud/nccl-tests:")
+    assert "-efa" in c["image"]
+    assert "-ofiv" in c["image"]
+    env = _env(c)
+    assert env["FI_PROVIDER"] == "efa"
+    assert "aws-ofi-nccl" in env["NCCL_TUNER_PLUGIN"]
+    script = c["command"][-1]
+    for name in ("FI_PROVIDER", "NCCL_TUNER_PLUGIN", "LD_LIBRARY_PATH"):
+        assert f"-x {name} " in script  # every rank gets it, not just the launcher
+    assert "/opt/nccl-tests/build/all_reduce_perf" in script
+    assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+
+
+def test_gke_a3mega_acceptance_runs_over_tcpxo_with_rxdm_and_the_gpu_nic_networks() -> None:
+    plan = stack_plan("gke-a3mega")
+    pod = _pod(plan)
+    (c,) = pod["spec"]["containers"]
+    assert "gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v" in c["image"]
+    (rxdm,) = pod["spec"]["initContainers"]
+    assert rxdm["name"] == "tcpxo-daemon"
+    assert rxdm["restartPolicy"] == "Always"  # a native sidecar: the pod completes with the test
+    assert "gpudirect-tcpxo/tcpgpudmarxd-dev:v" in rxdm["image"]
+    env = _env(c)
+    assert env["LD_LIBRARY_PATH"] == env["NCCL_LIB_DIR"] == "/usr/local/nvidia/lib64"
+    assert 'source "$NCCL_LIB_DIR/nccl-env-profile.sh"' in c["command"][-1]
+    annotations = pod["metadata"]["annotations"]
+    interfaces = json.loads(annotations["networking.gke.io/interfaces"])
+    names = [n.name for n in gke_networks(plan)]
+    assert interfaces[0] == {"interfaceName": "eth0", "network": "default"}
+    assert [i["network"] for i in interfaces[1:]] == names
+    assert [i["interfaceName"] for i in interfaces[1:]] == [f"eth{i}" for i in range(1, 9)]
+    devices = yaml.safe_load(annotations["devices.gke.io/container.tcpxo-daemon"])
+    assert {"path": "/dev/nvidia7"} in devices
+    assert {"path": "/dev/dmabuf_import_helper"} in devices
+    host_paths = {v["hostPath"]["path"] for v in pod["spec"]["volumes"] if "hostPath" in v}
+    assert {"/home/kubernetes/bin/nvidia/lib64", "/dev/aperture_devices", "/sys", "/proc/sys"} <= host_paths
+
+
+def test_aks_acceptance_forces_infiniband_and_asks_for_the_hcas() -> None:
+    plan = stack_plan("aks-nd-h100")
+    (c,) = _pod(plan)["spec"]["containers"]
+    env = _env(c)
+    assert env["NCCL_IB_DISABLE"] == "0"
+    assert c["resources"]["requests"]["rdma/shared_ib"] == "1"
+    assert "IPC_LOCK" in c["securityContext"]["capabilities"]["add"]
+    assert nccl_transport(plan, plan.kubernetes.node_groups[0]).fabric == "infiniband"  # type: ignore[union-attr]
+
+
+def test_eks_gate_is_the_catalog_figure_times_the_slurm_roles_fraction() -> None:
+    js = acceptance_jobset(stack_plan("eks-p5"))
+    expected = float(js["metadata"]["annotations"]["aicluster.io/expected-busbw-gb-s"])
+    assert expected == 487.09  # catalog nccl.yaml busbw, p5.48xlarge (2 nodes, 16 GiB)
+    (c,) = _pod(stack_plan("eks-p5"))["spec"]["containers"]
+    assert float(_env(c)["AICLUSTER_MIN_BUSBW_GB_S"]) == pytest.approx(expected * 0.9, abs=0.01)
+
+
+@pytest.mark.parametrize("stack", ["gke-a3mega", "aks-nd-h100"])
+def test_no_multi_node_figure_means_no_gate(stack: str) -> None:
+    js = acceptance_jobset(stack_plan(stack))
+    assert "aicluster.io/expected-busbw-gb-s" not in js["metadata"]["annotations"]
+    (c,) = _pod(stack_plan(stack))["spec"]["containers"]
+    assert "AICLUSTER_MIN_BUSBW_GB_S" not in _env(c)
+
+
+HEADER = "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw  busbw #wrong\n"
+
+
+def _row(size: int, busbw: float, wrong: int = 0) -> str:
+    out_of_place = f"100.0  1.00  {busbw:7.2f}  {wrong}"
+    return f"  {size:>11}  {size // 4:>12}  float  sum  -1  {out_of_place}  100.0  1.00  {busbw:7.2f}  0\n"
+
+
+@pytest.mark.parametrize(
+    ("rows", "minimum", "passes"),
+    [
+        pytest.param([_row(1 << 20, 10.0), _row(1 << 34, 450.0)], "438.38", True, id="largest-size-above"),
+        pytest.param([_row(1 << 20, 500.0), _row(1 << 34, 400.0)], "438.38", False, id="largest-size-below"),
+        pytest.param([_row(1 << 34, 450.0, wrong=3)], "438.38", False, id="wrong-results"),
+        pytest.param([], "0", False, id="no-rows"),
+        pytest.param([_row(1 << 34, 5.0)], "", True, id="no-minimum"),
+    ],
+)
+def test_busbw_gate_reads_the_largest_size_out_of_place(
+    rows: list[str], minimum: str, passes: bool, tmp_path: Path
+) -> None:
+    log = tmp_path / "all_reduce_perf.log"
+    log.write_text("host:1:1 [0] NCCL INFO NET/OFI Selected provider is efa\n" + HEADER + "".join(rows))
+    env = {"PATH": "/usr/bin:/bin"} | ({"AICLUSTER_MIN_BUSBW_GB_S": minimum} if minimum else {})
+    proc = subprocess.run(["bash", "-c", busbw_gate(str(log))], env=env, capture_output=True, text=True, check=False)
+    assert (proc.returncode == 0) is passes, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("acceptance: " + ("ok" if passes else "FAIL"))
