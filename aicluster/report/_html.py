@@ -184,7 +184,7 @@ class KubernetesView:
 def kubernetes_view(k: Kubernetes | None) -> KubernetesView | None:
     if k is None:
         return None
-    system = f"{whole(k.system_nodes)} × {k.system_instance_type}"
+    system = f"{whole(k.system_nodes)} x {k.system_instance_type}"
     control_plane = [
         Fact("Service", f"{k.service_name}, cluster {k.cluster_name}"),
         Fact("Version", f"{k.version} ({k.support} support)"),
