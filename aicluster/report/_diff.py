@@ -1,5 +1,6 @@
 """The PR comment for `aicluster diff BASE.json HEAD.json`: what a change does to the stack's
-resources, cost, power, owned sites and their fabrics, and findings, and the head's verdict.
+resources, cost, power, owned sites and their fabrics, a Kubernetes stack's control plane, node groups and add-ons,
+and findings, and the head's verdict.
 
 Resources are matched by URN, findings by (policy, URN, message), pools by name. URNs embed the
 stack name, so when the two previews are of different stacks it is left out of the match (and the
@@ -12,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._doc import PreviewDoc, Resource, Violation
+from ._doc import Addon, Kubernetes, NodeGroup, PreviewDoc, Resource, Violation
 from ._sites import site_changes
 from ._templates import render_markdown
-from ._views import Verdict, change_pct, group_findings, number, plural, signed, usd, verdict
+from ._views import Verdict, change_pct, group_findings, number, plural, signed, usd, verdict, whole
 
 COLLAPSE_OVER = 10
 MAX_VALUE_CHARS = 60  # a longer value (user data, a policy document) is cut, as Infracost and Pulumi do
@@ -262,6 +263,127 @@ def _resource_sections(changes: ResourceChanges) -> list[tuple[str, list[Item]]]
     ]
 
 
+@dataclass(frozen=True)
+class KubernetesChange:
+    """The control plane, a node group or an add-on that was added, removed or changed, with what changed."""
+
+    text: str  # "control plane Amazon EKS (eks-p5)", "node group h100", "add-on Kueue"
+    status: Literal["added", "removed", "changed", "resized"]  # resized: a node group of which only the count changed
+    details: tuple[str, ...] = ()
+
+
+def _cost(x: float | None, unpriced: tuple[str, ...] = ()) -> str:
+    return usd(x, unpriced)
+
+
+def _control_plane_figures(k: Kubernetes) -> list[tuple[str, str, float | None]]:
+    """(label, as shown, amount for a cost's change or None) of what the diff compares on the control plane."""
+    return [
+        ("version", k.version, None),
+        ("support", k.support, None),
+        ("endpoint", k.endpoint, None),
+        ("region", k.region, None),
+        ("node image", k.node_image, None),
+        ("system node group", f"{whole(k.system_nodes)} x {k.system_instance_type}", None),
+        ("control plane $/month", _cost(k.control_plane_usd_per_month), k.control_plane_usd_per_month),
+        ("system nodes $/month", _cost(k.system_usd_per_month), k.system_usd_per_month),
+        ("Kubernetes $/month", _cost(k.cost_usd_per_month, k.unpriced), k.cost_usd_per_month),
+        ("Kueue queue", f"ClusterQueue {k.cluster_queue}, LocalQueue {k.namespace}/{k.local_queue}", None),
+        *((f"topology {t.name}", " > ".join(t.levels), None) for t in k.topologies),
+    ]
+
+
+def _figure_changes(old: list[tuple[str, str, float | None]], new: list[tuple[str, str, float | None]]) -> list[str]:
+    """`label: old → new`, with the signed change of a cost both sides price; a figure one side lacks (a topology
+    added) reads `(none)` there."""
+    a, b = {label: (text, x) for label, text, x in old}, {label: (text, x) for label, text, x in new}
+    found = []
+    for label in [*a, *(n for n in b if n not in a)]:
+        (ta, xa), (tb, xb) = a.get(label, ("(none)", None)), b.get(label, ("(none)", None))
+        if ta == tb:
+            continue
+        delta = f" ({signed(xb - xa, usd)})" if xa is not None and xb is not None else ""
+        found.append(f"{label}: {ta} → {tb}{delta}")
+    return found
+
+
+def _group_figures(g: NodeGroup) -> list[tuple[str, str, float | None]]:
+    return [
+        ("pool", g.pool, None),
+        ("zone", g.zone or "(none)", None),
+        ("nodes", whole(g.nodes), None),
+        ("taints", ", ".join(g.taints) or "(none)", None),
+        *((f"per node {r}", amount, None) for r, amount in g.resources.items()),
+    ]
+
+
+def _addon_figures(a: Addon) -> list[tuple[str, str, float | None]]:
+    chart = f"{a.repository}/{a.chart}"
+    return [("chart", chart, None), ("version", a.version, None), ("namespace", a.namespace, None)]
+
+
+def _group_line(g: NodeGroup) -> str:
+    return f"{plural(g.nodes, 'node')} of pool {g.pool}" + (f" in {g.zone}" if g.zone else "")
+
+
+def kubernetes_changes(base: PreviewDoc, head: PreviewDoc) -> list[KubernetesChange]:
+    """The control plane's figures, then node groups and add-ons by name: what was added or removed, and each
+    figure that changed (`version: 1.34 → 1.35`, `nodes: 16 → 32`)."""
+    b, h = base.kubernetes, head.kubernetes
+    if b is None and h is None:
+        return []
+    if b is None or h is None:
+        k = h or b
+        assert k is not None
+        return [
+            KubernetesChange(
+                f"control plane {k.service_name} ({k.cluster_name})",
+                "added" if b is None else "removed",
+                (
+                    f"version {k.version} ({k.support} support), {k.endpoint} endpoint, {k.region}",
+                    f"{plural(len(k.node_groups), 'node group')}, "
+                    f"{plural(sum(g.nodes for g in k.node_groups), 'node')}",
+                    "add-ons: " + (", ".join(f"{a.name} {a.version}" for a in k.addons) or "none"),
+                    f"Kubernetes $/month: {_cost(k.cost_usd_per_month, k.unpriced)}",
+                ),
+            )
+        ]
+    found: list[KubernetesChange] = []
+    status: Literal["added", "removed"]
+    figures = _figure_changes(_control_plane_figures(b), _control_plane_figures(h))
+    if b.service_name != h.service_name or b.cluster_name != h.cluster_name:
+        figures.insert(0, f"service: {b.service_name} ({b.cluster_name}) → {h.service_name} ({h.cluster_name})")
+    if figures:
+        found.append(KubernetesChange(f"control plane {h.service_name} ({h.cluster_name})", "changed", tuple(figures)))
+    old_g, new_g = {g.name: g for g in b.node_groups}, {g.name: g for g in h.node_groups}
+    for name in [*old_g, *(n for n in new_g if n not in old_g)]:
+        gb, gh = old_g.get(name), new_g.get(name)
+        if gb is None or gh is None:
+            g = gh or gb
+            assert g is not None
+            status = "added" if gb is None else "removed"
+            found.append(KubernetesChange(f"node group {name}", status, (_group_line(g),)))
+            continue
+        lines = _figure_changes(_group_figures(gb), _group_figures(gh))
+        if lines:
+            resized = gb.nodes != gh.nodes and len(lines) == 1
+            found.append(KubernetesChange(f"node group {name}", "resized" if resized else "changed", tuple(lines)))
+    old_a, new_a = {a.name: a for a in b.addons}, {a.name: a for a in h.addons}
+    for name in [*old_a, *(n for n in new_a if n not in old_a)]:
+        ab, ah = old_a.get(name), new_a.get(name)
+        if ab is None or ah is None:
+            a = ah or ab
+            assert a is not None
+            status = "added" if ab is None else "removed"
+            line = f"{a.repository}/{a.chart} {a.version} in {a.namespace}"
+            found.append(KubernetesChange(f"add-on {name}", status, (line,)))
+            continue
+        lines = _figure_changes(_addon_figures(ab), _addon_figures(ah))
+        if lines:
+            found.append(KubernetesChange(f"add-on {name}", "changed", tuple(lines)))
+    return found
+
+
 def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
     resources = resource_changes(base, head)
     deltas = pool_deltas(base, head)
@@ -270,7 +392,10 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
     base_verdict = _verdict_or_none(verdict(base.policy), head_verdict)
     costs_unchanged = all(d.unchanged for d in deltas)
     sites = site_changes(base, head)
-    unchanged = not resources and not findings and costs_unchanged and not sites and base_verdict is None
+    kubernetes = kubernetes_changes(base, head)
+    unchanged = (
+        not resources and not findings and costs_unchanged and not sites and not kubernetes and base_verdict is None
+    )
     return render_markdown(
         "diff.md.j2",
         base=base,
@@ -285,6 +410,8 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
         costs_unchanged=costs_unchanged,
         has_sites=bool(base.sites or head.sites),
         sites=sites,
+        has_kubernetes=base.kubernetes is not None or head.kubernetes is not None,
+        kubernetes=kubernetes,
         findings=findings,
         finding_sections=[
             (title, len(found), group_findings(found))

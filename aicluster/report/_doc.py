@@ -185,6 +185,7 @@ class Kubernetes:
     addons: tuple[Addon, ...]
     topologies: tuple[KueueTopology, ...]
     unpriced: tuple[str, ...] = ()
+    system_volumes_usd_per_month: float | None = None  # the system nodes' root volumes; None: no price (or older)
 
 
 @dataclass(frozen=True)
@@ -468,6 +469,9 @@ def _kubernetes(r: _Reader) -> Kubernetes:
         ),
         topologies=tuple(KueueTopology(name=t.text("name"), levels=t.texts("levels")) for t in r.objs("topologies")),
         unpriced=r.optional_texts("unpriced"),
+        system_volumes_usd_per_month=r.optional_number("system_volumes_usd_per_month")
+        if r.has("system_volumes_usd_per_month")
+        else None,
     )
 
 

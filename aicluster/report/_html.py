@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ._doc import Fabric, PreviewDoc, Site
+from ._doc import Fabric, Kubernetes, NodeGroup, PreviewDoc, Site
 from ._sites import BomLine, RackBar, SiteRow, bill_of_materials, fabric_line, rack_bars, racks_summary, site_rows
 from ._templates import render_html
-from ._views import budget_uses, group_waived, grouped_by_framework, kw, number, pct, plural, usd, verdict
+from ._views import budget_uses, group_waived, grouped_by_framework, kw, number, pct, plural, usd, verdict, whole
 
 CHART_WIDTH = 720
 LABEL_WIDTH = 180
@@ -151,6 +151,62 @@ def site_views(doc: PreviewDoc) -> list[SiteView]:
     ]
 
 
+@dataclass(frozen=True)
+class Fact:
+    """One row of a two-column table: what, and its value as shown."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class NodeGroupRow:
+    group: NodeGroup
+    nodes: str
+    resources: tuple[tuple[str, str], ...]  # (resource name, amount per node), in name order
+
+
+@dataclass(frozen=True)
+class KubernetesView:
+    """A Kubernetes stack's control plane (facts and costs), node groups, add-ons and Kueue queue, as shown."""
+
+    k: Kubernetes
+    control_plane: list[Fact]
+    costs: list[Fact]
+    node_groups: list[NodeGroupRow]
+    nodes: str  # the node groups' nodes together
+
+    @property
+    def queue(self) -> str:
+        return f"ClusterQueue {self.k.cluster_queue}, LocalQueue {self.k.namespace}/{self.k.local_queue}"
+
+
+def kubernetes_view(k: Kubernetes | None) -> KubernetesView | None:
+    if k is None:
+        return None
+    system = f"{whole(k.system_nodes)} x {k.system_instance_type}"
+    control_plane = [
+        Fact("Service", f"{k.service_name}, cluster {k.cluster_name}"),
+        Fact("Version", f"{k.version} ({k.support} support)"),
+        Fact("Endpoint", k.endpoint),
+        Fact("Region", k.region),
+        Fact("System node group", system),
+        Fact("Node image", k.node_image),
+    ]
+    costs = [
+        Fact("Control plane", usd(k.control_plane_usd_per_month)),
+        Fact(f"System nodes ({system})", usd(k.system_usd_per_month)),
+        *(
+            [Fact("System nodes' root volumes", usd(k.system_volumes_usd_per_month))]
+            if k.system_volumes_usd_per_month is not None
+            else []
+        ),
+        Fact("Total", usd(k.cost_usd_per_month, k.unpriced)),
+    ]
+    groups = [NodeGroupRow(g, whole(g.nodes), tuple(g.resources.items())) for g in k.node_groups]
+    return KubernetesView(k, control_plane, costs, groups, whole(sum(g.nodes for g in k.node_groups)))
+
+
 def render_report(doc: PreviewDoc) -> str:
     rack_kw = doc.cluster.budgets.rack_kw if doc.cluster else None
     return render_html(
@@ -170,6 +226,7 @@ def render_report(doc: PreviewDoc) -> str:
             ),
             bar_chart("Power by pool, kW (facility)", [(p.name, p.power_kw_facility) for p in doc.pools], kw),
         ],
+        kubernetes=kubernetes_view(doc.kubernetes),
         sites=site_views(doc),
         frameworks=grouped_by_framework(doc.policy) if doc.policy else [],
         waived=group_waived(doc.policy.waived) if doc.policy else [],
