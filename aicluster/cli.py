@@ -953,7 +953,7 @@ def _plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = N
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
     plan = given_plan or plan_stack(stack)
-    reason = inv.kubernetes_reason(plan)
+    reason = inv.kubernetes_reason(plan, stack.stack)
     if reason is not None:
         raise UsageError(reason)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
@@ -1286,7 +1286,7 @@ def _check_kubeconfig_target(target: Path, stack: str, force: bool) -> None:
 
 def cmd_kubeconfig(args: argparse.Namespace) -> int:
     """Write the deployed stack's kubeconfig (a secret stack output) to a 0600 file; never to the terminal."""
-    project, stack, _ = _kubernetes_plan(
+    project, stack, plan = _kubernetes_plan(
         args, "kubeconfig", "reach the cluster through its login node (the Slurm controller)"
     )
     if args.output in ("-", ""):
@@ -1301,6 +1301,12 @@ def cmd_kubeconfig(args: argparse.Namespace) -> int:
     else:
         outputs = _secret_outputs(project, stack.stack)
         where = f"stack {stack.stack}"
+    deployed = outputs.get("cluster")
+    if deployed is not None and deployed != plan.name:
+        raise UsageError(
+            f"{where}: these are the outputs of cluster {escape(str(deployed))!r}, not of {plan.name} (stack "
+            f"{stack.stack}): give the outputs of this stack"
+        )
     text = _kubeconfig_text(outputs.get("kubeconfig"), where)
     header = f"{KUBECONFIG_HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
     write_atomic(target, header + text, mode=0o600, flag="-o")

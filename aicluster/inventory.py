@@ -160,7 +160,7 @@ class KubernetesStackError(ValueError):
     """The stack runs Kubernetes: there is no Ansible inventory of its nodes (see `kubernetes_reason`)."""
 
 
-def kubernetes_reason(plan: ClusterPlan) -> str | None:
+def kubernetes_reason(plan: ClusterPlan, stack: str = "STACK") -> str | None:
     """Why a Kubernetes stack has no inventory, or None for a Slurm stack. Its nodes are Kubernetes nodes that the
     managed node groups create and replace: the control plane names and addresses them, and the GPU Operator,
     Network Operator, EFA device plugin or the service itself configure them, not Ansible."""
@@ -168,9 +168,9 @@ def kubernetes_reason(plan: ClusterPlan) -> str | None:
     if k is None:
         return None
     return (
-        f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes that "
+        f"stack {stack} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes that "
         f"{k.service_name} creates and replaces, so there is no Ansible inventory of them; list them with "
-        "`aicluster kubeconfig STACK` and `kubectl get nodes -L aicluster.io/pool,aicluster.io/fabric-domain`"
+        f"`aicluster kubeconfig {stack}` and `kubectl get nodes -L aicluster.io/pool,aicluster.io/fabric-domain`"
     )
 
 

@@ -40,7 +40,7 @@ def kubernetes_message(plan: ClusterPlan, stack: str) -> list[str]:
     if k is None:
         return []
     lines = [
-        f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): tune runs no Ansible here. Its nodes "
+        f"stack {stack} runs on {k.service_name} (scheduler.kind: kubernetes): tune runs no Ansible here. Its nodes "
         f"are Kubernetes nodes that {k.service_name} boots from {k.node_image} and replaces at will, so changes "
         "made over SSH would not outlive a node; what the playbook's roles do on a Slurm VM is done on the cluster:"
     ]

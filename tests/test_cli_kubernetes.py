@@ -358,3 +358,15 @@ def test_the_inventory_function_refuses_a_kubernetes_plan() -> None:
 
     with pytest.raises(inventory.KubernetesStackError, match="no Ansible inventory"):
         inventory.inventory(_plan("eks-p5"), {}, {}, "test")
+
+
+def test_kubeconfig_refuses_the_outputs_of_another_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's trial: the eks-p5 outputs given for aks-nd-h100 were written under the aks header."""
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"cluster": "eks-p5", "kubeconfig": KUBECONFIG}), encoding="utf-8")
+    target = tmp_path / "config"
+    assert main(["kubeconfig", "aks-nd-h100", "--outputs", str(path), "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "the outputs of cluster 'eks-p5', not of aks-nd" in err
+    assert TOKEN not in err
+    assert not target.exists()

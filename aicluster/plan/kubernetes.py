@@ -213,6 +213,15 @@ def plan_kubernetes(
             + f": plan the upgrade to {svc.versions[-1]}"
         )
     groups = _node_groups(ctx, svc, pools, resources)
+    taken = {a.namespace: a.name for a in ctx.catalog.addons.values()}
+    if sched.namespace == "default" or sched.namespace.startswith("kube-") or sched.namespace in taken:
+        owner = taken.get(sched.namespace, "Kubernetes itself")
+        ctx.problem(
+            (*BASE, "namespace"),
+            f"this namespace belongs to {owner}; aicluster creates the jobs' namespace and its LocalQueue, and "
+            "training jobs do not belong among system pods: pick your own name (e.g. training)",
+            sched.namespace,
+        )
     if ctx.spec.storage:
         ctx.warnings.append(
             f"the file systems are built in the cluster's network, but pods reach them only through the cloud's CSI "

@@ -189,3 +189,9 @@ def test_several_clouds_are_refused_with_the_reason() -> None:
 def test_storage_in_a_kubernetes_stack_warns_about_csi(catalog: Catalog) -> None:
     p = plan_of(catalog, cluster(scheduler=K8S))
     assert any("CSI driver" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "kueue-system", "gpu-operator"])
+def test_system_namespaces_are_refused_for_the_jobs(catalog: Catalog, namespace: str) -> None:
+    found = plan_problems(catalog, cluster(storage=[], scheduler={**K8S, "namespace": namespace}))
+    assert any(f'scheduler.namespace: got "{namespace}"' in f and "pick your own name" in f for f in found), found
