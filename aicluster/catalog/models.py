@@ -259,7 +259,7 @@ class TpuType(Sourced):
     ]
     gke_single_host_machine_types: Annotated[
         dict[int, str],
-        Field(description="GKE machine type of a single-host slice's one VM, by its chips (e.g. `8: ct6e-standard-8t`)."),
+        Field(description="GKE machine type of a single-host slice's VM, by chips (e.g. `8: ct6e-standard-8t`)."),
     ] = {}
     topologies: Annotated[
         dict[int, str],
