@@ -294,6 +294,12 @@ class TpuType(Sourced):
     def offering(self, region: str) -> Offering | None:
         return next((o for o in self.offerings if o.region == region), None)
 
+    def gke_chips_per_vm(self, machine_type: str) -> int | None:
+        """Chips of one GKE node of `machine_type`, or None when it is not one of this generation's TPU VMs."""
+        if machine_type == self.gke_machine_type:
+            return self.chips_per_host
+        return next((c for c, m in self.gke_single_host_machine_types.items() if m == machine_type), None)
+
     def gke_shape(self, chips: int) -> tuple[str, str] | None:
         """GKE machine type and topology of a slice of `chips`, or None where the catalog knows no topology."""
         topology = self.topologies.get(chips)
