@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -999,6 +999,12 @@ def _gke_node_pool(stack: Stack, pool: Res) -> NodeGroup:
         if machine and nodes is not None
         else None
     )
+    if fleet is not None and machine and spec is None:  # a TPU VM (ct5p-hightpu-4t): billed per chip
+        for tpu in stack.catalog.tpu_types.values():
+            per_vm = tpu.gke_chips_per_vm(machine)
+            if per_vm is not None:
+                fleet = replace(fleet, tpu=tpu, chips=per_vm * fleet.nodes)
+                break
     guest = sum(_count(get(a, "count")) or 0 for a in items(config, "guestAccelerators"))
     private = pool.get("networkConfig", "enablePrivateNodes")
     clusters = pool.linked("cluster", GKE_CLUSTER)

@@ -253,10 +253,62 @@ class TpuType(Sourced):
         int | None, Field(ge=1, description="Above the listed sizes, slices may be any multiple of this (v5p cubes).")
     ] = None
     host_power_kw: Annotated[float | None, Field(gt=0)] = None
+    gke_machine_type: Annotated[
+        str,
+        Field(description="GKE node machine type of a multi-host slice's VMs (e.g. `ct5p-hightpu-4t`)."),
+    ]
+    gke_single_host_machine_types: Annotated[
+        dict[int, str],
+        Field(description="GKE machine type of a single-host slice's VM, by chips (e.g. `8: ct6e-standard-8t`)."),
+    ] = {}
+    topologies: Annotated[
+        dict[int, str],
+        Field(
+            description="Slice topology by slice size in chips, from the provider's tables only (e.g. `128: 4x4x8`); "
+            "a size not listed has no documented topology."
+        ),
+    ] = {}
     offerings: tuple[Offering, ...] = Field(default=(), description="Prices are per chip-hour.")
+
+    @model_validator(mode="after")
+    def _shapes_add_up(self) -> TpuType:
+        step = self.slice_step_chips
+        for chips, topology in self.topologies.items():
+            if chips not in self.slice_sizes and not (step and chips % step == 0 and chips <= self.max_chips):
+                raise ValueError(f"TPU {self.name}: topology {topology} is given for {chips} chips, not a slice size")
+            dims = topology.split("x")
+            if not all(d.isdigit() and int(d) > 0 for d in dims) or len(dims) not in (2, 3):
+                raise ValueError(f"TPU {self.name}: topology {topology!r} is not AxB or AxBxC")
+            product = 1
+            for d in dims:
+                product *= int(d)
+            if product != chips:
+                raise ValueError(f"TPU {self.name}: topology {topology} holds {product} chips, not {chips}")
+        for chips in self.gke_single_host_machine_types:
+            if chips > self.single_host_max_chips:
+                raise ValueError(
+                    f"TPU {self.name}: a {chips}-chip slice is not single-host (at most {self.single_host_max_chips})"
+                )
+        return self
 
     def offering(self, region: str) -> Offering | None:
         return next((o for o in self.offerings if o.region == region), None)
+
+    def gke_chips_per_vm(self, machine_type: str) -> int | None:
+        """Chips of one GKE node of `machine_type`, or None when it is not one of this generation's TPU VMs."""
+        if machine_type == self.gke_machine_type:
+            return self.chips_per_host
+        return next((c for c, m in self.gke_single_host_machine_types.items() if m == machine_type), None)
+
+    def gke_shape(self, chips: int) -> tuple[str, str] | None:
+        """GKE machine type and topology of a slice of `chips`, or None where the catalog knows no topology."""
+        topology = self.topologies.get(chips)
+        if topology is None:
+            return None
+        if chips <= self.single_host_max_chips:
+            machine = self.gke_single_host_machine_types.get(chips)
+            return None if machine is None else (machine, topology)
+        return self.gke_machine_type, topology
 
 
 class Region(Sourced):

@@ -190,6 +190,10 @@ class TpuDetails(_Plan):
     api_reason: str
     spot: bool
     reserved: bool
+    # what a GKE TPU node pool takes (catalog tpu_types); None where the catalog has no documented topology for
+    # this slice size (refused when the scheduler is kubernetes; the TPU API takes only accelerator_type)
+    gke_machine_type: str | None = None  # e.g. "ct5p-hightpu-4t"
+    topology: str | None = None  # e.g. "4x4x8"
 
 
 class OnpremHost(_Plan):

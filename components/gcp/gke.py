@@ -16,8 +16,10 @@ pool's VMs (components/gcp/gpu_pool.py).
   NVIDIA drivers (`LATEST`), gVNIC, the plan's labels and taint, the pool's reservation / spot / flex-start
   model, one additional node network per GPU NIC, surge upgrades one node at a time with no extra node (a GPU
   node is the scarce resource, and a reservation holds no spare).
-- TPU node pools need the TPU VM's machine type and the slice topology; the plan does not carry them yet (see
-  `TpuShape`), so a TPU node group without one is refused rather than guessed.
+- TPU node pools: one per slice (node group), in the slice's zone, with the plan's GKE machine type (the catalog's
+  VM of the slice) and the plan's labels and taint. A multi-host slice has one node per TPU VM (the plan's hosts
+  per slice) under a COMPACT placement policy with the slice topology (e.g. 4x4x8): GKE creates and repairs the
+  slice as one unit. The planner refuses a slice size whose topology the catalog does not document.
 - kubeconfig: the cluster endpoint and CA with the `gke-gcloud-auth-plugin` exec credential, as a secret.
 """
 
@@ -27,7 +29,7 @@ import datetime
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 import pulumi
 import pulumi_gcp as gcp
@@ -65,11 +67,24 @@ NODE_ROLE = "roles/container.defaultNodeServiceAccount"  # logs, metrics and ima
 
 @dataclass(frozen=True)
 class TpuShape:
-    """What a GKE TPU node pool needs beyond the plan's TpuDetails: the TPU VM's machine type (e.g.
-    `ct5p-hightpu-4t`) and the slice topology (e.g. `4x4x8`). The catalog's TPU types do not record either yet."""
+    """What a GKE TPU node pool takes from the plan's TpuDetails: the TPU VM's machine type (e.g.
+    `ct5p-hightpu-4t`), the slice topology (e.g. `4x4x8`) and the nodes of one slice (its VMs)."""
 
     machine_type: str
     topology: str
+    nodes: int
+
+
+def tpu_shape(pool: PlannedPool) -> TpuShape:
+    """The GKE shape of one slice of a TPU pool; the planner refuses a slice size without one under kubernetes."""
+    t = pool.tpu
+    assert t is not None
+    if t.gke_machine_type is None or t.topology is None:
+        raise ValueError(
+            f"pool {pool.name}: the plan has no GKE machine type or topology for {t.accelerator_type}: plan the stack "
+            "with scheduler kind kubernetes (the planner names the slice sizes GKE takes)"
+        )
+    return TpuShape(machine_type=t.gke_machine_type, topology=t.topology, nodes=t.hosts_per_slice)
 
 
 class GkeClusterArgs(TypedDict):
@@ -82,7 +97,6 @@ class GkeClusterArgs(TypedDict):
     vpc_ids: Mapping[str, pulumi.Output[str]]  # GcpNic.vpc -> network self link ("" = host)
     subnet_ids: Mapping[tuple[str, int], pulumi.Output[str]]  # (subnet role, index) -> subnetwork self link
     service_account_email: pulumi.Input[str]
-    tpu_shapes: NotRequired[Mapping[str, TpuShape]]  # pool name -> shape
 
 
 def master_cidr(plan: ClusterPlan, learned: list[str]) -> str:
@@ -168,15 +182,8 @@ class GkeCluster(pulumi.ComponentResource):
         assert k is not None, "GkeCluster builds a GKE plan"
         assert k.provider == "gcp", "GkeCluster builds a GKE plan"
         pools = {p.name: p for p in plan.pools}
-        shapes = args.get("tpu_shapes", {})
+        shapes = {g.pool: tpu_shape(pools[g.pool]) for g in k.node_groups if g.accelerator_kind == "tpu"}
         for g in k.node_groups:  # refuse before creating anything
-            if g.accelerator_kind == "tpu" and g.pool not in shapes:
-                t = pools[g.pool].tpu
-                raise ValueError(
-                    f"pool {g.pool}: a GKE TPU node pool needs the TPU VM machine type and the slice topology of "
-                    f"{t.accelerator_type if t else g.pool}, and the catalog's TPU types record neither: add them "
-                    "to the catalog (tpu_types) and the plan, or use scheduler kind slurm for TPU pools"
-                )
             if g.accelerator_kind == "gpu":
                 gke_accelerator(pools[g.pool])
         child = pulumi.ResourceOptions(parent=self)
@@ -443,17 +450,18 @@ class GkeCluster(pulumi.ComponentResource):
         args: GkeClusterArgs,
         opts: pulumi.ResourceOptions,
     ) -> pulumi.Output[str]:
-        """One multi-host TPU slice: as many nodes as the slice has hosts, placed together in its topology."""
+        """One TPU slice: as many nodes as the slice has VMs; a multi-host slice placed together in its topology."""
         t = pool.tpu
         assert t is not None
         assert g.zone is not None
+        multi_host = shape.nodes > 1
         node_pool = gcp.container.NodePool(
             f"{name}-{g.name}",
             name=g.name,
             cluster=cluster.id,
             location=pool.region,
             node_locations=[g.zone],
-            node_count=t.hosts_per_slice,
+            node_count=shape.nodes,
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=shape.machine_type,
                 image_type=self._image(args),
@@ -465,7 +473,10 @@ class GkeCluster(pulumi.ComponentResource):
                 ),
                 **self._node_config_common(pool.tags, args),  # type: ignore[arg-type]
             ),
-            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology),
+            # a single-host slice is one VM: no placement policy, the machine type alone gives its chips
+            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
+            if multi_host
+            else None,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=0, max_unavailable=1

@@ -19,7 +19,7 @@ from aicluster.plan import ClusterPlan, plan
 from aicluster.preview.engine import SECRET_VALUE, run
 from aicluster.spec import parse_cluster
 from components.gcp import build as gcp_build
-from components.gcp.gke import GkeCluster, TpuShape, kubeconfig, master_cidr
+from components.gcp.gke import kubeconfig, master_cidr, tpu_shape
 from tests.components.conftest import Built
 
 Build = Callable[[dict[str, Any]], Built]
@@ -262,41 +262,45 @@ def test_master_range_steps_past_a_taken_block(catalog: Catalog) -> None:
     assert master_cidr(p, ["172.16.0.0/24"]) == "172.31.255.240/28"
 
 
-def test_tpu_node_groups_are_refused_without_a_machine_type_and_topology(build: Build) -> None:
-    with pytest.raises(Exception, match=r"pool v5p: a GKE TPU node pool needs the TPU VM machine type and the slice"):
-        build(tpu_on_gke())
-
-
-def test_tpu_slice_node_pool_with_a_given_shape(catalog: Catalog) -> None:
-    """Once the plan carries the shape: one node pool per slice, a node per host, placed in the slice topology."""
-    p = plan(parse_cluster(tpu_on_gke(), "test"), catalog)
-
-    def program() -> None:
-        link = pulumi.Output.from_input("projects/p/global/networks/host")
-        GkeCluster(
-            "tpu",
-            {
-                "plan": p,
-                "project": "ml-proj",
-                "network_id": link,
-                "subnet_id": "projects/p/regions/us-east5/subnetworks/nodes",
-                "network_cidr": p.networks[0].cidr,
-                "learned_cidrs": [],
-                "vpc_ids": {"": link},
-                "subnet_ids": {},
-                "service_account_email": "nodes@ml-proj.iam.gserviceaccount.com",
-                "tpu_shapes": {"v5p": TpuShape(machine_type="ct5p-hightpu-4t", topology="4x4x8")},
-            },
-        )
-
-    cap = run(program, "aicluster", "test", {"gcp:project": "ml-proj"})
-    pools = {r.inputs["name"]: r.inputs for r in cap.resources if r.type == NODE_POOL}
+def test_tpu_slices_become_node_pools_shaped_from_the_plan(catalog: Catalog, build: Build) -> None:
+    """The v5p stack on GKE: one node pool per v5p-256 slice, a node per TPU VM, placed in the slice topology; the
+    figures are the catalog's (v5p table: 4x4x8 = 128 chips on 32 hosts of ct5p-hightpu-4t)."""
+    v5p = catalog.tpu_types["v5p"]
+    assert v5p.topologies[128] == "4x4x8"
+    assert v5p.gke_machine_type == "ct5p-hightpu-4t"
+    b = build(tpu_on_gke())
+    pools = {r.inputs["name"]: r.inputs for r in b.capture.resources if r.type == NODE_POOL}
     assert set(pools) == {"system", "v5p-s0", "v5p-s1"}
-    s0 = pools["v5p-s0"]
-    assert s0["nodeCount"] == 32  # 128 chips, 4 per host
-    assert s0["nodeLocations"] == ["us-east5-a"]
-    assert s0["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4x8"}
-    assert s0["nodeConfig"]["machineType"] == "ct5p-hightpu-4t"
-    assert s0["nodeConfig"]["taints"] == [{"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}]
-    cluster = next(r for r in cap.resources if r.type == CLUSTER).inputs
+    for name in ("v5p-s0", "v5p-s1"):
+        s = pools[name]
+        assert s["nodeCount"] == 128 // v5p.chips_per_host == 32
+        assert s["nodeLocations"] == ["us-east5-a"]
+        assert s["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4x8"}
+        assert s["nodeConfig"]["machineType"] == "ct5p-hightpu-4t"
+        assert s["nodeConfig"]["taints"] == [{"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}]
+        assert s["nodeConfig"]["labels"] == {"aicluster.io/pool": "v5p", "aicluster.io/fabric-domain": name}
+        assert "guestAccelerators" not in s["nodeConfig"]  # the machine type carries the chips
+    cluster = next(r for r in b.capture.resources if r.type == CLUSTER).inputs
     assert cluster["enableMultiNetworking"] is False  # TPU pools have no GPU NIC VPCs
+    assert not [r for r in b.capture.resources if r.type.startswith("gcp:tpu/")]  # GKE makes the TPU VMs
+
+
+def test_single_host_tpu_slice_is_one_vm_without_a_placement_policy(build: Build) -> None:
+    c = tpu_on_gke()
+    c["pools"][0]["tpu"] = "v5p-8"
+    pools = {r.inputs["name"]: r.inputs for r in build(c).capture.resources if r.type == NODE_POOL}
+    s0 = pools["v5p-s0"]
+    assert s0["nodeCount"] == 1
+    assert s0["nodeConfig"]["machineType"] == "ct5p-hightpu-4t"
+    assert "placementPolicy" not in s0
+
+
+def test_a_plan_without_the_tpu_shape_is_refused(catalog: Catalog) -> None:
+    """A plan made for Slurm of a slice size GKE has no documented topology for carries no shape."""
+    c = stack("gcp-tpu-v5p")
+    c["pools"][0]["tpu"] = "v5p-384"
+    p = plan(parse_cluster(c, "test"), catalog)
+    assert p.pools[0].tpu is not None
+    assert p.pools[0].tpu.topology is None
+    with pytest.raises(ValueError, match=r"pool v5p: the plan has no GKE machine type or topology for v5p-384"):
+        tpu_shape(p.pools[0])

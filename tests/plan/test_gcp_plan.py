@@ -384,3 +384,54 @@ def test_gpu_subnet_holds_what_it_says(catalog: Catalog) -> None:
     assert gpu0 is not None
     assert gpu0.addresses_available == usable("10.133.128.0/21") == 2043
     assert gpu0.addresses_needed == 64 * 5 // 4 + 64 + 5  # nodes x 1.25 headroom + 64 + 5 reserved
+
+
+K8S = {"kind": "kubernetes", "version": "1.35"}
+
+
+@pytest.mark.parametrize(
+    ("accelerator_type", "zone", "machine_type", "topology", "hosts"),
+    [
+        pytest.param("v5p-8", "us-east5-a", "ct5p-hightpu-4t", "2x2x1", 1, id="v5p-one-host"),
+        pytest.param("v5p-256", "us-east5-a", "ct5p-hightpu-4t", "4x4x8", 32, id="v5p-two-cubes"),
+        pytest.param("v5p-12288", "us-east5-a", "ct5p-hightpu-4t", "16x16x24", 1536, id="v5p-largest"),
+        pytest.param("v5litepod-1", "us-east5-a", "ct5lp-hightpu-1t", "1x1", 1, id="v5e-one-chip"),
+        pytest.param("v5litepod-8", "us-east5-a", "ct5lp-hightpu-8t", "2x4", 1, id="v5e-one-8-chip-vm"),
+        pytest.param("v5litepod-256", "us-east5-a", "ct5lp-hightpu-4t", "16x16", 64, id="v5e-pod"),
+        pytest.param("v6e-8", "us-east5-b", "ct6e-standard-8t", "2x4", 1, id="v6e-one-8-chip-vm"),
+        pytest.param("v6e-16", "us-east5-b", "ct6e-standard-4t", "4x4", 4, id="v6e-four-vms"),
+    ],
+)
+def test_tpu_slices_carry_the_gke_machine_type_and_documented_topology(
+    catalog: Catalog, accelerator_type: str, zone: str, machine_type: str, topology: str, hosts: int
+) -> None:
+    p = plan_of(
+        catalog,
+        gcp_cluster(pools=[tpu_pool(tpu=accelerator_type, zone=zone)], storage=[], scheduler=K8S),
+    )
+    t = p.pools[0].tpu
+    assert t is not None
+    assert (t.gke_machine_type, t.topology, t.hosts_per_slice) == (machine_type, topology, hosts)
+    dims = [int(d) for d in topology.split("x")]
+    assert dims[0] * dims[1] * (dims[2] if len(dims) == 3 else 1) == t.chips_per_slice
+
+
+@pytest.mark.parametrize(
+    "accelerator_type",
+    [
+        pytest.param("v5p-384", id="three-cubes-not-in-the-table"),
+        pytest.param("v5p-32", id="sixteen-chips-not-in-the-table"),
+    ],
+)
+def test_gke_refuses_a_tpu_slice_without_a_documented_topology(catalog: Catalog, accelerator_type: str) -> None:
+    problems = plan_problems(catalog, gcp_cluster(pools=[tpu_pool(tpu=accelerator_type)], storage=[], scheduler=K8S))
+    assert problems == [
+        f't: pools[0].tpu: got "{accelerator_type}"; a GKE TPU node pool needs the slice topology, and the catalog '
+        f"has no documented topology for {int(accelerator_type.split('-')[1]) // 2} v5p chips; use a size with one "
+        "(v5p-8, v5p-16, v5p-64, v5p-128, v5p-256, v5p-512, v5p-1024, v5p-2048, v5p-4096, v5p-8192, v5p-12288), "
+        "or scheduler kind slurm"
+    ]
+    # Slurm runs the same slice through the TPU API, which takes only the accelerator type
+    t = plan_of(catalog, gcp_cluster(pools=[tpu_pool(tpu=accelerator_type)], storage=[])).pools[0].tpu
+    assert t is not None
+    assert (t.gke_machine_type, t.topology) == (None, None)

@@ -832,3 +832,22 @@ def test_example_gcp_stacks_have_no_mandatory_findings(name: str) -> None:
 
     result = evaluate(capture_of(name))
     assert [(v.policy, v.resource, v.message) for v in result.mandatory] == []
+
+
+def test_gke_tpu_node_pool_is_billed_per_chip() -> None:
+    # a v5p-256 slice on GKE: 32 ct5p-hightpu-4t nodes of 4 chips at the catalog's us-east5 $4.20 per chip-hour
+    pool = res(
+        "gcp:container/nodePool:NodePool",
+        "v5p-s0",
+        {
+            "name": "v5p-s0",
+            "location": "us-east5",
+            "nodeLocations": ["us-east5-a"],
+            "nodeCount": 32,
+            "nodeConfig": {"machineType": "ct5p-hightpu-4t"},
+            "placementPolicy": {"type": "COMPACT", "tpuTopology": "4x4x8"},
+        },
+    )
+    (line,) = [x for x in bill(Stack([pool])) if x.what.startswith("v5p-s0: ")]
+    assert line.what == "v5p-s0: ct5p-hightpu-4t TPU (128 chips on 32 hosts) on-demand"
+    assert line.usd_per_month == pytest.approx(128 * 4.2 * 730, abs=0.005)

@@ -92,6 +92,15 @@ class GcpPlanner(CloudPlanner):
         if chips is None:
             ctx.problem((*base, "tpu"), why, pool.tpu)
             return None
+        if ctx.spec.scheduler.kind == "kubernetes" and tpu.gke_shape(chips) is None:
+            known = ", ".join(f"{tpu.type_prefix}-{c * tpu.tensorcores_per_chip}" for c in sorted(tpu.topologies))
+            ctx.problem(
+                (*base, "tpu"),
+                f"a GKE TPU node pool needs the slice topology, and the catalog has no documented topology for "
+                f"{chips} {tpu.name} chips; use a size with one ({known}), or scheduler kind slurm",
+                pool.tpu,
+            )
+            return None
         if reg is None:
             return None
         off = tpu.offering(pool.region)

@@ -181,6 +181,7 @@ def tpu_details(pool: GcpPool, tpu: TpuType, chips: int) -> TpuDetails:
     hosts = hosts_per_slice(tpu, chips)
     count = pool.slices or 1
     queued = pool.market == "on-demand"
+    machine_type, topology = tpu.gke_shape(chips) or (None, None)
     return TpuDetails(
         generation=tpu.name,
         accelerator_type=pool.tpu,
@@ -199,4 +200,6 @@ def tpu_details(pool: GcpPool, tpu: TpuType, chips: int) -> TpuDetails:
         ),
         spot=pool.market == "spot",
         reserved=pool.market == "reserved",
+        gke_machine_type=machine_type,
+        topology=topology,
     )
