@@ -1,7 +1,7 @@
 """What aicluster installs into a managed Kubernetes cluster: the add-ons as Helm v3 releases (their values stay
 visible to the policy pack and the offline preview) and the objects of aicluster.render.kubernetes (namespace,
-Kueue, NicClusterPolicy, GKE networks), each custom resource after the release that installs its CRD. The NCCL
-acceptance JobSet is not deployed: `aicluster` writes it out."""
+Kueue, NicClusterPolicy, GKE networks, the DaemonSets of manifest add-ons), each custom resource after the release
+that installs its CRD. The NCCL acceptance JobSet is not deployed: `aicluster` writes it out."""
 
 from __future__ import annotations
 
@@ -81,6 +81,8 @@ class KubernetesAddons(pulumi.ComponentResource):
         rname = f"{name}-{kind.lower()}-{meta['name']}"
         if kind == "Namespace":
             return k8s.core.v1.Namespace(rname, metadata=meta, opts=opts)
+        if kind == "DaemonSet":  # a manifest add-on (GKE's GPUDirect installers): core API, no CRD to wait for
+            return k8s.apps.v1.DaemonSet(rname, metadata=meta, spec=obj["spec"], opts=opts)
         owner = installed_by(obj)
         deps = [self.releases[owner]] if owner in self.releases else []
         spec: dict[str, Any] = dict(obj.get("spec", {}))

@@ -70,6 +70,10 @@ def _addons(
             "gpudirect-tcpxo" in fabrics,
             "installs the GPUDirect-TCPXO NCCL plugin on the A3 Mega nodes",
         ),
+        "nri-device-injector": (
+            "gpudirect-tcpxo" in fabrics,
+            "injects the GPU device files into the TCPXO receive-data-path manager sidecar, by pod annotation",
+        ),
         "nccl-rdma-installer": (
             "gpudirect-rdma" in fabrics,
             "installs the GPUDirect-RDMA NCCL plugin on the A3 Ultra / A4 nodes",

@@ -8,6 +8,8 @@
   of the largest node group and fails below the expected bus bandwidth; `acceptance_ssh_secret(plan, ...)`: the SSH
   key Secret its pods share (both written out by `aicluster acceptance`, never deployed by the program).
 - `installed_by(obj)`: the add-on whose Helm release installs an object's CRD (the component waits for it).
+- `manifest_objects(plan, addon)`: the DaemonSets of a manifest add-on (GKE's GPUDirect NCCL plugin installers and
+  NRI device injector), as upstream's manifests have them, scoped to the node groups whose pools need them.
 
 Kueue objects use `kueue.x-k8s.io/v1beta2`: Kueue serves it since v0.15 and stores it since v0.16, v1beta1 is
 deprecated since v0.16 and due to go (kubernetes-sigs/kueue#7304, #8020); the pinned Kueue (catalog, 0.19) serves
@@ -47,6 +49,39 @@ MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) ConnectX
 MELLANOX_PCI_LABEL = f"feature.node.kubernetes.io/pci-{MELLANOX_VENDOR}.present"  # set by NFD
 RDMA_HCA_MAX = 63  # pods per node sharing the HCAs (Network Operator examples, aks-rdma-infiniband)
 
+# GKE's accelerator type of each GPU machine type (the `--accelerator type=` value and the
+# `cloud.google.com/gke-accelerator` node label): "NVIDIA B200 GPUs (corresponding to the nvidia-b200
+# accelerator type and A4 machine series), NVIDIA H200 141 GB GPUs (nvidia-h200-141gb, A3 Ultra), NVIDIA H100
+# 80 GB GPUs (nvidia-h100-80gb, A3 High), NVIDIA H100 80GB Mega GPUs (nvidia-h100-mega-80gb, A3 Mega)" -- GKE,
+# "Run GPUs in Standard node pools", https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (retrieved
+# 2026-11-24). It belongs in the catalog's GCP instance types; until it is there, an unlisted type is refused.
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+GKE_ACCELERATOR = {
+    "a4-highgpu-8g": "nvidia-b200",
+    "a3-ultragpu-8g": "nvidia-h200-141gb",
+    "a3-highgpu-8g": "nvidia-h100-80gb",
+    "a3-megagpu-8g": "nvidia-h100-mega-80gb",
+}
+
+# Manifest add-ons (catalog kind: manifest): the fabric whose pools need each, and the image the catalog's version
+# pins, as GoogleCloudPlatform/container-engine-accelerators' manifests name them (commits in the catalog sources).
+MANIFEST_FABRICS = {
+    "nccl-tcpxo-installer": "gpudirect-tcpxo",
+    "nri-device-injector": "gpudirect-tcpxo",
+    "nccl-rdma-installer": "gpudirect-rdma",
+}
+TCPXO_PLUGIN_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev"
+GIB_PLUGIN_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib"
+NRI_INJECTOR_IMAGE = "gcr.io/gke-release/nri-device-injector"
+# The installers finish in init containers; the pod then idles in GKE's pause image, pinned by digest upstream.
+GKE_PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+# Upstream's helper init containers use floating tags (`ubuntu`, `alpine:latest`); they only supply nsenter (the
+# TCPXO script runs in the host's namespaces) and busybox sysctl, so any release does: pinned to current LTS /
+# stable releases so a node never pulls a moving tag.
+NSENTER_IMAGE = "ubuntu:24.04"
+SYSCTL_IMAGE = "alpine:3.22"
+INSTALLER_CPU = "150m"  # upstream's request for each installer / injector container
+
 # GKE multi-networking object names, as GKE's guides name them (pod annotations refer to them): TCPX/TCPXO GPU
 # NICs vpc1..vpcN; A3 Ultra / A4 the second gVNIC gvnic-1 and the RDMA NICs rdma-0..rdma-N.
 # https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
@@ -66,6 +101,17 @@ def _pool(plan: ClusterPlan, group: PlannedNodeGroup) -> PlannedPool:
 def tolerations(group: PlannedNodeGroup) -> list[dict[str, str]]:
     """Tolerations that let a pod (or a flavor's pods) onto the group's nodes: exactly its taints."""
     return [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints]
+
+
+def gke_accelerator(pool: PlannedPool) -> str:
+    """The pool's GKE accelerator type (the node pool's `--accelerator type=`, the gke-accelerator node label)."""
+    found = GKE_ACCELERATOR.get(pool.instance_type)
+    if found is None:
+        raise ValueError(
+            f"pool {pool.name}: aicluster knows no GKE accelerator type for {pool.instance_type} (it knows "
+            f"{', '.join(sorted(GKE_ACCELERATOR))}): use one of them, or scheduler kind slurm"
+        )
+    return found
 
 
 def _accelerator_tolerations(kube: PlannedKubernetes, kind: str = "gpu") -> list[dict[str, str]]:
@@ -320,6 +366,191 @@ def _gke_networks(plan: ClusterPlan) -> list[dict[str, Any]]:
     return objs
 
 
+def _tcpxo_installer(addon: PlannedAddon) -> dict[str, Any]:
+    # the pre-installation script, as upstream runs it in the host's namespaces (nsenter -at 1): open TCP in the host
+    # firewall, load import-helper, and bind-mount each aperture device (PCI 1ae0:0084) under /dev/aperture_devices
+    script = (
+        "/sbin/iptables -I INPUT -p tcp -m tcp -j ACCEPT && modprobe import-helper\n"
+        "sudo mkdir -p /dev/aperture_devices\n"
+        "while IFS= read -r line; do\n"
+        "  BDF=$( echo \"$line\" | awk '{print $1}' );\n"
+        '  target_aperture_path="/dev/aperture_devices/$BDF"\n'
+        '  host_aperture_device=$(readlink -f "/sys/bus/pci/devices/$BDF");\n'
+        "  sudo mkdir -p $target_aperture_path;\n"
+        "  sudo umount -R $target_aperture_path;\n"
+        "  sudo mount --bind $host_aperture_device $target_aperture_path;\n"
+        "done < <(lspci -nn -D | grep '1ae0:0084')\n"
+        "if [ -d /dev/aperture_devices ]; then\n"
+        "    chmod -R a+r /dev/aperture_devices/\n"
+        "    chmod a+rw /dev/aperture_devices/*/resource*\n"
+        "fi\n"
+    )
+    install = (
+        "set -ex\n"
+        "chmod 755 /scripts/container_entry.sh\n"
+        "/scripts/container_entry.sh install --install-nccl\n"
+        "mkdir -p /usr/local/nvidia/lib64\n"
+        "cp -r /var/lib/tcpxo/lib64/. /usr/local/nvidia/lib64\n"
+        'echo "installation finishes"\n'
+    )
+    return {
+        "volumes": [
+            {"name": "var-lib", "hostPath": {"path": "/var/lib"}},
+            {"name": "tcpxo", "hostPath": {"path": "/var/lib/tcpxo"}},
+            {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin"}},
+        ],
+        "initContainers": [
+            {
+                "name": "pre-installation",
+                "image": NSENTER_IMAGE,
+                "securityContext": {"privileged": True},
+                "command": ["nsenter", "-at", "1", "--", "sh", "-c", script],
+            },
+            {
+                "name": "nccl-tcpxo-installer",
+                "image": f"{TCPXO_PLUGIN_IMAGE}:{addon.version}",
+                "resources": {"requests": {"cpu": INSTALLER_CPU}},
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    {"name": "var-lib", "mountPath": "/var/lib"},
+                    {"name": "library-dir-host", "mountPath": "/usr/local"},
+                ],
+                "command": ["/bin/sh", "-c"],
+                "args": [install],
+            },
+        ],
+        "containers": [{"name": "pause", "image": GKE_PAUSE_IMAGE}],
+    }
+
+
+def _rdma_installer(addon: PlannedAddon) -> dict[str, Any]:
+    # the RDMA NICs' addresses are answered on other NICs by design; upstream keeps the kernel from logging them
+    martians = "".join(f"sysctl -w net.ipv4.conf.gpu{i}rdma0.log_martians=0\n" for i in range(8))
+    install = (
+        "set -ex\n"
+        "/scripts/container_entry.sh install --install-nccl\n"
+        "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
+        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
+        'echo "installation finishes"\n'
+    )
+    return {
+        "volumes": [
+            {
+                "name": "library-dir-host",
+                "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64", "type": "DirectoryOrCreate"},
+            },
+            {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}},
+        ],
+        "initContainers": [
+            {
+                "name": "disable-log-martian",
+                "image": SYSCTL_IMAGE,
+                "securityContext": {"privileged": True},
+                "command": ["/bin/sh"],
+                "args": ["-c", martians],
+            },
+            {
+                "name": "nccl-rdma-installer",
+                "image": f"{GIB_PLUGIN_IMAGE}:{addon.version}",
+                "resources": {"requests": {"cpu": INSTALLER_CPU}},
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    {"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
+                    {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"},
+                ],
+                "command": ["/bin/sh", "-c"],
+                "args": [install],
+            },
+        ],
+        "containers": [{"name": "pause", "image": GKE_PAUSE_IMAGE}],
+    }
+
+
+def _nri_device_injector(addon: PlannedAddon) -> dict[str, Any]:
+    # upstream pins the image by digest only; it also declares a hostPath volume of / that no container mounts,
+    # left out here (an unmounted host root is only a policy finding)
+    sep = "@" if addon.version.startswith("sha256:") else ":"
+    return {
+        "volumes": [
+            {"name": "nri", "hostPath": {"path": "/var/run/nri"}},
+            {"name": "dev", "hostPath": {"path": "/dev"}},
+        ],
+        "containers": [
+            {
+                "name": "device-injector",
+                "image": f"{NRI_INJECTOR_IMAGE}{sep}{addon.version}",
+                "resources": {"requests": {"cpu": INSTALLER_CPU}},
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    {"name": "dev", "mountPath": "/dev"},
+                    {"name": "nri", "mountPath": "/var/run/nri"},
+                ],
+            }
+        ],
+    }
+
+
+MANIFEST_PODS = {
+    "nccl-tcpxo-installer": _tcpxo_installer,
+    "nri-device-injector": _nri_device_injector,
+    "nccl-rdma-installer": _rdma_installer,
+}
+# upstream's object names (the TCPXO workload guides refer to the DaemonSets by them)
+MANIFEST_NAMES = {"nri-device-injector": "device-injector"}
+
+
+def manifest_objects(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, Any]]:
+    """The objects of manifest add-on `addon`: one DaemonSet, as upstream's manifest has it (host network and PID,
+    system-node-critical, the pinned images, upstream's host paths and commands), in the add-on's namespace, on the
+    nodes whose GKE accelerator is one of the node groups that need it (pools of the add-on's fabric), tolerating
+    their GPU taint."""
+    kube = _kube(plan)
+    if addon.kind != "manifest" or addon.id not in MANIFEST_PODS:
+        raise ValueError(f"add-on {addon.id!r} is not a manifest aicluster knows how to render")
+    fabric = MANIFEST_FABRICS[addon.id]
+    groups = [g for g in kube.node_groups if _pool(plan, g).fabric == fabric]
+    accelerators = sorted({gke_accelerator(_pool(plan, g)) for g in groups})
+    if not accelerators:
+        return []
+    name = MANIFEST_NAMES.get(addon.id, addon.id)
+    selector = {"k8s-app": name}
+    tolerations = [
+        {"key": t.key, "operator": "Exists", "effect": t.effect}
+        for t in {(t.key, t.effect): t for g in groups for t in g.taints}.values()
+    ]
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": GKE_ACCELERATOR_LABEL, "operator": "In", "values": accelerators}]}
+                ]
+            }
+        }
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": _meta(name, addon.namespace, **selector),
+            "spec": {
+                "selector": {"matchLabels": selector},
+                "updateStrategy": {"type": "RollingUpdate"},
+                "template": {
+                    "metadata": {"labels": {"name": name, **selector}},
+                    "spec": {
+                        "priorityClassName": "system-node-critical",
+                        "affinity": affinity,
+                        "tolerations": tolerations,
+                        "hostNetwork": True,
+                        "hostPID": True,
+                        **MANIFEST_PODS[addon.id](addon),
+                    },
+                },
+            },
+        }
+    ]
+
+
 def kubernetes_objects(plan: ClusterPlan) -> list[dict[str, Any]]:
     """Every object aicluster applies to the cluster besides the Helm releases, in apply order."""
     kube = _kube(plan)
@@ -328,6 +559,9 @@ def kubernetes_objects(plan: ClusterPlan) -> list[dict[str, Any]]:
     if kube.service == "aks" and any(a.id == "network-operator" for a in kube.addons):
         objs.append(_nic_cluster_policy())
     objs += _gke_networks(plan)
+    for addon in kube.addons:
+        if addon.kind == "manifest":
+            objs += manifest_objects(plan, addon)
     return objs
 
 

@@ -36,6 +36,7 @@ import pulumi_gcp as gcp
 import yaml
 
 from aicluster.plan import ClusterPlan, PlannedNodeGroup, PlannedPool, Taint, gcp_labels
+from aicluster.render.kubernetes import gke_accelerator
 
 from .gpu_pool import RESERVATION_KEY, SCOPES
 
@@ -48,18 +49,6 @@ SECRETS_KEY_ROTATION = "7776000s"  # 90 days
 LOG_COMPONENTS = ["SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "WORKLOADS"]
 RELEASE_CHANNEL = {"standard": "REGULAR", "extended": "EXTENDED"}
 TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
-# The GKE accelerator type of each GPU machine type (the `--accelerator type=` value and the
-# `cloud.google.com/gke-accelerator` node label): "NVIDIA B200 GPUs (corresponding to the nvidia-b200
-# accelerator type and A4 machine series), NVIDIA H200 141 GB GPUs (nvidia-h200-141gb, A3 Ultra), NVIDIA H100
-# 80 GB GPUs (nvidia-h100-80gb, A3 High), NVIDIA H100 80GB Mega GPUs (nvidia-h100-mega-80gb, A3 Mega)" -- GKE,
-# "Run GPUs in Standard node pools", https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (retrieved
-# 2026-11-24). It belongs in the catalog's GCP instance types; until it is there, an unlisted type is refused.
-GKE_ACCELERATOR = {
-    "a4-highgpu-8g": "nvidia-b200",
-    "a3-ultragpu-8g": "nvidia-h200-141gb",
-    "a3-highgpu-8g": "nvidia-h100-80gb",
-    "a3-megagpu-8g": "nvidia-h100-mega-80gb",
-}
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
 NODE_ROLE = "roles/container.defaultNodeServiceAccount"  # logs, metrics and image pulls for a custom node account
@@ -144,16 +133,6 @@ def kubeconfig(cluster: str, endpoint: str, ca_certificate: str) -> str:
         },
         sort_keys=False,
     )
-
-
-def gke_accelerator(pool: PlannedPool) -> str:
-    found = GKE_ACCELERATOR.get(pool.instance_type)
-    if found is None:
-        raise ValueError(
-            f"pool {pool.name}: aicluster knows no GKE accelerator type for {pool.instance_type} (it knows "
-            f"{', '.join(sorted(GKE_ACCELERATOR))}): use one of them, or scheduler kind slurm"
-        )
-    return found
 
 
 def taints(group: PlannedNodeGroup) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:

@@ -124,3 +124,23 @@ def test_gke_networks_take_the_clouds_vpc_names() -> None:
     assert len(params) == 8
     releases = {r.inputs["name"] for r in of_type(capture, RELEASE)}
     assert releases == {"kueue", "jobset"}  # GKE manages the GPU driver; no GPU Operator
+
+
+def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> None:
+    plan = stack_plan("gke-a3mega")
+
+    def program() -> None:
+        KubernetesAddons("gke", {"plan": plan, "kubeconfig": pulumi.Output.secret(KUBECONFIG)})
+
+    capture = run(program, "aicluster", "test")
+    (provider,) = of_type(capture, "pulumi:providers:kubernetes")
+    daemonsets = {r.inputs["metadata"]["name"]: r for r in of_type(capture, "kubernetes:apps/v1:DaemonSet")}
+    expected = {o["metadata"]["name"]: o for o in kubernetes_objects(plan) if o["kind"] == "DaemonSet"}
+    assert set(daemonsets) == set(expected) == {"nccl-tcpxo-installer", "device-injector"}
+    for name, r in daemonsets.items():
+        assert r.provider is not None
+        assert r.provider.startswith(provider.urn)
+        assert r.inputs["metadata"]["namespace"] == "kube-system"
+        assert r.inputs["spec"] == expected[name]["spec"]
+    # a manifest add-on is no Helm release
+    assert {r.inputs["name"] for r in of_type(capture, RELEASE)} == {"kueue", "jobset"}

@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.render.kubernetes import (
@@ -30,11 +31,13 @@ from aicluster.render.kubernetes import (
     helm_values,
     installed_by,
     kubernetes_objects,
+    manifest_objects,
     nccl_transport,
     queued_resources,
 )
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import KUBERNETES_STACKS, ROOT
+from tests.helpers import gcp_cluster, gcp_pool, plan_of
 
 SCHEMAS = ROOT.parent.parent / "shared" / "k8s-schemas"
 if not SCHEMAS.is_dir():
@@ -134,8 +137,9 @@ def walk(values: Any, chart: Any, path: str = "") -> list[str]:
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
 def test_core_objects_validate_against_the_clusters_kubernetes_version(stack: str) -> None:
     plan = stack_plan(stack)
-    core = [o for o in kubernetes_objects(plan) if "/" not in o["apiVersion"] or o["apiVersion"] == "v1"]
-    assert {o["kind"] for o in core} == {"Namespace"}
+    core = [o for o in kubernetes_objects(plan) if o["apiVersion"] in ("v1", "apps/v1")]
+    assert {o["kind"] for o in core} <= {"Namespace", "DaemonSet"}
+    assert "Namespace" in {o["kind"] for o in core}
     for obj in core:
         kubernetes_validate.validate(obj, kube_version(plan), strict=True)
 
@@ -179,6 +183,8 @@ def test_helm_values_keys_exist_in_the_chart(stack: str) -> None:
     plan = stack_plan(stack)
     assert plan.kubernetes is not None
     for addon in plan.kubernetes.addons:
+        if addon.kind != "helm":
+            continue  # manifests are rendered as objects (manifest_objects)
         values = helm_values(plan, addon)
         if addon.id in CHART_VALUES:
             chart = yaml.safe_load((SCHEMAS / CHART_VALUES[addon.id]).read_text(encoding="utf-8"))
@@ -502,3 +508,116 @@ def test_busbw_gate_reads_the_largest_size_out_of_place(
     proc = subprocess.run(["bash", "-c", busbw_gate(str(log))], env=env, capture_output=True, text=True, check=False)
     assert (proc.returncode == 0) is passes, proc.stdout + proc.stderr
     assert proc.stdout.startswith("acceptance: " + ("ok" if passes else "FAIL"))
+
+
+# ------------------------------------------------------------------------------------------ GKE manifest add-ons
+
+
+def _a3_ultra(catalog: Catalog) -> ClusterPlan:
+    pool = gcp_pool(name="h200", instance_type="a3-ultragpu-8g", zone="us-central1-b", nodes=4)
+    return plan_of(catalog, gcp_cluster(storage=[], scheduler={"kind": "kubernetes", "version": "1.35"}, pools=[pool]))
+
+
+def _daemonsets(plan: ClusterPlan) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in kubernetes_objects(plan) if o["kind"] == "DaemonSet"}
+
+
+def _ds_pod(ds: dict[str, Any]) -> dict[str, Any]:
+    pod: dict[str, Any] = ds["spec"]["template"]["spec"]
+    return pod
+
+
+def _images(ds: dict[str, Any]) -> list[str]:
+    pod = _ds_pod(ds)
+    return [c["image"] for c in [*pod.get("initContainers", []), *pod["containers"]]]
+
+
+def test_a3_mega_gets_the_tcpxo_installer_and_the_nri_injector() -> None:
+    plan = stack_plan("gke-a3mega")
+    assert plan.kubernetes is not None
+    manifests = {a.id: a for a in plan.kubernetes.addons if a.kind == "manifest"}
+    assert set(manifests) == {"nccl-tcpxo-installer", "nri-device-injector"}
+    ds = _daemonsets(plan)
+    assert set(ds) == {"nccl-tcpxo-installer", "device-injector"}  # upstream's names
+    tcpxo = manifests["nccl-tcpxo-installer"]
+    pod = _ds_pod(ds["nccl-tcpxo-installer"])
+    installer = next(c for c in pod["initContainers"] if c["name"] == "nccl-tcpxo-installer")
+    assert installer["image"].endswith(f"/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:{tcpxo.version}")
+    # the plugin on the host and the acceptance pods' plugin + RxDM come from one TCPXO release
+    assert installer["image"] == nccl_transport(plan, plan.kubernetes.node_groups[0]).image
+    assert "/scripts/container_entry.sh install --install-nccl" in installer["args"][0]
+    # the plugin lands where GKE's GPU pods find the driver libraries: /home/kubernetes/bin/nvidia/lib64
+    assert {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]} == {
+        "var-lib": "/var/lib",
+        "tcpxo": "/var/lib/tcpxo",
+        "library-dir-host": "/home/kubernetes/bin",
+    }
+    assert {m["mountPath"] for m in installer["volumeMounts"]} == {"/var/lib", "/usr/local"}
+    pre = next(c for c in pod["initContainers"] if c["name"] == "pre-installation")
+    assert pre["command"][:5] == ["nsenter", "-at", "1", "--", "sh"]
+    assert "1ae0:0084" in pre["command"][-1]  # the aperture devices the plugin maps
+    nri = _ds_pod(ds["device-injector"])
+    assert _images(ds["device-injector"]) == [
+        f"gcr.io/gke-release/nri-device-injector@{manifests['nri-device-injector'].version}"
+    ]
+    assert {v["hostPath"]["path"] for v in nri["volumes"]} == {"/dev", "/var/run/nri"}
+    for obj in ds.values():
+        assert obj["metadata"]["namespace"] == "kube-system"
+        terms = _ds_pod(obj)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert terms["nodeSelectorTerms"] == [
+            {
+                "matchExpressions": [
+                    {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-h100-mega-80gb"]}
+                ]
+            }
+        ]
+        assert _ds_pod(obj)["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        assert _ds_pod(obj)["hostNetwork"] is True
+        assert _ds_pod(obj)["hostPID"] is True
+        assert obj["spec"]["selector"]["matchLabels"].items() <= obj["spec"]["template"]["metadata"]["labels"].items()
+        # every image is pinned: a tag other than latest, or a digest
+        for image in _images(obj):
+            assert "@sha256:" in image or (":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest")), image
+
+
+def test_a3_ultra_gets_the_rdma_installer_only(catalog: Catalog) -> None:
+    plan = _a3_ultra(catalog)
+    assert plan.kubernetes is not None
+    assert [a.id for a in plan.kubernetes.addons if a.kind == "manifest"] == ["nccl-rdma-installer"]
+    (ds,) = _daemonsets(plan).values()
+    assert ds["metadata"]["name"] == "nccl-rdma-installer"
+    pod = _ds_pod(ds)
+    expr = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert expr[0]["matchExpressions"][0]["values"] == ["nvidia-h200-141gb"]
+    rdma = next(a for a in plan.kubernetes.addons if a.id == "nccl-rdma-installer")
+    installer = next(c for c in pod["initContainers"] if c["name"] == "nccl-rdma-installer")
+    assert installer["image"].endswith(f"/gpudirect-gib/nccl-plugin-gib:{rdma.version}")
+    assert {v["hostPath"]["path"] for v in pod["volumes"]} == {
+        "/home/kubernetes/bin/nvidia/lib64",
+        "/home/kubernetes/bin/gib",
+    }
+    martians = next(c for c in pod["initContainers"] if c["name"] == "disable-log-martian")
+    assert martians["args"][1].count("log_martians=0") == 8  # gpu0rdma0 .. gpu7rdma0
+    kubernetes_validate.validate(ds, kube_version(plan), strict=True)
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_manifest_daemonsets_validate_strictly(stack: str) -> None:
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    for addon in plan.kubernetes.addons:
+        if addon.kind == "manifest":
+            objs = manifest_objects(plan, addon)
+            assert objs, addon.id
+            for obj in objs:
+                kubernetes_validate.validate(obj, kube_version(plan), strict=True)
+    if plan.kubernetes.service != "gke":
+        assert not _daemonsets(plan)  # EKS and AKS get their fabric plugins from Helm charts
+
+
+def test_manifest_objects_refuse_a_helm_addon() -> None:
+    plan = stack_plan("gke-a3mega")
+    assert plan.kubernetes is not None
+    kueue = next(a for a in plan.kubernetes.addons if a.id == "kueue")
+    with pytest.raises(ValueError, match="not a manifest"):
+        manifest_objects(plan, kueue)
