@@ -527,7 +527,9 @@ def _kubernetes_tables(plan: ClusterPlan) -> list[Table]:
     for col in ("add-on", "chart", "version", "namespace"):
         addons.add_column(col)
     for a in k.addons:
-        addons.add_row(escape(a.name), escape(f"{a.repository}/{a.chart}"), escape(a.version), escape(a.namespace))
+        # a chart as its repository names it; a manifest by its file (the catalog source has the commit and URL)
+        chart = f"{a.repository}/{a.chart}" if a.kind == "helm" else f"{a.chart} (manifest)"
+        addons.add_row(escape(a.name), escape(chart), escape(a.version), escape(a.namespace))
     return [cp, groups, addons]
 
 

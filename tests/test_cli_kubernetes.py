@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aicluster import discover, tune
+from aicluster import cli, discover, tune
 from aicluster.cli import main
 from aicluster.preview import plan_stack
 from aicluster.render import kubernetes as render
@@ -36,6 +36,12 @@ users:
 - name: eks-p5
   user: {{token: {TOKEN}}}
 """
+
+
+@pytest.fixture(autouse=True)
+def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test worker has no terminal: rich would wrap the tables at 80 columns and split the rows checked here."""
+    monkeypatch.setattr(cli.out, "width", 250)
 
 
 def _plan(stack: str) -> Any:
