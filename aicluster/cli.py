@@ -1116,6 +1116,23 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _print_warnings(plan)
         for line in tune.kubernetes_message(plan, stack.stack):
             out.print(escape(line))
+        given = [
+            flag
+            for flag, value in (
+                ("--limit", args.limit),
+                ("--tags", args.tags),
+                ("--check", args.check),
+                ("--hosts", args.hosts),
+                ("--discover", getattr(args, "discover", None)),
+                ("--playbook", args.playbook),
+                ("--extra-vars", args.extra_vars),
+            )
+            if value
+        ]
+        if given:
+            err.print(
+                f"note: {', '.join(given)} apply to the Ansible run, which a Kubernetes stack has none of: ignored"
+            )
         return EXIT_OK
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():

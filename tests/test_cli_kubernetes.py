@@ -376,3 +376,11 @@ def test_kubeconfig_refuses_the_outputs_of_another_cluster(tmp_path: Path, capsy
     assert "the outputs of cluster 'eks-p5', not of aks-nd" in err
     assert TOKEN not in err
     assert not target.exists()
+
+
+def test_tune_says_which_ansible_options_it_ignored(capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's trial: `tune gke-a3mega --check --tags acceptance` exited 0 without a word about the options."""
+    assert main(["tune", "gke-a3mega", "--check", "--tags", "acceptance"]) == 0
+    err = capsys.readouterr().err
+    assert "--tags, --check apply to the Ansible run" in err
+    assert "ignored" in err

@@ -83,6 +83,10 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             "node_groups": node_group_outputs(kube.node_groups, cluster.agent_pool_names),
         }
         outputs["kubeconfig"] = cluster.kubeconfig  # a secret
+        for pool in plan.pools:  # the stack outputs list every pool, here with its AKS agent pools
+            if pool.provider == "azure":
+                names = [cluster.agent_pool_names[g.name] for g in kube.node_groups if g.pool == pool.name]
+                outputs["pools"][pool.name] = pool_outputs(pool, agent_pool_names=names)
 
     for pool in plan.pools:
         if pool.provider != "azure" or aks:

@@ -202,3 +202,7 @@ def _build_gke(
         },
     }
     outputs["kubeconfig"] = gke.kubeconfig
+    for pool in plan.pools:  # the stack outputs list every pool, here with its GKE node pools
+        if pool.provider == "gcp":
+            names = [gke.node_pools[g.name] for g in kube.node_groups if g.pool == pool.name]
+            outputs["pools"][pool.name] = pool_outputs(pool, node_pool_names=names)
