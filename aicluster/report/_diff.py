@@ -318,7 +318,7 @@ def _group_figures(g: NodeGroup) -> list[tuple[str, str, float | None]]:
 
 
 def _addon_figures(a: Addon) -> list[tuple[str, str, float | None]]:
-    chart = f"{a.repository}/{a.chart}"
+    chart = a.where
     return [("chart", chart, None), ("version", a.version, None), ("namespace", a.namespace, None)]
 
 
@@ -375,7 +375,7 @@ def kubernetes_changes(base: PreviewDoc, head: PreviewDoc) -> list[KubernetesCha
             a = ah or ab
             assert a is not None
             status = "added" if ab is None else "removed"
-            line = f"{a.repository}/{a.chart} {a.version} in {a.namespace}"
+            line = f"{a.where} {a.version} in {a.namespace}"
             found.append(KubernetesChange(f"add-on {name}", status, (line,)))
             continue
         lines = _figure_changes(_addon_figures(ab), _addon_figures(ah))

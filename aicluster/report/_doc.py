@@ -154,6 +154,12 @@ class Addon:
     repository: str
     version: str
     namespace: str
+    kind: str = "helm"  # or "manifest": `repository` is then the manifest's URL and `chart` its file
+
+    @property
+    def where(self) -> str:
+        """A chart as its repository names it; a manifest by its file (its URL holds the pinned commit)."""
+        return f"{self.repository}/{self.chart}" if self.kind == "helm" else f"{self.chart} (manifest)"
 
 
 @dataclass(frozen=True)
@@ -464,6 +470,7 @@ def _kubernetes(r: _Reader) -> Kubernetes:
                 repository=a.text("repository"),
                 version=a.text("version"),
                 namespace=a.text("namespace"),
+                kind=a.optional_text("kind") or "helm",
             )
             for a in r.objs("addons")
         ),

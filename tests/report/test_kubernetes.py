@@ -42,7 +42,8 @@ def test_markdown_report_shows_the_control_plane_node_groups_and_addons(stack: s
         assert f"| {g.nodes:,} |" in row
         assert "nvidia.com/gpu=present:NoSchedule" in row or "google.com/tpu=present:NoSchedule" in row
     for a in k.addons:
-        assert f"| {a.name} | {a.repository}/{a.chart} | {a.version} | {a.namespace} |" in section
+        where = f"{a.repository}/{a.chart}" if a.kind == "helm" else f"{a.chart} (manifest)"
+        assert f"| {a.name} | {where} | {a.version} | {a.namespace} |" in section
     assert f"LocalQueue {k.namespace}/{k.local_queue}" in section
 
 
@@ -100,7 +101,8 @@ def test_html_report_shows_the_control_plane_node_groups_addons_and_queue(stack:
         per_node = "".join(f"{name}: {amount}" for name, amount in sorted(g.resources.items()))
         assert [g.name, g.pool, g.zone or "—", f"{g.nodes:,}", taints, per_node] in rows
     for a in k.addons:
-        assert [a.name, f"{a.repository}/{a.chart}", a.version, a.namespace] in rows
+        where = f"{a.repository}/{a.chart}" if a.kind == "helm" else f"{a.chart} (manifest)"
+        assert [a.name, where, a.version, a.namespace] in rows
     for t in k.topologies:
         assert [t.name, "".join(t.levels)] in rows
     assert f"ClusterQueue {k.cluster_queue}, LocalQueue {k.namespace}/{k.local_queue}" in text
