@@ -225,6 +225,34 @@ def require(browser: Path | None, in_ci: bool) -> Path:
     return browser
 
 
+def dom_check(text: str, script: str, check_id: str, width: int, tmp_path: Path) -> Any:
+    """Render a report in headless Chromium at `width` with `script` appended (the report's CSP would block it, so
+    it is lifted for the check only) and return the JSON the script writes into <pre id=check_id>."""
+    browser = require(find_chromium(), in_ci=os.environ.get("CI") == "true")
+    csp = '<meta http-equiv="Content-Security-Policy"'
+    assert csp in text
+    html = tmp_path / "report.html"
+    html.write_text(text.replace(csp, '<meta name="csp-off-for-the-check"').replace("</body>", script + "</body>"))
+    command = [
+        str(browser),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--window-size={width},2000",
+        "--dump-dom",
+        html.as_uri(),
+    ]
+    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
+    found = re.search(rf'<pre id="{check_id}">(.*?)</pre>', dom, re.S)
+    assert found, "the check did not run"
+    return json.loads(unescape(found.group(1)))
+
+
 def test_a_missing_browser_skips_locally_and_fails_in_ci() -> None:
     with pytest.raises(pytest.skip.Exception, match="apt-get install -y --no-install-recommends chromium"):
         require(None, in_ci=False)
@@ -305,7 +333,6 @@ document.body.appendChild(result);
 @pytest.mark.parametrize("width", [1400, 900, 375, 320])
 def test_no_headline_figure_is_clipped(failing_doc: dict[str, Any], tmp_path: Path, width: int) -> None:
     """A 2,496-node stack's $19,982,955.04/month lost its last digit at 1400 and 900 px (issue 13, #11)."""
-    browser = require(find_chromium(), in_ci=os.environ.get("CI") == "true")
     failing_doc["summary"].update(
         nodes=2496,
         gpus=19968,
@@ -318,28 +345,7 @@ def test_no_headline_figure_is_clipped(failing_doc: dict[str, Any], tmp_path: Pa
     )
     text = render(failing_doc, "html")
     assert "$19,982,955.04" in text
-    csp = '<meta http-equiv="Content-Security-Policy"'
-    assert csp in text
-    html = tmp_path / "report.html"
-    html.write_text(text.replace(csp, '<meta name="csp-off-for-the-check"').replace("</body>", CLIP_CHECK + "</body>"))
-    command = [
-        str(browser),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--window-size={width},2000",
-        "--dump-dom",
-        html.as_uri(),
-    ]
-    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
-    found = re.search(r'<pre id="clip-check">(.*?)</pre>', dom, re.S)
-    assert found, "the check did not run"
-    assert json.loads(unescape(found.group(1))) == []
+    assert dom_check(text, CLIP_CHECK, "clip-check", width, tmp_path) == []
 
 
 def test_findings_of_one_cause_are_one_row_naming_every_resource() -> None:

@@ -5,10 +5,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
-import re
-import subprocess
-from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +15,7 @@ from aicluster.report import diff_markdown, render
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import KUBERNETES_STACKS, ROOT
 from tests.report.previews import PASSING
-from tests.report.test_html import Page, find_chromium, require
+from tests.report.test_html import Page, dom_check
 
 
 def _doc(stack: str) -> tuple[dict[str, Any], Any]:
@@ -174,30 +170,9 @@ document.body.appendChild(result);
 @pytest.mark.parametrize("stack", ["eks-p5", "aks-nd-h100"])
 @pytest.mark.parametrize("width", [1400, 900, 375, 320])
 def test_kubernetes_section_is_readable_in_headless_chromium(stack: str, width: int, tmp_path: Path) -> None:
-    browser = require(find_chromium(), in_ci=os.environ.get("CI") == "true")
     doc, k = _doc(stack)
     text = render(doc, "html")
-    csp = '<meta http-equiv="Content-Security-Policy"'
-    html = tmp_path / "report.html"
-    html.write_text(text.replace(csp, '<meta name="csp-off-for-the-check"').replace("</body>", K8S_CHECK + "</body>"))
-    command = [
-        str(browser),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--window-size={width},2000",
-        "--dump-dom",
-        html.as_uri(),
-    ]
-    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
-    found = re.search(r'<pre id="k8s-check">(.*?)</pre>', dom, re.S)
-    assert found, "the check did not run"
-    result = json.loads(unescape(found.group(1)))
+    result = dom_check(text, K8S_CHECK, "k8s-check", width, tmp_path)
     assert result["problems"] == []
     assert result["cells"] >= 6 * len(k.node_groups) + 4 * len(k.addons)
     # a phone gets each row as label: value lines, a wide screen the table with its header

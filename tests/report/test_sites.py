@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import subprocess
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ import pytest
 
 from aicluster.report import diff_markdown, render
 from tests.report.previews import fabric, onprem, rack
-from tests.report.test_html import Page, find_chromium, require
+from tests.report.test_html import Page, dom_check
 
 
 @pytest.fixture
@@ -254,30 +252,9 @@ document.body.appendChild(result);
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 900, 375, 320])
 def test_rack_picture_is_readable_in_headless_chromium(site_doc: dict[str, Any], tmp_path: Path, width: int) -> None:
-    browser = require(find_chromium(), in_ci=os.environ.get("CI") == "true")
     site_doc["sites"][0]["racks"][2] = rack("row7-rack-with-a-long-name", 51.25, nodes=5)
     text = render(site_doc, "html")
-    csp = '<meta http-equiv="Content-Security-Policy"'
-    html = tmp_path / "report.html"
-    html.write_text(text.replace(csp, '<meta name="csp-off-for-the-check"').replace("</body>", RACK_CHECK + "</body>"))
-    command = [
-        str(browser),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--window-size={width},2000",
-        "--dump-dom",
-        html.as_uri(),
-    ]
-    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
-    found = re.search(r'<pre id="rack-check">(.*?)</pre>', dom, re.S)
-    assert found, "the check did not run"
-    result = json.loads(unescape(found.group(1)))
+    result = dom_check(text, RACK_CHECK, "rack-check", width, tmp_path)
     assert result["problems"] == []
     racks = result["racks"]
     assert len(racks) == 32
