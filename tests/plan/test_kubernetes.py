@@ -195,3 +195,12 @@ def test_storage_in_a_kubernetes_stack_warns_about_csi(catalog: Catalog) -> None
 def test_system_namespaces_are_refused_for_the_jobs(catalog: Catalog, namespace: str) -> None:
     found = plan_problems(catalog, cluster(storage=[], scheduler={**K8S, "namespace": namespace}))
     assert any(f'scheduler.namespace: got "{namespace}"' in f and "pick your own name" in f for f in found), found
+
+
+def test_the_slurm_paths_fabric_checks_hold_for_node_groups(catalog: Catalog) -> None:
+    """Node groups come from the same planned pools: an EFA pool without a zone is refused on Kubernetes too."""
+    slurm = plan_problems(catalog, cluster(storage=[], pools=[pool(zone=None)]))
+    kube = plan_problems(catalog, cluster(storage=[], scheduler=K8S, pools=[pool(zone=None)]))
+    efa = [p for p in slurm if "pools[0].zone" in p and "EFA" in p]
+    assert efa
+    assert efa == [p for p in kube if "pools[0].zone" in p and "EFA" in p]
