@@ -1601,6 +1601,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write it to FILE, mode 0600 (default: .work/STACK/nccl-acceptance.yaml; never stdout: it holds a key)",
     )
+    from .commands import COMMANDS
+
+    for command in COMMANDS:
+        command.add_arguments(add(command.NAME, command.run, command.HELP, stack=command.STACK))
     p = add("schema", cmd_schema, "print the JSON schema of aicluster:cluster", stack=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE")
     add("stacks", cmd_stacks, "list the stacks of the project", stack=False)

@@ -46,8 +46,11 @@ def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
         pytest.param("aicluster/stackfile.py", ("aicluster.spec",), id="stackfile-reads-files-into-the-spec"),
         pytest.param(
             "aicluster/plan",
-            ("aicluster.plan", "aicluster.providers", "aicluster.spec", "aicluster.catalog"),
+            ("aicluster.plan", "aicluster.providers", "aicluster.spec", "aicluster.catalog", "aicluster.sizing"),
             id="plan",
+        ),
+        pytest.param(
+            "aicluster/sizing", ("aicluster.sizing", "aicluster.spec", "aicluster.catalog"), id="sizing-is-pure"
         ),
         pytest.param(
             "aicluster/providers",
