@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from aicluster.catalog import CpuTopology
 from aicluster.catalog.pricing import Price
+from aicluster.sizing.models import WorkloadEstimate
 from aicluster.spec import Access, Budgets, Compliance, Market, Pricing
 
 from .fabric import PlannedFabric
@@ -487,6 +488,8 @@ class ClusterPlan(_Plan):
     vpns: tuple[PlannedVpn, ...] = ()
     # scheduler kind kubernetes: the managed control plane (the controller is then None)
     kubernetes: PlannedKubernetes | None = None
+    # the stack's workloads sized on their pools (aicluster/sizing), in stack order
+    workloads: tuple[WorkloadEstimate, ...] = ()
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)

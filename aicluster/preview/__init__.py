@@ -112,6 +112,8 @@ class Preview:
             "sites": [site.model_dump(mode="json") for site in p.sites],
             # a Kubernetes stack's control plane, node groups, add-ons and Kueue, as the plan has them; None: Slurm
             "kubernetes": p.kubernetes.model_dump(mode="json") if p.kubernetes is not None else None,
+            # what each workload of the stack needs and gets (aicluster/sizing: WorkloadEstimate), in stack order
+            "workloads": [w.model_dump(mode="json") for w in p.workloads],
             "resources": [r.to_json() for r in self.capture.resources],
             "outputs": _outputs_json(self.capture.outputs),
             "warnings": list(p.warnings),
