@@ -78,7 +78,8 @@ def test_markdown_says_why_a_workload_does_not_fit_and_shows_its_closest_layout(
     big = section[section.index("### llama-405b") : section.index("### mixtral-47b")]
     assert f"**Does not fit:** {not_fitting().reason}" in big
     assert "| Memory per GPU (closest layout) |" in big
-    assert "| TP 8 x PP 4 x DP 1 | 25.3 GB | 25.3 GB | 151.9 GB | 6.0 GB | 5.0 GB | 213.5 of 80.0 GB: does not fit |" in big
+    closest = "| TP 8 x PP 4 x DP 1 | 25.3 GB | 25.3 GB | 151.9 GB | 6.0 GB | 5.0 GB | 213.5 of 80.0 GB: does not fit |"
+    assert closest in big
     assert "| Layout considered | Memory per GPU | Step time | Why it lost |" in big
     assert "Failures and checkpoints" not in big  # nothing runs, so nothing fails
 
@@ -143,7 +144,8 @@ def test_hostile_workload_strings_are_text_in_html() -> None:
     # the name is also the bar's accessible name, escaped as an attribute value
     assert 'aria-label="&lt;script&gt;alert(1)&lt;/script&gt;|*bold*' in section
     # anchors are numbered, never made from the name
-    assert 'id="workload-1"' in section and 'href="#workload-1"' in section
+    assert 'id="workload-1"' in section
+    assert 'href="#workload-1"' in section
 
 
 def test_hostile_workload_strings_are_text_in_markdown() -> None:
@@ -237,16 +239,19 @@ def test_every_chart_has_a_data_table_and_a_legend_in_words() -> None:
     section = _html_section(text)
     rows = Page(section).rows
     assert ["llama-8b", "8.0 GB", "8.0 GB", "3.0 GB", "30.0 GB", "5.0 GB", "54.0 of 80.0 GB"] in rows
-    assert ["llama-405b", "25.3 GB", "25.3 GB", "151.9 GB", "6.0 GB", "5.0 GB", "213.5 of 80.0 GB: does not fit (closest layout)"] in rows
+    closest = "213.5 of 80.0 GB: does not fit (closest layout)"
+    assert ["llama-405b", "25.3 GB", "25.3 GB", "151.9 GB", "6.0 GB", "5.0 GB", closest] in rows
     assert ["mixtral-47b", "3.23 s", "0.35 s", "0.25 s", "0.90 s", "0.60 s", "5.33 s", "24.2%"] in rows
     assert ["llama-8b", "47.7", "30.0", "51", "36,671"] in rows
     assert ["mixtral-47b", "unpriced", "26.27 MWh", "32"] in rows
-    for label in ("Parameters", "Gradients", "Optimizer states", "Activations", "Overhead", "mark: the GPU&#39;s memory"):
+    parts = ("Parameters", "Gradients", "Optimizer states", "Activations", "Overhead")
+    for label in (*parts, "mark: the GPU&#39;s memory"):
         assert f"</svg>{label}</span>" in section
     assert section.count('<figure class="wchart"') == 4
     assert section.count("<title>") >= section.count('role="img"')
     # the parts' fills are patterns as well as colours, so the bars read in grey
-    assert 'fill="url(#wl-fill-gradients)"' in section and '<pattern id="wl-fill-gradients"' in section
+    assert 'fill="url(#wl-fill-gradients)"' in section
+    assert '<pattern id="wl-fill-gradients"' in section
 
 
 def test_workload_details_in_html() -> None:
@@ -264,7 +269,8 @@ def test_workload_details_in_html() -> None:
         "Days to train against the target",
         "Cost of the run, $",
     ]
-    assert "Runners-up" in headings and "Layouts considered" in headings
+    assert "Runners-up" in headings
+    assert "Layouts considered" in headings
 
 
 # -- JSON ---------------------------------------------------------------------------------------------------------
@@ -380,7 +386,8 @@ for (const b of bars)
   if (b.width < 60 || b.height < 4 || b.left < -0.5 || b.right > view + 0.5)
     problems.push(`bar ${b.left.toFixed(1)}-${b.right.toFixed(1)} x ${b.height.toFixed(1)}`);
 for (const wrap of section.querySelectorAll('.wide'))
-  if (wrap.scrollWidth > wrap.clientWidth + 0.5) problems.push(`table scrolls: ${wrap.scrollWidth} > ${wrap.clientWidth}`);
+  if (wrap.scrollWidth > wrap.clientWidth + 0.5)
+    problems.push(`table scrolls: ${wrap.scrollWidth} > ${wrap.clientWidth}`);
 let texts = 0;
 for (const el of section.querySelectorAll('td, th, .wbar .name, .wbar .value, .legend .key, h3, h4, p')) {
   const head = el.closest('thead');
