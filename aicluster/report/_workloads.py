@@ -305,10 +305,14 @@ class StackedChart:
     bar: int = BAR
 
 
+Parts = Sequence[tuple[str, str, float]]
+Row = tuple[str, Parts | None, str, float | None]  # label, parts (None: no figure), the text beside, the mark
+
+
 def stacked_chart(
     chart_id: str,
     title: str,
-    rows: Sequence[tuple[str, Sequence[tuple[str, str, float]] | None, str, float | None]],
+    rows: Sequence[Row],
     fmt: Callable[[float], str],
     legend: Sequence[tuple[str, str]],
     mark_label: str = "",
@@ -340,7 +344,7 @@ def stacked_chart(
 
 
 def memory_chart(workloads: Sequence[Workload]) -> StackedChart:
-    rows = []
+    rows: list[Row] = []
     for w in workloads:
         shown = shown_memory(w)
         if shown is None:
@@ -360,7 +364,7 @@ def memory_chart(workloads: Sequence[Workload]) -> StackedChart:
 
 
 def step_chart(workloads: Sequence[Workload]) -> StackedChart:
-    rows = []
+    rows: list[Row] = []
     for w in workloads:
         s = w.chosen.step if w.chosen else None
         if s is None:
@@ -371,7 +375,7 @@ def step_chart(workloads: Sequence[Workload]) -> StackedChart:
 
 
 def days_chart(workloads: Sequence[Workload]) -> StackedChart:
-    rows = []
+    rows: list[Row] = []
     for w in workloads:
         if w.days is None:
             rows.append((w.name, None, "does not fit", w.target_days))
@@ -381,9 +385,9 @@ def days_chart(workloads: Sequence[Workload]) -> StackedChart:
 
 
 def cost_chart(workloads: Sequence[Workload]) -> StackedChart:
-    rows = []
+    rows: list[Row] = []
     for w in workloads:
-        parts = None if w.cost_usd is None else [("cost", "Cost", w.cost_usd)]
+        parts: Parts | None = None if w.cost_usd is None else [("cost", "Cost", w.cost_usd)]
         rows.append((w.name, parts, cost_text(w) if w.days is not None else "does not fit", None))
     return stacked_chart("cost-chart", "Cost of the run, $", rows, usd, [("cost", "Cost")])
 

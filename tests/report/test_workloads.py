@@ -16,7 +16,17 @@ import pytest
 from aicluster.report import diff_markdown, render
 from tests.report.previews import PASSING
 from tests.report.test_html import Page, dom_check
-from tests.report.workloads import H100, all_four, fitting, no_parallel_fs, not_fitting, unpriced, with_workloads
+from tests.report.workloads import (
+    H100,
+    all_four,
+    days_of,
+    fitting,
+    no_parallel_fs,
+    not_fitting,
+    step_of,
+    unpriced,
+    with_workloads,
+)
 
 TRACK = 400  # SVG units of a workload bar's track (aicluster.report._workloads.TRACK)
 
@@ -37,12 +47,13 @@ def _html_section(text: str) -> str:
 def test_markdown_summary_row_per_workload() -> None:
     w = fitting()
     section = _md_section(render(all_four(), "md"))
-    days = w.steps * w.chosen.step.total_s / 86400  # type: ignore[union-attr]
+    days = w.steps * step_of(w).total_s / 86400
     assert f"{days:.1f}" == "47.7"
-    cost = w.gpu_hours / 8 * 160877.4 / 730 / 4  # type: ignore[operator]
+    assert w.gpu_hours is not None
+    cost = w.gpu_hours / 8 * 160877.4 / 730 / 4
     assert (
         f"| llama-8b | fits | TP 2 x PP 1 x DP 16 | 54.0 of 80.0 GB | 8.65 s | 47.7 days (target 30.0: over by 17.7) "
-        f"| {round(w.gpu_hours):,} | ${cost:,.2f} | 53.30 MWh | 99.3% |" in section  # type: ignore[arg-type]
+        f"| {round(w.gpu_hours):,} | ${cost:,.2f} | 53.30 MWh | 99.3% |" in section
     )
     assert "| llama-405b | **does not fit** | — | — | — | — | — | — | — | — |" in section
     assert "| mixtral-47b | fits | TP 2 x PP 4 x DP 4 x EP 4 | 68.2 of 80.0 GB |" in section
@@ -212,8 +223,7 @@ def itertools_accumulate(xs: list[float]) -> list[float]:
 def test_step_days_and_cost_charts() -> None:
     page = Page(render(all_four(), "html"))
     step = _bars(_chart(page, "step-chart"))
-    moe = unpriced().chosen.step  # type: ignore[union-attr]
-    llama = fitting().chosen.step  # type: ignore[union-attr]
+    moe, llama = step_of(unpriced()), step_of(fitting())
     scale = TRACK / llama.total_s  # the slowest step spans the track
     assert [p[0] for p in step[2]["parts"]] == ["compute", "tensor", "data", "bubble", "expert"]
     assert sum(p[2] for p in step[2]["parts"]) == pytest.approx(moe.total_s * scale, abs=0.05)
@@ -222,8 +232,8 @@ def test_step_days_and_cost_charts() -> None:
 
     days = _bars(_chart(page, "days-chart"))
     w = fitting()
-    top = max(w.days, 60.0)  # type: ignore[type-var]  # the 405B's target of 60 days is the largest figure
-    assert days[0]["parts"][0][2] == pytest.approx(w.days * TRACK / top, abs=0.01)  # type: ignore[operator]
+    top = max(days_of(w), 60.0)  # the 405B's target of 60 days is the largest figure
+    assert days[0]["parts"][0][2] == pytest.approx(days_of(w) * TRACK / top, abs=0.01)
     assert days[0]["mark"] == pytest.approx(30 * TRACK / top, abs=0.01)
     assert days[0]["label"] == "llama-8b: 47.7 days (target 30.0: over by 17.7)"
     assert days[3]["mark"] is None  # no target, no mark
@@ -305,10 +315,10 @@ def test_diff_names_workloads_added_removed_and_what_changed() -> None:
     chosen = w.chosen
     assert chosen is not None
     wider = chosen.model_copy(update={"layout": chosen.layout.model_copy(update={"data_parallel": 32, "gpus": 64})})
-    faster = w.model_copy(update={"chosen": wider, "days": w.days / 2})  # type: ignore[operator]
+    faster = w.model_copy(update={"chosen": wider, "days": days_of(w) / 2})
     base = with_workloads(w, no_parallel_fs())
     head = with_workloads(faster, unpriced())
-    half = w.days / 2  # type: ignore[operator]
+    half = days_of(w) / 2
     assert f"{half:.1f}" == "23.9"
     assert _diff_section(base, head) == [
         "- workload llama-8b",
@@ -352,7 +362,7 @@ def test_diff_shows_a_workload_that_stops_fitting_and_its_cost_and_goodput() -> 
     assert _diff_section(base, with_workloads(better)) == [
         "- workload llama-8b",
         "  - cost: $252,549.49 → $200,000.00 (-$52,549.49)",
-        f"  - goodput: 99.3% → 95.0% (-{(r.goodput - 0.95) * 100:.1f} points)",  # type: ignore[operator]
+        f"  - goodput: 99.3% → 95.0% (-{((r.goodput or 0.0) - 0.95) * 100:.1f} points)",
     ]
 
 

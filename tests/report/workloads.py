@@ -26,8 +26,8 @@ def layout(tp: int, pp: int, dp: int, *, ep: int = 1, zero: int = 1, recompute: 
         pipeline_parallel=pp,
         data_parallel=dp,
         expert_parallel=ep,
-        zero_stage=zero,  # type: ignore[arg-type]
-        recompute=recompute,  # type: ignore[arg-type]
+        zero_stage=zero,
+        recompute=recompute,
         micro_batch=2,
         micro_batches=8,
         gpus=tp * pp * dp,
@@ -232,7 +232,20 @@ def unpriced() -> WorkloadEstimate:
 def no_parallel_fs() -> WorkloadEstimate:
     """The 8B run on pools that mount no parallel file system: nowhere to write checkpoints, so no goodput."""
     w = fitting()
-    return _sized("llama-8b-nfs", w.parameters, w.tokens, w.chosen, (), write_gb_s=None, target_days=None)  # type: ignore[arg-type]
+    assert w.chosen is not None
+    return _sized("llama-8b-nfs", w.parameters, w.tokens, w.chosen, (), write_gb_s=None, target_days=None)
+
+
+def step_of(w: WorkloadEstimate) -> StepTime:
+    """The chosen layout's step time (of a workload that fits)."""
+    assert w.chosen is not None
+    assert w.chosen.step is not None
+    return w.chosen.step
+
+
+def days_of(w: WorkloadEstimate) -> float:
+    assert w.days is not None
+    return w.days
 
 
 def with_workloads(*workloads: WorkloadEstimate, doc: dict[str, Any] | None = None) -> dict[str, Any]:
