@@ -1,6 +1,6 @@
 """The PR comment for `aicluster diff BASE.json HEAD.json`: what a change does to the stack's
 resources, cost, power, owned sites and their fabrics, a Kubernetes stack's control plane, node groups and add-ons,
-and findings, and the head's verdict.
+its workloads (fit, layout, days, cost, goodput), and findings, and the head's verdict.
 
 Resources are matched by URN, findings by (policy, URN, message), pools by name. URNs embed the
 stack name, so when the two previews are of different stacks it is left out of the match (and the
@@ -17,6 +17,7 @@ from ._doc import Addon, Kubernetes, NodeGroup, PreviewDoc, Resource, Violation
 from ._sites import site_changes
 from ._templates import render_markdown
 from ._views import Verdict, change_pct, group_findings, number, plural, signed, usd, verdict, whole
+from ._workloads import workload_changes
 
 COLLAPSE_OVER = 10
 MAX_VALUE_CHARS = 60  # a longer value (user data, a policy document) is cut, as Infracost and Pulumi do
@@ -393,8 +394,15 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
     costs_unchanged = all(d.unchanged for d in deltas)
     sites = site_changes(base, head)
     kubernetes = kubernetes_changes(base, head)
+    workloads = workload_changes(base, head)
     unchanged = (
-        not resources and not findings and costs_unchanged and not sites and not kubernetes and base_verdict is None
+        not resources
+        and not findings
+        and costs_unchanged
+        and not sites
+        and not kubernetes
+        and not workloads
+        and base_verdict is None
     )
     return render_markdown(
         "diff.md.j2",
@@ -412,6 +420,8 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
         sites=sites,
         has_kubernetes=base.kubernetes is not None or head.kubernetes is not None,
         kubernetes=kubernetes,
+        has_workloads=bool(base.workloads or head.workloads),
+        workloads=workloads,
         findings=findings,
         finding_sections=[
             (title, len(found), group_findings(found))

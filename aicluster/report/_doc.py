@@ -195,6 +195,113 @@ class Kubernetes:
 
 
 @dataclass(frozen=True)
+class Layout:
+    """How a workload lays over GPUs: tensor x pipeline x data (x expert) parallel (aicluster.sizing.models)."""
+
+    tensor_parallel: int
+    pipeline_parallel: int
+    data_parallel: int
+    expert_parallel: int
+    zero_stage: int
+    recompute: str  # none | selective | full
+    micro_batch: int  # sequences per micro-batch
+    micro_batches: int  # micro-batches per pipeline per step
+    gpus: int
+
+    @property
+    def shape(self) -> str:
+        """`TP 8 x PP 4 x DP 16` (and `x EP 8` for a mixture of experts)."""
+        ep = f" x EP {self.expert_parallel}" if self.expert_parallel > 1 else ""
+        return f"TP {self.tensor_parallel} x PP {self.pipeline_parallel} x DP {self.data_parallel}{ep}"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes per GPU at the peak of a step, by part, against the GPU's capacity."""
+
+    parameters: float
+    gradients: float
+    optimizer: float
+    activations: float
+    overhead: float
+    total: float
+    capacity: float
+    fits: bool
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds per optimizer step, by part."""
+
+    flops_per_step: float
+    compute_s: float
+    tensor_parallel_s: float
+    data_parallel_s: float
+    pipeline_bubble_s: float
+    expert_parallel_s: float
+    total_s: float
+    utilisation_prior: float
+    mfu: float
+    tflops_per_gpu: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    memory: Memory
+    step: StepTime | None  # None: it does not fit, so it was not timed
+    why: str  # "chosen", or why it lost
+
+
+@dataclass(frozen=True)
+class Reliability:
+    gpu_hours_per_interruption: float
+    mtbf_h: float
+    interruptions: float
+    checkpoint_bytes: float
+    filesystems: tuple[str, ...]
+    write_gb_s: float | None  # None: no parallel file system
+    write_s: float | None
+    interval_s: float | None
+    restart_s: float
+    goodput: float | None  # None: nowhere to write checkpoints
+    target_overhead: float
+    required_write_gb_s: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload of the stack as the estimator sized it (the preview's `workloads[]`)."""
+
+    name: str
+    pools: tuple[str, ...]
+    provider: str
+    instance_type: str
+    accelerator: str
+    gpus_available: int
+    parameters: float
+    active_parameters: float
+    tokens: float
+    sequence_length: int
+    global_batch_tokens: float
+    fits: bool
+    reason: str | None
+    chosen: Candidate | None
+    runners_up: tuple[Candidate, ...]
+    steps: int
+    days: float | None
+    gpu_hours: float | None
+    cost_usd: float | None  # None: the pools are not priced
+    energy_mwh: float | None
+    reliability: Reliability | None
+    target_days: float | None
+    target_gpus: int | None
+    gpus_for_target_days: int | None
+    sources: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Resource:
     urn: str
     type: str
@@ -281,6 +388,7 @@ class PreviewDoc:
     given_stack_file: str | None = None  # relative to the project; previews before it existed lack it
     sites: tuple[Site, ...] = ()  # owned data centres; previews before sites existed lack the key
     kubernetes: Kubernetes | None = None  # a Kubernetes stack's; None for Slurm and previews before the key
+    workloads: tuple[Workload, ...] = ()  # in stack order; previews written before workloads existed lack the key
 
     @property
     def stack_file(self) -> str:
@@ -304,6 +412,10 @@ class _Reader:
         if key not in self._data:
             raise ValueError(f"preview JSON: missing key '{self._at(key)}'")
         return self._data[key]
+
+    def nullable(self, key: str) -> bool:
+        """True where the key holds null; a missing key is an error (the section's own keys are all required)."""
+        return self._get(key) is None
 
     def has(self, key: str) -> bool:
         return self._data.get(key) is not None
@@ -329,6 +441,14 @@ class _Reader:
     def optional_number(self, key: str) -> float | None:
         """A finite number, or None where the document has null (an unpriced cost); the key must be there."""
         return None if self._get(key) is None else self.number(key)
+
+    def nullable_text(self, key: str) -> str | None:
+        """A string, or None where the document has null; the key must be there."""
+        return None if self._get(key) is None else self.text(key)
+
+    def optional_whole(self, key: str) -> int | None:
+        """A whole number, or None where the document has null (no target); the key must be there."""
+        return None if self._get(key) is None else self.whole(key)
 
     def optional_line(self, key: str) -> int | None:
         if self._data.get(key) is None:
@@ -432,6 +552,7 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         given_stack_file=r.optional_text("stack_file"),
         sites=tuple(_site(x) for x in r.optional_objs("sites")),
         kubernetes=_kubernetes(r.obj("kubernetes")) if r.has("kubernetes") else None,
+        workloads=tuple(_workload(w) for w in r.optional_objs("workloads")),
     )
 
 
@@ -479,6 +600,105 @@ def _kubernetes(r: _Reader) -> Kubernetes:
         system_volumes_usd_per_month=r.optional_number("system_volumes_usd_per_month")
         if r.has("system_volumes_usd_per_month")
         else None,
+    )
+
+
+def _workload(r: _Reader) -> Workload:
+    return Workload(
+        name=r.text("name"),
+        pools=r.texts("pools"),
+        provider=r.text("provider"),
+        instance_type=r.text("instance_type"),
+        accelerator=r.text("accelerator"),
+        gpus_available=r.whole("gpus_available"),
+        parameters=r.number("parameters"),
+        active_parameters=r.number("active_parameters"),
+        tokens=r.number("tokens"),
+        sequence_length=r.whole("sequence_length"),
+        global_batch_tokens=r.number("global_batch_tokens"),
+        fits=r.flag("fits"),
+        reason=r.nullable_text("reason"),
+        chosen=None if r.nullable("chosen") else _candidate(r.obj("chosen")),
+        runners_up=tuple(_candidate(c) for c in r.objs("runners_up")),
+        steps=r.whole("steps"),
+        days=r.optional_number("days"),
+        gpu_hours=r.optional_number("gpu_hours"),
+        cost_usd=r.optional_number("cost_usd"),
+        energy_mwh=r.optional_number("energy_mwh"),
+        reliability=None if r.nullable("reliability") else _reliability(r.obj("reliability")),
+        target_days=r.optional_number("target_days"),
+        target_gpus=r.optional_whole("target_gpus"),
+        gpus_for_target_days=r.optional_whole("gpus_for_target_days"),
+        sources=r.texts("sources"),
+        notes=r.optional_texts("notes"),
+    )
+
+
+def _candidate(r: _Reader) -> Candidate:
+    return Candidate(
+        layout=_layout(r.obj("layout")),
+        memory=_memory(r.obj("memory")),
+        step=None if r.nullable("step") else _step(r.obj("step")),
+        why=r.text("why"),
+    )
+
+
+def _layout(r: _Reader) -> Layout:
+    return Layout(
+        tensor_parallel=r.whole("tensor_parallel"),
+        pipeline_parallel=r.whole("pipeline_parallel"),
+        data_parallel=r.whole("data_parallel"),
+        expert_parallel=r.whole("expert_parallel") if r.has("expert_parallel") else 1,
+        zero_stage=r.whole("zero_stage"),
+        recompute=r.text("recompute"),
+        micro_batch=r.whole("micro_batch"),
+        micro_batches=r.whole("micro_batches"),
+        gpus=r.whole("gpus"),
+    )
+
+
+def _memory(r: _Reader) -> Memory:
+    return Memory(
+        parameters=r.number("parameters"),
+        gradients=r.number("gradients"),
+        optimizer=r.number("optimizer"),
+        activations=r.number("activations"),
+        overhead=r.number("overhead"),
+        total=r.number("total"),
+        capacity=r.number("capacity"),
+        fits=r.flag("fits"),
+    )
+
+
+def _step(r: _Reader) -> StepTime:
+    return StepTime(
+        flops_per_step=r.number("flops_per_step"),
+        compute_s=r.number("compute_s"),
+        tensor_parallel_s=r.number("tensor_parallel_s"),
+        data_parallel_s=r.number("data_parallel_s"),
+        pipeline_bubble_s=r.number("pipeline_bubble_s"),
+        expert_parallel_s=r.number("expert_parallel_s") if r.has("expert_parallel_s") else 0.0,
+        total_s=r.number("total_s"),
+        utilisation_prior=r.number("utilisation_prior"),
+        mfu=r.number("mfu"),
+        tflops_per_gpu=r.number("tflops_per_gpu"),
+    )
+
+
+def _reliability(r: _Reader) -> Reliability:
+    return Reliability(
+        gpu_hours_per_interruption=r.number("gpu_hours_per_interruption"),
+        mtbf_h=r.number("mtbf_h"),
+        interruptions=r.number("interruptions"),
+        checkpoint_bytes=r.number("checkpoint_bytes"),
+        filesystems=r.texts("filesystems"),
+        write_gb_s=r.optional_number("write_gb_s"),
+        write_s=r.optional_number("write_s"),
+        interval_s=r.optional_number("interval_s"),
+        restart_s=r.number("restart_s"),
+        goodput=r.optional_number("goodput"),
+        target_overhead=r.number("target_overhead"),
+        required_write_gb_s=r.number("required_write_gb_s"),
     )
 
 

@@ -10,7 +10,19 @@ from typing import Literal
 from ._doc import Fabric, Kubernetes, NodeGroup, PreviewDoc, Site
 from ._sites import BomLine, RackBar, SiteRow, bill_of_materials, fabric_line, rack_bars, racks_summary, site_rows
 from ._templates import render_html
-from ._views import budget_uses, group_waived, grouped_by_framework, kw, number, pct, plural, usd, verdict, whole
+from ._views import Fact, budget_uses, group_waived, grouped_by_framework, kw, number, pct, plural, usd, verdict, whole
+from ._workloads import (
+    gb,
+    memory_parts,
+    memory_text,
+    seconds,
+    share,
+    short,
+    shown_memory,
+    step_parts,
+    workload_charts,
+    workload_views,
+)
 
 CHART_WIDTH = 720
 LABEL_WIDTH = 180
@@ -152,14 +164,6 @@ def site_views(doc: PreviewDoc) -> list[SiteView]:
 
 
 @dataclass(frozen=True)
-class Fact:
-    """One row of a two-column table: what, and its value as shown."""
-
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
 class NodeGroupRow:
     group: NodeGroup
     nodes: str
@@ -227,6 +231,16 @@ def render_report(doc: PreviewDoc) -> str:
             bar_chart("Power by pool, kW (facility)", [(p.name, p.power_kw_facility) for p in doc.pools], kw),
         ],
         kubernetes=kubernetes_view(doc.kubernetes),
+        workloads=workload_views(doc),
+        workload_charts=workload_charts(doc),
+        memory_of=shown_memory,
+        memory_parts=memory_parts,
+        memory_text=memory_text,
+        step_parts=step_parts,
+        gb=gb,
+        seconds=seconds,
+        share=share,
+        short=short,
         sites=site_views(doc),
         frameworks=grouped_by_framework(doc.policy) if doc.policy else [],
         waived=group_waived(doc.policy.waived) if doc.policy else [],

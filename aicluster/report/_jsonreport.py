@@ -9,6 +9,7 @@ from typing import Any
 from ._doc import Cluster, PreviewDoc, Site
 from ._sites import bill_of_materials, fullest
 from ._views import budget_uses, verdict
+from ._workloads import workload_data
 
 
 def _cluster(cluster: Cluster | None) -> dict[str, Any] | None:
@@ -61,6 +62,8 @@ def report_data(doc: PreviewDoc) -> dict[str, Any]:
         "pools": [asdict(p) for p in doc.pools],
         "sites": [_site(s) for s in doc.sites],
         "kubernetes": asdict(doc.kubernetes) if doc.kubernetes else None,
+        # each workload as the preview has it, with the verdicts the other reports print ([]: none declared)
+        "workloads": [asdict(w) | workload_data(w) for w in doc.workloads],
         "policy": asdict(doc.policy) if doc.policy else None,
         "warnings": list(doc.warnings),
     }

@@ -10,6 +10,7 @@ from ._doc import Fabric, PreviewDoc
 from ._sites import racks_summary, ratio, site_rows
 from ._templates import render_markdown
 from ._views import BudgetUse, budget_uses, group_waived, grouped, kw, number, pct, usd, verdict, whole
+from ._workloads import gb, memory_parts, memory_text, seconds, share, shown_memory, step_parts, workload_views
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,14 @@ def render_report(doc: PreviewDoc) -> str:
         summary=summary_rows(doc),
         rack_kw=kw(rack_kw) if rack_kw else "",
         kubernetes=doc.kubernetes,
+        workloads=workload_views(doc),
+        memory_of=shown_memory,
+        memory_parts=memory_parts,
+        memory_text=memory_text,
+        step_parts=step_parts,
+        gb=gb,
+        seconds=seconds,
+        share=share,
         sites=site_rows(doc.sites),
         fabrics=[(s.name, f) for s in doc.sites for f in s.fabrics],
         racks=[(s.name, racks_summary(s)) for s in doc.sites],

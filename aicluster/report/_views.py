@@ -52,6 +52,14 @@ def verdict(results: PolicyResults | None) -> Verdict:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """One row of a two-column table: what, and its value as shown."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
 class BudgetUse:
     key: str
     label: str

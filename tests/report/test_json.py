@@ -30,6 +30,7 @@ def test_carries_verdict_budgets_pools_and_policy(failing_doc: dict[str, Any]) -
         "summary",
         "verdict",
         "warnings",
+        "workloads",  # [] when the stack declares none (and for previews written before the key)
     ]
     assert report["verdict"] == {
         "status": "fail",
