@@ -2,10 +2,11 @@
 stack's workloads itself: a plan gets them with `plan.model_copy(update={"workloads": (estimate(...),)})`.
 
 The figures are inputs, not results under test: a Llama-3-8B-class dense model on the p5-small stack (4 x
-p5.48xlarge, 32 H100 80 GB; FSx for Lustre 48 TiB x 250 MB/s/TiB = 12.0 GB/s). Its checkpoint is MLPerf Storage's
-Llama3 8B training state, 105 GB (Submission_guidelines.md Table 2); the failure prior is Llama 3's 50,700 GPU-hours
-per unexpected interruption (16,384 GPUs x 1,296 h / 419); the interval is Young's sqrt(2 write MTBF) and the
-goodput 1 - write/interval - interval/(2 MTBF) - restart/MTBF, so the record is self-consistent.
+p5.48xlarge, 32 H100 80 GB; FSx for Lustre of 48,000 GiB, which FSx calls 48 TiB, x 250 MB/s per TiB = 11.7 GB/s).
+Its checkpoint is MLPerf Storage's Llama3 8B training state, 105 GB (Submission_guidelines.md Table 2); the failure
+prior is Llama 3's 50,700 GPU-hours per unexpected interruption (16,384 GPUs x 1,296 h / 419); the interval is
+Young's sqrt(2 write MTBF) and the goodput 1 - write/interval - interval/(2 MTBF) - restart/MTBF, so the record is
+self-consistent.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aicluster.sizing.models import Candidate, Layout, Memory, Reliability, Step
 H100_BYTES = 80e9
 GPU_HOURS_PER_INTERRUPTION = 50_700.0  # Llama 3 (arXiv:2407.21783): 16,384 x 1,296 h / 419
 LLAMA3_8B_CHECKPOINT = 105e9  # MLPerf Storage checkpointing, Llama3 8B (Submission_guidelines.md Table 2)
-P5_SMALL_WRITE_GB_S = 48 * 250 / 1000  # 48 TiB x 250 MB/s per TiB
+P5_SMALL_WRITE_GB_S = 48_000 / 1024 * 250 / 1000  # the plan's 48,000 GiB x 250 MB/s per TiB
 
 
 def reliability(

@@ -72,9 +72,9 @@ def test_the_record_carries_what_the_pack_and_a_reader_need(p5_small: ClusterPla
     }
     assert i["memory"]["totalBytes"] == 70e9
     assert i["memory"]["capacityBytes"] == 80e9
-    assert i["memory"]["parametersBytes"] + i["memory"]["gradientsBytes"] + i["memory"]["optimizerBytes"] + i[
-        "memory"
-    ]["activationsBytes"] + i["memory"]["overheadBytes"] == pytest.approx(i["memory"]["totalBytes"])
+    assert i["memory"]["parametersBytes"] + i["memory"]["gradientsBytes"] + i["memory"]["optimizerBytes"] + i["memory"][
+        "activationsBytes"
+    ] + i["memory"]["overheadBytes"] == pytest.approx(i["memory"]["totalBytes"])
     assert i["memoryOf"] == "chosen"
     assert i["stepSeconds"] == 5.15
     assert (i["days"], i["tokens"]) == (4.4, 1e11)
