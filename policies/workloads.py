@@ -56,7 +56,7 @@ def _fit(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         if short is not None and short > 0:
             need, have = _gb(w.memory_total_bytes or 0.0), _gb(w.memory_capacity_bytes or 0.0)
             memory = f"the closest layout needs {need} per GPU of {have} ({_gb(short)} short)"
-        reason = w.reason or "the estimate gives no reason"
+        reason = (w.reason or "the estimate gives no reason").rstrip(". ")
         yield (
             w.res,
             f"workload {w.name} fits no layout on {_on(w)}: {memory}; {reason}. Add GPUs (pools[].nodes) or a "
