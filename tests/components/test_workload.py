@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pulumi
 import pytest
 
 from aicluster.plan import ClusterPlan
@@ -106,3 +107,25 @@ def test_the_record_is_plain_json_with_no_secret(p5_small: ClusterPlan) -> None:
     text = json.dumps(records[0].inputs)  # plain values only: raises on anything else
     assert SECRET_VALUE not in json.loads(text).values()
     assert "secret" not in text.lower()
+
+
+def test_the_cluster_outputs_each_workloads_summary_only_when_there_are_workloads(p5_small: ClusterPlan) -> None:
+    def program(cluster_plan: ClusterPlan) -> None:
+        cluster = AiCluster(cluster_plan.name, {"plan": cluster_plan})
+        for key, value in cluster.outputs.items():  # as __main__.py exports them
+            pulumi.export(key, value)
+
+    w = estimate()
+    with_one = run(lambda: program(p5_small.model_copy(update={"workloads": (w,)})), "aicluster", "test")
+    assert w.reliability is not None
+    assert with_one.outputs["workloads"] == {
+        "llama-8b": {
+            "name": "llama-8b",
+            "fits": True,
+            "days": 4.4,
+            "gpus": 32,
+            "goodput": w.reliability.goodput,
+            "checkpointIntervalSeconds": w.reliability.interval_s,
+        }
+    }
+    assert "workloads" not in run(lambda: program(p5_small), "aicluster", "test").outputs
