@@ -13,7 +13,7 @@ import pulumi
 
 from aicluster.plan import ClusterPlan
 
-from . import aws, azure, gcp, onprem
+from . import aws, azure, gcp, onprem, workload
 from .kubernetes import KubernetesAddons, KubernetesAddonsArgs
 from .tags import tagging
 from .vpn import build_vpns
@@ -110,5 +110,9 @@ class AiCluster(pulumi.ComponentResource):
                 addons["gcp_vpc_ids"] = net.vpc_ids
                 addons["gcp_subnet_ids"] = net.subnet_ids
             KubernetesAddons(f"{plan.name}-addons", addons, pulumi.ResourceOptions(parent=self))
+        # Workloads are estimates, not resources: one record each, for the policy pack and readers of the state
+        # (only stacks that declare workloads output them)
+        if plan.workloads:
+            merged["workloads"] = workload.build(plan, self)
         self.outputs = merged
         self.register_outputs(merged)

@@ -1,4 +1,4 @@
-"""The aicluster CrossGuard policy pack: cost, power, compliance, fabric, storage and Kubernetes guardrails.
+"""The aicluster CrossGuard policy pack: cost, power, compliance, fabric, storage, Kubernetes and workload guardrails.
 
 Policies judge resources as the Pulumi engine hands them (type tokens, camelCase props), so they
 also guard programs that do not use aicluster's components. They import only `aicluster.catalog`.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from . import compliance, cost, fabric, kubernetes, onprem, power, storage, vpn
+from . import compliance, cost, fabric, kubernetes, onprem, power, storage, vpn, workloads
 from .rule import Meta, ResourceRule, Rule, StackRule, Waived
 
 __all__ = ["PACK_NAME", "POLICIES", "Meta", "ResourceRule", "Rule", "StackRule", "Waived", "pack_version"]
@@ -28,6 +28,7 @@ POLICIES: list[Rule] = [
     *onprem.POLICIES,
     *vpn.POLICIES,
     *kubernetes.POLICIES,
+    *workloads.POLICIES,
 ]
 
 

@@ -10,6 +10,7 @@ the engine reports them.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,8 @@ from aicluster.catalog.pricing import (
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
 ONPREM_SITE = "aicluster:onprem:Site"  # an owned site as aicluster records it (one resource per site)
+WORKLOAD = "aicluster:sizing:Workload"  # a workload as aicluster sized it (an estimate, not a billed resource)
+POOL_TAG = "aicluster:pool"  # the tag naming the stack's pool a fleet was made for (GCP label: aicluster_pool)
 STORAGE_TAG = "aicluster:storage"  # the tag naming the stack's storage entry a file system was made for
 ASG = "aws:autoscaling/group:Group"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -314,6 +317,127 @@ def site_of(r: Res) -> Site:
     )
 
 
+def _finite(value: Any) -> float | None:
+    n = _num(value)
+    return n if n is not None and math.isfinite(n) else None
+
+
+def _whole(value: Any) -> int | None:
+    n = _finite(value)
+    return int(n) if n is not None and n.is_integer() else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload as sized on its pools (an `aicluster:sizing:Workload` resource). Figures a hostile or older
+    program leaves out, or gives as the wrong type, are None: a rule that needs them has nothing to judge."""
+
+    res: Res
+    name: str
+    cluster: str | None  # the cluster's name: its resources are named `<cluster>-<pool>-...`
+    pools: tuple[str, ...]  # the stack's pool names (each fleet's aicluster:pool tag)
+    instance_type: str | None
+    gpus_available: int | None
+    fits: bool | None  # None: not said
+    reason: str | None  # when nothing fits: why, and what would
+    memory_total_bytes: float | None  # per GPU: the chosen layout's, else the closest layout's
+    memory_capacity_bytes: float | None
+    gpus: int | None  # the chosen layout's GPUs
+    days: float | None
+    target_days: float | None
+    gpus_for_target_days: int | None
+    checkpoint_bytes: float | None
+    checkpoint_write_s: float | None
+    checkpoint_interval_s: float | None
+    write_gb_s: float | None
+    mtbf_h: float | None
+    restart_s: float | None
+    goodput: float | None
+    target_overhead: float | None
+    required_write_gb_s: float | None
+    filesystems: tuple[str, ...]
+
+    def runs_on(self, fleet: Fleet) -> bool:
+        """Whether the fleet is one of the workload's pools: by its pool tag, else (a fleet without one, such as a
+        Cloud TPU queued resource) by its name, `<cluster>-<pool>-...`, the longest of the workload's pools."""
+        tagged = pool_of(fleet)
+        if tagged is not None:
+            return tagged in self.pools
+        if self.cluster is None:
+            return False
+        return any(fleet.res.name.startswith(f"{self.cluster}-{p}-") for p in self.pools)
+
+    @property
+    def shortfall_bytes(self) -> float | None:
+        """Bytes per GPU over the GPU's memory (of the layout closest to fitting); None: not recorded."""
+        if self.memory_total_bytes is None or self.memory_capacity_bytes is None:
+            return None
+        return self.memory_total_bytes - self.memory_capacity_bytes
+
+
+def workload_of(r: Res) -> Workload:
+    fits = r.get("fits")
+    return Workload(
+        res=r,
+        name=_text(r.get("name")) or r.name,
+        cluster=_text(r.get("cluster")),
+        pools=tuple(p for p in items(r.props, "pools") if isinstance(p, str) and p),
+        instance_type=_text(r.get("instanceType")),
+        gpus_available=_whole(r.get("gpusAvailable")),
+        fits=fits if isinstance(fits, bool) else None,
+        reason=_text(r.get("reason")),
+        memory_total_bytes=_finite(r.get("memory", "totalBytes")),
+        memory_capacity_bytes=_finite(r.get("memory", "capacityBytes")),
+        gpus=_whole(r.get("layout", "gpus")),
+        days=_finite(r.get("days")),
+        target_days=_finite(r.get("targetDays")),
+        gpus_for_target_days=_whole(r.get("gpusForTargetDays")),
+        checkpoint_bytes=_finite(r.get("checkpointBytes")),
+        checkpoint_write_s=_finite(r.get("checkpointWriteSeconds")),
+        checkpoint_interval_s=_finite(r.get("checkpointIntervalSeconds")),
+        write_gb_s=_finite(r.get("writeGbS")),
+        mtbf_h=_finite(r.get("mtbfHours")),
+        restart_s=_finite(r.get("restartSeconds")),
+        goodput=_finite(r.get("goodput")),
+        target_overhead=_finite(r.get("targetOverhead")),
+        required_write_gb_s=_finite(r.get("requiredWriteGbS")),
+        filesystems=tuple(f for f in items(r.props, "filesystems") if isinstance(f, str) and f),
+    )
+
+
+def _tag(tags: Any, key: str) -> str | None:
+    """A tag's value from a tags map, or from an Auto Scaling group's list of {key, value}."""
+    if isinstance(tags, Mapping):
+        return _text(get(tags, key))
+    if isinstance(tags, Sequence) and not isinstance(tags, str):
+        for t in items(tags):
+            if isinstance(t, Mapping) and get(t, "key") == key:
+                return _text(get(t, "value"))
+    return None
+
+
+def pool_of(fleet: Fleet) -> str | None:
+    """The stack pool a fleet was made for: its `aicluster:pool` tag (GCP: the `aicluster_pool` label), on the
+    fleet's resource, else on its launch or instance template; None for fleets no aicluster pool made."""
+    gcp_key = POOL_TAG.replace(":", "_")
+    for r in (fleet.res, fleet.template):
+        if r is None:
+            continue
+        for found in (
+            _tag(r.get("tags"), POOL_TAG),
+            _tag(r.get("labels"), gcp_key),
+            _tag(r.get("nodeConfig", "resourceLabels"), gcp_key),  # a GKE node pool
+            _tag(r.get("tpu", "nodeSpecs", 0, "node", "labels"), gcp_key),  # a TPU queued resource
+        ):
+            if found is not None:
+                return found
+    return None
+
+
 @dataclass(frozen=True)
 class Filesystem:
     res: Res
@@ -403,6 +527,10 @@ class Stack:
     @cached_property
     def sites(self) -> list[Site]:
         return [site_of(r) for r in self.of(ONPREM_SITE)]
+
+    @cached_property
+    def workloads(self) -> list[Workload]:
+        return [workload_of(r) for r in self.of(WORKLOAD)]
 
     @cached_property
     def filesystems(self) -> list[Filesystem]:

@@ -35,7 +35,7 @@ from pulumi_policy import (
 
 from .facts import Res, Stack, get, items, walk
 
-Concern = Literal["cost", "power", "compliance", "fabric", "storage"]
+Concern = Literal["cost", "power", "compliance", "fabric", "storage", "sizing"]
 
 WAIVERS_SCHEMA: dict[str, Any] = {
     "type": "array",

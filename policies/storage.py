@@ -11,8 +11,10 @@ A job runs on the pools of one cloud, region and network that one GPU fabric rea
 networks stay inside a zone; an Azure InfiniBand domain is one scale set), and writes to the file systems on
 that network: each such group is judged on its own, never the stack's sum.
 
-Checkpoint size defaults to half the fleet's GPU memory (weights, gradients and optimizer state of a
-sharded job that fills HBM with activations too); set `checkpoint_gb` when the model is known.
+Checkpoint size: `checkpoint_gb` when set; else, when a sized workload (an `aicluster:sizing:Workload` resource)
+runs on the job's pools, its training state as the estimate sized it (the largest, when several share the pools);
+else half the fleet's GPU memory (weights, gradients and optimizer state of a sharded job that fills HBM with
+activations too), a rule of thumb that says so.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from .facts import Filesystem, Fleet, Res, Stack
+from .facts import Filesystem, Fleet, Res, Stack, Workload
 from .rule import Ctx, Meta, NotApplicable, StackRule
 
 GPU_HOURS_PER_INTERRUPTION = 50_700  # Llama 3 (arXiv:2407.21783): 16,384 GPUs x 1,296 h / 419
@@ -139,6 +141,29 @@ def _checkpoint(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         yield from _judge(stack, ctx, job)
 
 
+def job_workload(stack: Stack, job: Job) -> Workload | None:
+    """The sized workload on the job's pools with the largest training state (None: no workload with a checkpoint
+    size runs on them)."""
+    sized = [
+        w
+        for w in stack.workloads
+        if w.checkpoint_bytes is not None and w.checkpoint_bytes > 0 and any(w.runs_on(f) for f in job.fleets)
+    ]
+    return max(sized, key=lambda w: w.checkpoint_bytes or 0.0) if sized else None
+
+
+def _checkpoint_size(stack: Stack, ctx: Ctx, job: Job, hbm_gb: float) -> tuple[float, str]:
+    """GB one checkpoint writes, and what the figure rests on (said in the message unless it was configured)."""
+    given = ctx.setting("checkpoint_gb")
+    if given is not None:
+        return float(given), ""
+    workload = job_workload(stack, job)
+    if workload is not None and workload.checkpoint_bytes is not None:
+        return workload.checkpoint_bytes / 1e9, f" (workload {workload.name}'s training state, as sized)"
+    fraction = float(ctx.setting("hbm_fraction", default=DEFAULT_HBM_FRACTION))
+    return hbm_gb * fraction, ""
+
+
 def _judge(stack: Stack, ctx: Ctx, job: Job) -> Iterator[tuple[Res | None, str]]:
     """One job's checkpoint: the job's accelerators' memory written to the parallel file systems it mounts."""
     gpus = chips = 0
@@ -157,9 +182,7 @@ def _judge(stack: Stack, ctx: Ctx, job: Job) -> Iterator[tuple[Res | None, str]]
         return
     # TPU chips are counted like GPUs, at the same failure rate per device-hour (none is published for TPUs)
     devices = "GPUs" if not chips else "TPU chips" if chips == gpus else "GPUs and TPU chips"
-    size_gb = float(
-        ctx.setting("checkpoint_gb", default=hbm_gb * float(ctx.setting("hbm_fraction", default=DEFAULT_HBM_FRACTION)))
-    )
+    size_gb, basis = _checkpoint_size(stack, ctx, job, hbm_gb)
     pools = _names([f.res for f in job.fleets])
     region = job.fleets[0].region or "its region"
     who = f"{pools} ({gpus:,} {devices} in {region})"
@@ -168,7 +191,8 @@ def _judge(stack: Stack, ctx: Ctx, job: Job) -> Iterator[tuple[Res | None, str]]
         elsewhere = [fs.res.name for fs in stack.filesystems if fs.parallel and fs not in job.filesystems]
         yield (
             job.fleets[0].res,
-            f"{who}: no parallel file system on their network: a {size_gb:,.0f} GB checkpoint has nowhere fast to go"
+            f"{who}: no parallel file system on their network: a {size_gb:,.0f} GB checkpoint{basis} has nowhere "
+            "fast to go"
             + (f" ({', '.join(elsewhere)} is on another network, cloud or region)" if elsewhere else "")
             + "; add storage (kind: lustre) in the pool's cloud and region",
         )
@@ -183,14 +207,15 @@ def _judge(stack: Stack, ctx: Ctx, job: Job) -> Iterator[tuple[Res | None, str]]
     if target_s is not None and write_s > float(target_s):
         yield (
             parallel[0].res,
-            f"{who}: a {size_gb:,.0f} GB checkpoint takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s on {on}, over "
+            f"{who}: a {size_gb:,.0f} GB checkpoint{basis} takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s on {on}, "
+            "over "
             f"the {float(target_s):g} s target; raise the file system's capacity or throughput_mb_s_per_tib",
         )
     elif target_s is None and overhead > limit:
         need = size_gb * 1000 / (limit**2 * mtbf_s / 2)
         yield (
             parallel[0].res,
-            f"{who}: a {size_gb:,.0f} GB checkpoint takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s on {on}; "
+            f"{who}: a {size_gb:,.0f} GB checkpoint{basis} takes {write_s:,.0f} s at {mb_s / 1000:,.1f} GB/s on {on}; "
             f"with a failure every {mtbf_s / 3600:,.1f} h the job loses {overhead:.0%} of its time to checkpoints and "
             f"rework (limit {limit:.0%}); it needs about {need / 1000:,.0f} GB/s: raise capacity_tib or "
             "throughput_mb_s_per_tib",
@@ -208,12 +233,17 @@ checkpoint_throughput = StackRule(
         enforcement=EnforcementLevel.ADVISORY,
         remediation="Raise the Lustre file system's capacity or per-TiB throughput, or checkpoint less state.",
         config={
-            "checkpoint_gb": {"type": "number", "exclusiveMinimum": 0, "description": "Checkpoint size, GB."},
+            "checkpoint_gb": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Checkpoint size, GB (wins over a sized workload's training state).",
+            },
             "hbm_fraction": {
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "maximum": 1,
-                "description": "Checkpoint size as a share of the fleet's GPU memory without checkpoint_gb (0.5).",
+                "description": "Checkpoint size as a share of the fleet's GPU memory without checkpoint_gb or a "
+                "sized workload (0.5).",
             },
             "max_overhead": {
                 "type": "number",

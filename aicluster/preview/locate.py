@@ -33,7 +33,12 @@ _SETTING: dict[str, Path] = {
     "aicluster-fabric-enforce-oversubscription": ("sites",),
     "aicluster-fabric-enforce-design-limits": ("sites",),
     "aicluster-site-disallow-overlapping-cidrs": ("sites",),
+    # workloads: the finding names the workload's record; the field is its workloads[] entry (by name, below)
+    "aicluster-workload-enforce-fit": ("workloads",),
+    "aicluster-workload-enforce-target-days": ("workloads",),
+    "aicluster-workload-enforce-min-goodput": ("workloads",),
 }
+_WORKLOAD_PREFIX = "workload-"  # a workload's record is named `<cluster>-workload-<name>`
 _REGIONS = "aicluster-resource-enforce-allowed-regions"
 _SPOT = "aicluster-spot-missing-checkpoint-storage"
 
@@ -64,6 +69,11 @@ def _owner(cluster: Mapping[str, Any], resource: str) -> Path | None:
 def stack_field(cluster: Mapping[str, Any], policy: str, resource: str, message: str) -> Path | None:
     """The stack field (a path under `aicluster:cluster`) that a finding comes from."""
     if policy in _SETTING:
+        if _SETTING[policy] == ("workloads",):
+            record = f"{cluster.get('name')}-{_WORKLOAD_PREFIX}"
+            name = resource[len(record) :] if resource.startswith(record) else None
+            found = [i for i, n in _named(cluster, "workloads") if n == name]
+            return ("workloads", found[0]) if found else ("workloads",)
         return _SETTING[policy]
     owner = _owner(cluster, resource)
     if policy == _REGIONS:

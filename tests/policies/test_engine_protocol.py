@@ -15,10 +15,14 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, plugin_pb2
 
-from aicluster.preview.engine import Capture, Resource
+from aicluster.preview import plan_stack
+from aicluster.preview.engine import Capture, Resource, run
 from aicluster.preview.policy import _wire, evaluate
+from aicluster.stackfile import find_project, read_stack
+from components import AiCluster
 from policies import POLICIES
 from tests.conftest import ROOT
+from tests.workload_estimates import estimate
 
 from .conftest import mutated
 
@@ -116,3 +120,23 @@ def test_stack_analysis_matches_the_offline_engine(analyzer: Any, p5_small: Capt
         "aicluster-cluster-enforce-power-budget",
     }
     assert all(d.urn.endswith("::aicluster:index:AiCluster::llm-dev") for d in diags)
+
+
+def test_workload_records_over_the_wire_are_judged_as_offline(analyzer: Any) -> None:
+    """A Workload record's numbers reach the pack as protobuf doubles (32 -> 32.0) and its None figures as nulls:
+    the workload rules and the checkpoint rule judge them as the offline engine does."""
+    planned = plan_stack(read_stack(find_project(ROOT), "p5-small"))
+    with_workloads = planned.model_copy(
+        update={
+            "workloads": (
+                estimate("llama-8b", days=4.4, target_days=3.0, gpus_for_target_days=48),
+                estimate("llama-405b", fits=False),
+            )
+        }
+    )
+    cap = run(lambda: AiCluster(with_workloads.name, {"plan": with_workloads}), "aicluster", "p5-small")
+    diags = analyzer.AnalyzeStack(_stack_request(cap)).diagnostics
+    over_the_wire = sorted((d.policyName, d.urn, d.message.split("\n", 1)[1]) for d in diags)
+    in_process = sorted((v.policy, v.urn, v.message) for v in evaluate(cap).violations)
+    assert over_the_wire == in_process
+    assert {d.policyName for d in diags} >= {"aicluster-workload-enforce-fit", "aicluster-workload-enforce-target-days"}

@@ -20,6 +20,7 @@ from policies import (
     power,
     storage,
     vpn,
+    workloads,
 )
 from tests.conftest import ROOT
 
@@ -45,6 +46,7 @@ def test_every_rule_module_is_in_the_pack() -> None:
         *onprem.POLICIES,
         *vpn.POLICIES,
         *kubernetes.POLICIES,
+        *workloads.POLICIES,
     ]
     assert modules == POLICIES
     assert all(isinstance(p, ResourceRule | StackRule) for p in POLICIES)

@@ -58,6 +58,15 @@ def test_baseline_passes_every_policy(p5_small: Capture) -> None:
         },
         "aws-ec2-vpnconnection-enforce-strong-ike": "no aws:ec2/vpnConnection:VpnConnection in the stack",
         "gcp-compute-vpntunnel-enforce-strong-ike": "no gcp:compute/vPNTunnel:VPNTunnel in the stack",
+        # Issue 16: a stack without workloads gives the workload rules nothing to judge
+        **{
+            name: "no aicluster:sizing:Workload in the stack"
+            for name in (
+                "aicluster-workload-enforce-fit",
+                "aicluster-workload-enforce-target-days",
+                "aicluster-workload-enforce-min-goodput",
+            )
+        },
         "azure-network-vpnconnection-enforce-strong-ike": "no azure-native:network:VirtualNetworkGatewayConnection "
         "in the stack",
         # Issue 15: a Slurm stack gives the Kubernetes rules nothing to judge
