@@ -70,7 +70,10 @@ class CollectiveNetwork(Sourced):
         Field(description="The efficiency comes from a figure of this fabric (false: borrowed or line rate)."),
     ]
     sharp: Annotated[bool, Field(description="The fabric reduces in the network (InfiniBand SHARP): NCCL CollNet.")]
-    hop_latency_us: Annotated[float, Field(gt=0, description="Effective latency of one inter-node step, microseconds.")]
+    network_latency_us: Annotated[
+        float,
+        Field(gt=0, description="Effective latency two nodes add over one (fitted at 16 MiB), microseconds."),
+    ]
     note: Annotated[str, Field(description="How the figures were read or derived.")]
 
     @property
@@ -100,9 +103,25 @@ class CalibrationPoint(Sourced):
     note: Annotated[str, Field(description="Where in the source the figure is, and any caveat.")]
 
 
+class ScaleOut(Sourced):
+    """How latency and the tree's bandwidth grow beyond two nodes (the same for every fabric)."""
+
+    tree_bandwidth_share: Annotated[
+        float, Field(gt=0, le=1, description="Tree busbw as a share of the ring's at 3+ nodes (large messages).")
+    ]
+    ring_step_us: Annotated[
+        float, Field(gt=0, description="Latency NCCL's own model gives one inter-node ring step, microseconds.")
+    ]
+    tree_step_us: Annotated[
+        float, Field(gt=0, description="Latency NCCL's own model gives one tree level, microseconds.")
+    ]
+    note: Annotated[str, Field(description="What was measured and the arithmetic.")]
+
+
 class CollectivesData(_Record):
     """Everything in data/collectives.yaml."""
 
+    scale_out: ScaleOut | None = None
     nvlink: tuple[NvlinkDomain, ...] = ()
     networks: tuple[CollectiveNetwork, ...] = ()
     calibration: tuple[CalibrationPoint, ...] = ()
@@ -137,6 +156,10 @@ def collective_problems(
             if sid not in sources:
                 problems.append(f"collectives {what}: unknown source id {sid!r}")
 
+    if data.scale_out is None:
+        problems.append("collectives: no scale_out record (latency steps and tree bandwidth beyond two nodes)")
+    else:
+        cited(data.scale_out, "scale_out")
     for dom in data.nvlink:
         cited(dom, f"nvlink {dom.id}")
         for acc in dom.accelerators:
