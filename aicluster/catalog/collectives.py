@@ -162,17 +162,17 @@ def collective_problems(
         cited(data.scale_out, "scale_out")
     for dom in data.nvlink:
         cited(dom, f"nvlink {dom.id}")
-        for acc in dom.accelerators:
-            if acc not in accelerators:
-                problems.append(f"collectives nvlink {dom.id}: unknown accelerator {acc!r}")
+        for acc_id in dom.accelerators:
+            if acc_id not in accelerators:
+                problems.append(f"collectives nvlink {dom.id}: unknown accelerator {acc_id!r}")
         if dom.ring_busbw_gb_s > dom.all_reduce_busbw_gb_s:
             problems.append(f"collectives nvlink {dom.id}: ring busbw above the all_reduce ceiling")
     covered: dict[tuple[str, str], int] = {}
     for net in data.networks:
         what = f"network {net.provider}/{','.join(net.instance_types)}"
         cited(net, what)
-        dom = data.domain(net.nvlink)
-        if dom is None:
+        domain = data.domain(net.nvlink)
+        if domain is None:
             problems.append(f"collectives {what}: unknown nvlink domain {net.nvlink!r}")
         for name in net.instance_types:
             covered[(net.provider, name)] = covered.get((net.provider, name), 0) + 1
@@ -180,8 +180,8 @@ def collective_problems(
             if it is None:
                 problems.append(f"collectives {what}: unknown instance type {net.provider}/{name}")
                 continue
-            if dom is not None and it.accelerator not in dom.accelerators:
-                problems.append(f"collectives {what}: {name} has {it.accelerator}, not a GPU of nvlink {dom.id}")
+            if domain is not None and it.accelerator not in domain.accelerators:
+                problems.append(f"collectives {what}: {name} has {it.accelerator}, not a GPU of nvlink {domain.id}")
             if net.rails * net.nic_gbps > it.network.bandwidth_gbps + 1e-6:
                 problems.append(
                     f"collectives {what}: {net.rails} x {net.nic_gbps:g} Gb/s exceeds {name}'s "

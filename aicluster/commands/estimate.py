@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import get_args
 
 from rich.markup import escape
@@ -55,7 +56,7 @@ def parse_bytes(text: str) -> int:
     return size
 
 
-def _count(what: str, high: int) -> object:
+def _count(what: str, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
