@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .collectives import CollectivesData, collective_problems
 from .models import (
     Accelerator,
     Constants,
@@ -50,6 +51,7 @@ __all__ = [
     "Accelerator",
     "Catalog",
     "CatalogError",
+    "CollectivesData",
     "Constants",
     "CpuTopology",
     "Image",
@@ -106,6 +108,8 @@ class Catalog:
     # managed Kubernetes per provider, and the cluster add-ons (data/kubernetes.yaml)
     kubernetes: dict[str, KubernetesService] = field(default_factory=dict)
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
+    # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
+    collectives: CollectivesData = field(default_factory=CollectivesData)
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -269,6 +273,7 @@ def _check(cat: Catalog) -> None:
     for a in cat.addons.values():
         cited(a, f"kubernetes add-on {a.id}")
     _check_nccl(cat, problems)
+    problems.extend(collective_problems(cat.collectives, cat.instance_types, cat.accelerators, cat.sources))
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -403,6 +408,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         k8s = KubernetesData.model_validate((_read(k8s_path) if k8s_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{k8s_path}: {exc}") from exc
+    coll_path = data_dir / "collectives.yaml"
+    try:
+        collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
+    except ValidationError as exc:
+        raise CatalogError(f"{coll_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -417,6 +427,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         switches=switches,
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
+        collectives=collectives,
     )
     _check(cat)
     return cat

@@ -10,4 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-COMMANDS: tuple[ModuleType, ...] = ()
+from . import estimate
+
+COMMANDS: tuple[ModuleType, ...] = (estimate,)
