@@ -1651,4 +1651,9 @@ def _program_error() -> type[Exception]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # `python -m aicluster.cli` runs this file as __main__, a second copy of the module. Command modules import
+    # aicluster.cli (its UsageError, consoles, settings); run the canonical module's main so that they and main
+    # share one copy, and a command's UsageError exits 2 as it does under the console script.
+    from aicluster.cli import main as _canonical_main
+
+    raise SystemExit(_canonical_main())

@@ -120,7 +120,11 @@ def _resolve(catalog: Catalog, instance_type: str, provider: str | None) -> _Pla
         hint = (
             "did you mean " + ", ".join(f"{n} ({where[n]})" for n in close) + "?"
             if close
-            else "`aicluster catalog` lists the instance types (GPU types of aws, azure, gcp and onprem are modelled)"
+            else "the GPU types modelled: "
+            + "; ".join(
+                f"{prov}: {', '.join(n for p, n in index.platforms if p == prov)}"
+                for prov in sorted({p for p, _ in index.platforms})
+            )
         )
         raise CollectiveError(f"instance type {instance_type!r}: not in the catalog; {hint}")
     if len(providers) > 1:

@@ -283,7 +283,7 @@ class OnpremPool(Strict):
     site: Annotated[DnsLabel, Field(description="Name of the site under `sites:` (e.g. `fra1`).")]
     instance_type: Annotated[
         InstanceType,
-        Field(description="Node shape from the catalog (e.g. `dgx-h100`; `aicluster catalog` lists them)."),
+        Field(description="Node shape from the catalog (e.g. `dgx-h100`; docs/catalog.md lists them)."),
     ]
     nodes: Annotated[
         Count | None, Field(ge=1, le=100_000, description="Number of nodes. Default: the number of hosts.")
