@@ -43,6 +43,7 @@ from .models import (
     TpuType,
     version_in_range,
 )
+from .sizing import SizingPriors
 
 __all__ = [
     "DATA_DIR",
@@ -64,6 +65,7 @@ __all__ = [
     "ProviderDefaults",
     "Region",
     "ServicePrice",
+    "SizingPriors",
     "SlurmCloudTimes",
     "Source",
     "StorageTier",
@@ -106,6 +108,8 @@ class Catalog:
     # managed Kubernetes per provider, and the cluster add-ons (data/kubernetes.yaml)
     kubernetes: dict[str, KubernetesService] = field(default_factory=dict)
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
+    # workload sizing priors: utilisation, FP8 peaks, overhead, model-state bytes (data/sizing.yaml)
+    sizing: SizingPriors | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -269,6 +273,18 @@ def _check(cat: Catalog) -> None:
     for a in cat.addons.values():
         cited(a, f"kubernetes add-on {a.id}")
     _check_nccl(cat, problems)
+    if cat.sizing is not None:
+        for sid in sorted(cat.sizing.source_ids() - set(cat.sources)):
+            problems.append(f"sizing: unknown source id {sid!r}")
+        for peak in cat.sizing.fp8:
+            if peak.accelerator not in cat.accelerators:
+                problems.append(f"sizing fp8: unknown accelerator {peak.accelerator!r}")
+        for prior in cat.sizing.utilisation:
+            for acc_id in prior.accelerators:
+                if acc_id not in cat.accelerators:
+                    problems.append(f"sizing utilisation: unknown accelerator {acc_id!r}")
+        if {o.optimizer for o in cat.sizing.optimizers} != {"adam", "adamw", "sgd"}:
+            problems.append("sizing: optimizers must cover adam, adamw and sgd")
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -403,6 +419,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         k8s = KubernetesData.model_validate((_read(k8s_path) if k8s_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{k8s_path}: {exc}") from exc
+    sizing_path = data_dir / "sizing.yaml"
+    try:
+        sizing = SizingPriors.model_validate(_read(sizing_path)) if sizing_path.exists() else None
+    except ValidationError as exc:
+        raise CatalogError(f"{sizing_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -417,6 +438,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         switches=switches,
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
+        sizing=sizing,
     )
     _check(cat)
     return cat
