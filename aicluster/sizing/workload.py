@@ -161,8 +161,7 @@ def _nothing_fits(
     smallest_shape = lay.model_copy(update={"zero_stage": 3, "recompute": "full", "micro_batch": 1})
     seqs = max(1, round(workload.training.global_batch_tokens / shape.sequence))
     d = lay.data_parallel
-    while d < seqs:
-        d = min(seqs, d * 2)
+    while True:
         trial = smallest_shape.model_copy(
             update={
                 "data_parallel": d,
@@ -171,8 +170,12 @@ def _nothing_fits(
             }
         )
         if layout_memory(shape, trial, workload.training, hw, priors).fits:
-            fixes.append(f"{trial.gpus} GPUs with ZeRO-3 and full recompute")
+            more = "the same GPUs" if d == lay.data_parallel else f"{trial.gpus} GPUs"
+            fixes.append(f"{more} with ZeRO-3 and full recompute ({describe(trial)})")
             break
+        if d >= seqs:
+            break
+        d = min(seqs, d * 2)
     if workload.training.recompute not in ("auto", "full"):
         fixes.append("recompute: full (or auto)")
     if workload.training.zero_stage not in ("auto", 3):
