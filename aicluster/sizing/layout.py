@@ -4,10 +4,11 @@ Tensor parallel: powers of two up to the GPUs of one node (the NVLink domain) th
 parallel: divisors of the layer count (even stages) up to 128 stages. Data parallel: as many replicas as the GPUs
 allow, at most one per sequence of the global batch. ZeRO 0..3, recomputation none/selective/full (selective
 only without FlashAttention: with it, it saves and costs nothing), micro-batch 1, 2, 4 (sequences). Values the
-workload gives instead of `auto` are kept fixed. Data-parallel degrees whose whole sequences per rank miss the global batch by more than 10% are skipped. Of the
-layouts that fit, the fastest (time per sequence) wins; ties go to fewer GPUs,
-then the lower ZeRO stage, then less recomputation. The work is bounded: at most 8 x 128 x 4 x 3 x 3 x 8 layouts,
-whatever the inputs (a 1,024-GPU search takes well under 0.1 s; collective times are cached).
+workload gives instead of `auto` are kept fixed. Data-parallel degrees whose whole sequences per rank miss the
+global batch by more than 10% are skipped. Pipeline stages are even (a given degree that does not divide the layers
+puts ceil(L / p) on the first stage). Of the layouts that fit, the fastest (time per sequence) wins; ties go to
+fewer GPUs, then the lower ZeRO stage, then less recomputation. The work is bounded: at most 8 x 128 x 4 x 3 x 3 x 8
+layouts, whatever the inputs (a 1,024-GPU search takes well under 0.1 s; collective times are cached).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def _count(limit: float, example: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise PydanticCustomError("count", "must be {form} (e.g. {example})", {"form": _FORM, "example": example})
         if isinstance(value, str):
-            m = _COUNT_RE.fullmatch(value.strip()) if len(value) <= 64 else None
+            m = _COUNT_RE.fullmatch(value) if len(value) <= 64 else None
             if m is None:
                 raise PydanticCustomError(
                     "count", "must be {form} (e.g. {example})", {"form": _FORM, "example": example}

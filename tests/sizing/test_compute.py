@@ -69,7 +69,9 @@ def test_llama3_405b_gpu_hours_against_the_model_card() -> None:
         [],
         load_catalog(),
     )
-    assert est.fits and est.chosen is not None and est.chosen.step is not None
+    assert est.fits
+    assert est.chosen is not None
+    assert est.chosen.step is not None
     assert est.chosen.layout.gpus == 8192
     assert est.gpu_hours is not None
     assert est.gpu_hours == pytest.approx(30.84e6, rel=0.45)
@@ -106,7 +108,8 @@ def test_dense_70b_step_time_matches_the_reference_arithmetic() -> None:
         }
     )
     est = estimate_workload(w, [_pool(128)], [], load_catalog())
-    assert est.chosen is not None and est.chosen.step is not None
+    assert est.chosen is not None
+    assert est.chosen.step is not None
     assert est.chosen.layout.gpus == 1024
     attn = 12 * 80 * 8192 * 4096 / (6 * 70e9)
     expected = 6 * 70e9 * 4e6 / (1024 * 989e12 * 0.43) * (1 + attn) * (est.global_batch_tokens / 4e6)

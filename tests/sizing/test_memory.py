@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from aicluster.catalog import load_catalog
+from aicluster.catalog.sizing import OptimizerBytes
 from aicluster.sizing.memory import activation_bytes_per_layer, activations, memory, model_states
 from aicluster.sizing.shape import Shape, count_parameters
 
 GB = 1e9
 
 
-def _adam():  # type: ignore[no-untyped-def]
+def _adam() -> OptimizerBytes:
     sizing = load_catalog().sizing
     assert sizing is not None
     return sizing.optimizer("adam")
