@@ -127,6 +127,18 @@ def test_bad_parameter_counts_get_one_message(value: object, expected: str) -> N
         pytest.param({"targets": {"gpus": 1.5}}, "workloads[0].targets.gpus", "whole number", id="gpus"),
         pytest.param({"model": {"sequence_length": True}}, "workloads[0].model.sequence_length", "", id="seq-bool"),
         pytest.param({"training": {"optimizer": "lion"}}, "workloads[0].training.optimizer", "allowed:", id="opt"),
+        pytest.param(
+            {"training": {"tensor_parallel": 128}},
+            "workloads[0].training.tensor_parallel",
+            "must divide model.heads (64)",
+            id="tp-heads",
+        ),
+        pytest.param(
+            {"training": {"pipeline_parallel": 81}},
+            "workloads[0].training.pipeline_parallel",
+            "must be at most model.layers (80)",
+            id="pp-layers",
+        ),
     ],
 )
 def test_bad_workloads_get_one_message_naming_the_field(change: dict[str, Any], where: str, expected: str) -> None:

@@ -137,3 +137,15 @@ def test_search_is_bounded_on_huge_inputs() -> None:
 def test_a_cpu_pool_is_refused_with_a_message() -> None:
     with pytest.raises(WorkloadError, match="is not a GPU instance type"):
         estimate_workload(_wl(LLAMA3_70B), [_pool(4, instance_type="m7i.2xlarge")], [], load_catalog())
+
+
+def test_tensor_parallel_beyond_one_node_is_refused() -> None:
+    with pytest.raises(WorkloadError, match=r"tensor_parallel 16 is more than the 8 GPUs of one p5.48xlarge node"):
+        estimate_workload(_wl(LLAMA3_70B, {"tensor_parallel": 16}), [_pool(16)], [], load_catalog())
+
+
+def test_a_gpu_target_caps_the_layout() -> None:
+    est = estimate_workload(_wl(LLAMA3_70B, targets={"gpus": 256}), [_pool(128)], [], load_catalog())
+    assert est.gpus_available == 256
+    assert est.chosen is not None
+    assert est.chosen.layout.gpus <= 256
