@@ -22,7 +22,7 @@ from aicluster.spec.workload import Training
 from .compute import CommFn, step_time
 from .memory import activations, memory, model_states
 from .models import Candidate, Layout, Memory, Recompute, StepTime
-from .shape import Shape
+from .shape import Shape, layer_parameters
 
 MICRO_BATCHES = (1, 2, 4)
 # the global batch as run (whole sequences per data-parallel rank) may differ from the asked one by this share
@@ -107,6 +107,14 @@ def layouts(shape: Shape, training: Training, hw: Hardware) -> Iterator[Layout]:
                             )
 
 
+def largest_layer(shape: Shape, expert_parallel: int = 1) -> float:
+    """Parameters of the largest module ZeRO-3 gathers at once: a transformer layer (its experts split over the
+    expert-parallel ranks) or the V x h embedding."""
+    attention, mlp = layer_parameters(shape.hidden, shape.heads, shape.kv_heads, shape.ffn, shape.mlp)
+    layer = attention + mlp * max(1, shape.experts // expert_parallel)
+    return max(layer, float(shape.vocabulary * shape.hidden))
+
+
 def layout_memory(shape: Shape, layout: Layout, training: Training, hw: Hardware, priors: Priors) -> Memory:
     states = model_states(
         shape.parameters,
@@ -116,6 +124,7 @@ def layout_memory(shape: Shape, layout: Layout, training: Training, hw: Hardware
         model_parallel=layout.tensor_parallel * layout.pipeline_parallel,
         expert_parameters=shape.expert_parameters,
         expert_parallel=layout.expert_parallel,
+        largest_layer=largest_layer(shape, layout.expert_parallel) / layout.tensor_parallel,
     )
     act = activations(
         shape,

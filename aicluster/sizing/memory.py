@@ -52,8 +52,14 @@ def model_states(
     model_parallel: int = 1,
     expert_parameters: float = 0.0,
     expert_parallel: int = 1,
+    largest_layer: float = 0.0,
 ) -> States:
-    """Bytes per GPU of weights, gradients and optimizer state (ZeRO paper, section 5)."""
+    """Bytes per GPU of weights, gradients and optimizer state (ZeRO paper, section 5).
+
+    ZeRO-3 gathers each layer's full 16-bit weights (and produces its full 16-bit gradients) before sharding them
+    again: `largest_layer` parameters (on this GPU: split by tensor parallelism) x (weight + gradient bytes) are live
+    on top, as
+    DeepSpeed's estimate_zero3_model_states_mem_needs counts them (4 x largest_layer)."""
     dense = (parameters - expert_parameters) / model_parallel
     experts = expert_parameters / (model_parallel * expert_parallel)
     d_dense = data_parallel
@@ -64,9 +70,10 @@ def model_states(
             return bytes_per * (dense + experts)
         return bytes_per * (dense / d_dense + experts / d_expert)
 
+    gathered = largest_layer if zero_stage >= 3 else 0.0
     return States(
-        parameters=part(opt.weight_bytes, zero_stage >= 3),
-        gradients=part(opt.gradient_bytes, zero_stage >= 2),
+        parameters=part(opt.weight_bytes, zero_stage >= 3) + opt.weight_bytes * gathered,
+        gradients=part(opt.gradient_bytes, zero_stage >= 2) + opt.gradient_bytes * gathered,
         optimizer=part(opt.optimizer_bytes, zero_stage >= 1),
     )
 
