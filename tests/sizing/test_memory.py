@@ -186,3 +186,32 @@ def test_zero3_against_deepspeeds_t5_3b_example() -> None:
     published_gib = 6.10
     fp32_grad_copy = 2 * params / gpus
     assert (states.total + fp32_grad_copy) / 2**30 == pytest.approx(published_gib, rel=0.01)
+
+
+def test_interleaving_holds_more_activations_as_megatron_schedules_it() -> None:
+    """Megatron-LM's interleaved 1F1B (schedules.py): rank 0 warms up with (p - 1) x 2 + (v - 1) x p forwards of
+    L / (p v)-layer chunks and holds one more: L (1 + (p - 1) / (p v)) layers' worth against 1F1B's L."""
+    shape = _gpt()
+    p, v, m = 8, 2, 64
+    plain = activations(
+        shape,
+        micro_batch=1,
+        micro_batches=m,
+        tensor_parallel=8,
+        pipeline_parallel=p,
+        recompute="none",
+        flash_attention=True,
+    )
+    inter = activations(
+        shape,
+        micro_batch=1,
+        micro_batches=m,
+        tensor_parallel=8,
+        pipeline_parallel=p,
+        recompute="none",
+        flash_attention=True,
+        virtual_stages=v,
+    )
+    chunks = (p - 1) * 2 + (v - 1) * p + 1
+    assert inter / plain == pytest.approx(chunks / (p * v), rel=1e-9)
+    assert inter / plain == pytest.approx(1 + (p - 1) / (p * v), rel=1e-9)
