@@ -44,6 +44,7 @@ from .models import (
     TpuType,
     version_in_range,
 )
+from .sizing import SizingPriors
 
 __all__ = [
     "DATA_DIR",
@@ -66,6 +67,7 @@ __all__ = [
     "ProviderDefaults",
     "Region",
     "ServicePrice",
+    "SizingPriors",
     "SlurmCloudTimes",
     "Source",
     "StorageTier",
@@ -110,6 +112,8 @@ class Catalog:
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
     # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
     collectives: CollectivesData = field(default_factory=CollectivesData)
+    # workload sizing priors: utilisation, FP8 peaks, overhead, model-state bytes (data/sizing.yaml)
+    sizing: SizingPriors | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -274,6 +278,18 @@ def _check(cat: Catalog) -> None:
         cited(a, f"kubernetes add-on {a.id}")
     _check_nccl(cat, problems)
     problems.extend(collective_problems(cat.collectives, cat.instance_types, cat.accelerators, cat.sources))
+    if cat.sizing is not None:
+        for sid in sorted(cat.sizing.source_ids() - set(cat.sources)):
+            problems.append(f"sizing: unknown source id {sid!r}")
+        for peak in cat.sizing.fp8:
+            if peak.accelerator not in cat.accelerators:
+                problems.append(f"sizing fp8: unknown accelerator {peak.accelerator!r}")
+        for prior in cat.sizing.utilisation:
+            for acc_id in prior.accelerators:
+                if acc_id not in cat.accelerators:
+                    problems.append(f"sizing utilisation: unknown accelerator {acc_id!r}")
+        if {o.optimizer for o in cat.sizing.optimizers} != {"adam", "adamw", "sgd"}:
+            problems.append("sizing: optimizers must cover adam, adamw and sgd")
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -413,6 +429,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{coll_path}: {exc}") from exc
+    sizing_path = data_dir / "sizing.yaml"
+    try:
+        sizing = SizingPriors.model_validate(_read(sizing_path)) if sizing_path.exists() else None
+    except ValidationError as exc:
+        raise CatalogError(f"{sizing_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -428,6 +449,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
         collectives=collectives,
+        sizing=sizing,
     )
     _check(cat)
     return cat
