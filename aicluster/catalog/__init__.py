@@ -43,6 +43,7 @@ from .models import (
     TpuType,
     version_in_range,
 )
+from .reliability import CheckpointState, FailureRate, ReliabilityData
 
 __all__ = [
     "DATA_DIR",
@@ -50,8 +51,10 @@ __all__ = [
     "Accelerator",
     "Catalog",
     "CatalogError",
+    "CheckpointState",
     "Constants",
     "CpuTopology",
+    "FailureRate",
     "Image",
     "InstanceType",
     "KubernetesAddon",
@@ -63,6 +66,7 @@ __all__ = [
     "Provider",
     "ProviderDefaults",
     "Region",
+    "ReliabilityData",
     "ServicePrice",
     "SlurmCloudTimes",
     "Source",
@@ -106,6 +110,8 @@ class Catalog:
     # managed Kubernetes per provider, and the cluster add-ons (data/kubernetes.yaml)
     kubernetes: dict[str, KubernetesService] = field(default_factory=dict)
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
+    # failure rates, checkpoint bytes per parameter, restart time, checkpoint-overhead target (data/reliability.yaml)
+    reliability: ReliabilityData | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -269,6 +275,14 @@ def _check(cat: Catalog) -> None:
     for a in cat.addons.values():
         cited(a, f"kubernetes add-on {a.id}")
     _check_nccl(cat, problems)
+    if cat.reliability is not None:
+        rel = cat.reliability
+        for rate in rel.failure_rates:
+            cited(rate, f"reliability failure rate {rate.id}")
+        for state in rel.checkpoint_states:
+            cited(state, f"reliability checkpoint state {state.optimizer}/{state.precision}")
+        cited(rel.restart_s, "reliability restart_s")
+        cited(rel.target_checkpoint_overhead, "reliability target_checkpoint_overhead")
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -403,6 +417,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         k8s = KubernetesData.model_validate((_read(k8s_path) if k8s_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{k8s_path}: {exc}") from exc
+    rel_path = data_dir / "reliability.yaml"
+    try:
+        reliability = ReliabilityData.model_validate(_read(rel_path)) if rel_path.exists() else None
+    except ValidationError as exc:
+        raise CatalogError(f"{rel_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -417,6 +436,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         switches=switches,
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
+        reliability=reliability,
     )
     _check(cat)
     return cat
