@@ -44,6 +44,7 @@ from .models import (
     version_in_range,
 )
 from .reliability import CheckpointState, FailureRate, ReliabilityData
+from .sizing import SizingPriors
 
 __all__ = [
     "DATA_DIR",
@@ -68,6 +69,7 @@ __all__ = [
     "Region",
     "ReliabilityData",
     "ServicePrice",
+    "SizingPriors",
     "SlurmCloudTimes",
     "Source",
     "StorageTier",
@@ -112,6 +114,8 @@ class Catalog:
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
     # failure rates, checkpoint bytes per parameter, restart time, checkpoint-overhead target (data/reliability.yaml)
     reliability: ReliabilityData | None = None
+    # workload sizing priors: utilisation, FP8 peaks, overhead, model-state bytes (data/sizing.yaml)
+    sizing: SizingPriors | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -283,6 +287,18 @@ def _check(cat: Catalog) -> None:
             cited(state, f"reliability checkpoint state {state.optimizer}/{state.precision}")
         cited(rel.restart_s, "reliability restart_s")
         cited(rel.target_checkpoint_overhead, "reliability target_checkpoint_overhead")
+    if cat.sizing is not None:
+        for sid in sorted(cat.sizing.source_ids() - set(cat.sources)):
+            problems.append(f"sizing: unknown source id {sid!r}")
+        for peak in cat.sizing.fp8:
+            if peak.accelerator not in cat.accelerators:
+                problems.append(f"sizing fp8: unknown accelerator {peak.accelerator!r}")
+        for prior in cat.sizing.utilisation:
+            for acc_id in prior.accelerators:
+                if acc_id not in cat.accelerators:
+                    problems.append(f"sizing utilisation: unknown accelerator {acc_id!r}")
+        if {o.optimizer for o in cat.sizing.optimizers} != {"adam", "adamw", "sgd"}:
+            problems.append("sizing: optimizers must cover adam, adamw and sgd")
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -422,6 +438,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         reliability = ReliabilityData.model_validate(_read(rel_path)) if rel_path.exists() else None
     except ValidationError as exc:
         raise CatalogError(f"{rel_path}: {exc}") from exc
+    sizing_path = data_dir / "sizing.yaml"
+    try:
+        sizing = SizingPriors.model_validate(_read(sizing_path)) if sizing_path.exists() else None
+    except ValidationError as exc:
+        raise CatalogError(f"{sizing_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -437,6 +458,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
         reliability=reliability,
+        sizing=sizing,
     )
     _check(cat)
     return cat

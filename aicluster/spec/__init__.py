@@ -100,6 +100,10 @@ from .onprem import (
     SitePower,
     pool_fabric,
 )
+from .workload import Model as WorkloadModel  # noqa: F401 - re-exported: the spec's public models
+from .workload import Targets as WorkloadTargets  # noqa: F401
+from .workload import Training as WorkloadTraining  # noqa: F401
+from .workload import Workload
 
 Pool = Annotated[AwsPool | AzurePool | GcpPool | OnpremPool, Field(discriminator="provider")]
 
@@ -801,6 +805,35 @@ def _kubernetes_problems(spec: ClusterSpec) -> list[Problem]:
     return problems
 
 
+def _workload_problems(spec: ClusterSpec) -> list[Problem]:
+    """Workloads: unique names, and every pool a workload names is a pool of this stack."""
+    problems = _duplicates("workloads", "name", [w.name for w in spec.workloads], "workload names must be unique")
+    names = [p.name for p in spec.pools]
+    for i, wl in enumerate(spec.workloads):
+        for j, pool in enumerate(wl.pools):
+            if pool not in names:
+                problems.append(
+                    Problem(
+                        ("workloads", i, "pools", j),
+                        "no pool of this stack has this name; allowed: " + ", ".join(names),
+                        pool,
+                        True,
+                        did_you_mean(pool, names),
+                    )
+                )
+        for j, pool in enumerate(wl.pools):
+            if pool in wl.pools[:j]:
+                problems.append(
+                    Problem(
+                        ("workloads", i, "pools", j),
+                        f"duplicate of workloads[{i}].pools[{wl.pools.index(pool)}]; list each pool once",
+                        pool,
+                        True,
+                    )
+                )
+    return problems
+
+
 class ClusterSpec(Strict):
     """One AI cluster: pools of accelerator nodes, storage, a scheduler, and its guardrails."""
 
@@ -825,6 +858,14 @@ class ClusterSpec(Strict):
     pricing: Annotated[Pricing, Field(description="Negotiated rates replacing catalog prices.")] = Pricing()
     network: Annotated[NetworkSpec, Field(description="Address plan for the cloud networks.")] = NetworkSpec()
     access: Annotated[Access, Field(description="Admin account and SSH keys for the nodes.")] = Access()
+    workloads: Annotated[
+        list[Workload],
+        Field(
+            max_length=256,
+            description="Training jobs the cluster is for; the planner sizes each on its pools (layout, memory, "
+            "step time, days, cost, checkpoints).",
+        ),
+    ] = []
 
     @model_validator(mode="after")
     def _cross_field(self, info: ValidationInfo) -> ClusterSpec:
@@ -870,6 +911,7 @@ class ClusterSpec(Strict):
         left_out = (info.context or {}).get("left_out", frozenset())
         problems.extend(_site_problems(self, frozenset(left_out)))
         problems.extend(_kubernetes_problems(self))
+        problems.extend(_workload_problems(self))
         if problems:
             raise _Problems(problems)
         return self
@@ -1042,7 +1084,7 @@ def _problems_of(exc: ValidationError, data: Any) -> list[Problem]:
 
 
 # Lists whose bad items are left out so that the rest can still be checked.
-_ITEM_LISTS = ("pools", "storage", "sites")
+_ITEM_LISTS = ("pools", "storage", "sites", "workloads")
 
 
 @dataclass
