@@ -10,4 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-COMMANDS: tuple[ModuleType, ...] = ()
+from . import size
+
+COMMANDS: tuple[ModuleType, ...] = (size,)
