@@ -50,14 +50,18 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _print_warnings(plan)
     if not plan.workloads:
-        out.print(
-            f"{escape(stack.source)}: no workloads. Add one under `workloads:` in the stack file, e.g.\n"
+        pool = plan.pools[0].name if plan.pools else "POOL"
+        example = (
             "  workloads:\n"
             "    - name: llama3-70b\n"
-            f"      pools: [{escape(plan.pools[0].name) if plan.pools else 'POOL'}]\n"
+            f"      pools: [{pool}]\n"
             "      model: {parameters: 70B, sequence_length: 8192}\n"
             "      training: {tokens: 2T, global_batch_tokens: 16Mi}\n"
-            "(docs/sizing.md; the fields are in docs/spec-reference.md#workload)"
+        )
+        out.print(
+            f"{escape(stack.source)}: no workloads. Add one under `workloads:` in the stack file, e.g.\n"
+            + escape(example)
+            + "(docs/sizing.md; the fields are in docs/spec-reference.md#workload)"
         )
     for w in plan.workloads:
         _print_workload(w)
@@ -171,7 +175,8 @@ def _run_table(w: WorkloadEstimate) -> Table:
             t.add_row("goodput", f"{rel.goodput:.1%}")
         t.add_row(
             "write GB/s needed",
-            f"{rel.required_write_gb_s:,.1f} GB/s keeps checkpoint overhead under {rel.target_overhead:.0%}",
+            f"{rel.required_write_gb_s:,.{1 if rel.required_write_gb_s >= 10 else 2}f} GB/s keeps checkpoint "
+            f"overhead under {rel.target_overhead:.0%}",
         )
     return t
 
