@@ -4,9 +4,11 @@ Tensor parallel: powers of two up to the GPUs of one node (the NVLink domain) th
 parallel: divisors of the layer count (even stages) up to 128 stages. Data parallel: as many replicas as the GPUs
 allow, at most one per sequence of the global batch. ZeRO 0..3, recomputation none/selective/full (selective
 only without FlashAttention: with it, it saves and costs nothing), micro-batch 1, 2, 4 (sequences). Values the
-workload gives instead of `auto` are kept fixed. Of the layouts that fit, the fastest wins; ties go to fewer GPUs,
-then the lower ZeRO stage, then less recomputation. The work is bounded: at most 8 x 128 x 4 x 3 x 3 x 8 layouts,
-whatever the inputs (a 1,024-GPU search takes well under 0.1 s; collective times are cached).
+workload gives instead of `auto` are kept fixed. Data-parallel degrees whose whole sequences per rank miss the
+global batch by more than 10% are skipped. Pipeline stages are even (a given degree that does not divide the layers
+puts ceil(L / p) on the first stage). Of the layouts that fit, the fastest (time per sequence) wins; ties go to
+fewer GPUs, then the lower ZeRO stage, then less recomputation. The work is bounded: at most 8 x 128 x 4 x 3 x 3 x 8
+layouts, whatever the inputs (a 1,024-GPU search takes well under 0.1 s; collective times are cached).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from .models import Candidate, Layout, Memory, Recompute, StepTime
 from .shape import Shape
 
 MICRO_BATCHES = (1, 2, 4)
+# the global batch as run (whole sequences per data-parallel rank) may differ from the asked one by this share
+BATCH_SLACK = 0.1
 MAX_STAGES = 128
 RECOMPUTE_ORDER: dict[str, int] = {"none": 0, "selective": 1, "full": 2}
 
@@ -78,12 +82,14 @@ def layouts(shape: Shape, training: Training, hw: Hardware) -> Iterator[Layout]:
             eps = [1]
             if shape.experts > 1:
                 eps = [e for e in _powers_of_two(min(d, shape.experts)) if shape.experts % e == 0 and d % e == 0]
+            per_rank = max(1, round(seqs / d))
+            if abs(per_rank * d - seqs) > BATCH_SLACK * seqs:
+                continue  # this many replicas cannot run the asked batch
             for e in eps:
                 for b in MICRO_BATCHES:
-                    per_rank = seqs // d
-                    if b > max(1, per_rank):
+                    if per_rank % b:
                         continue
-                    m = max(1, per_rank // b)
+                    m = per_rank // b
                     for z in zeros:
                         if d == 1 and z > 0:
                             continue  # nothing to shard over
@@ -140,10 +146,14 @@ def layout_time(
     )
 
 
+def seconds_per_sequence(lay: Layout, step: StepTime) -> float:
+    return step.total_s / (lay.micro_batch * lay.micro_batches * lay.data_parallel)
+
+
 def _rank(c: tuple[Layout, Memory, StepTime]) -> tuple[float, int, int, int, int, int]:
     lay, _mem, step = c
     return (
-        round(step.total_s, 9),
+        round(seconds_per_sequence(lay, step), 12),
         lay.gpus,
         lay.zero_stage,
         RECOMPUTE_ORDER[lay.recompute],
@@ -195,7 +205,7 @@ def search(shape: Shape, training: Training, hw: Hardware, priors: Priors, comm:
     chosen = Candidate(layout=best_l, memory=best_m, step=best_s, why="chosen")
     runners: list[Candidate] = []
     for lay, mem, step in fitting[1:6]:
-        slower = step.total_s / best_s.total_s - 1
+        slower = seconds_per_sequence(lay, step) / seconds_per_sequence(best_l, best_s) - 1
         runners.append(
             Candidate(layout=lay, memory=mem, step=step, why=f"{slower:.0%} slower: {step.total_s:.2f} s per step")
         )

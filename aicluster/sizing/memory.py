@@ -125,9 +125,13 @@ def activations(
     pipeline_parallel: int,
     recompute: Recompute,
     flash_attention: bool,
+    first_stage_layers: int | None = None,
 ) -> float:
-    """Activation bytes of the first pipeline stage at its peak."""
-    layers_per_stage = math.ceil(shape.layers / pipeline_parallel)
+    """Activation bytes of the first pipeline stage at its peak (it holds the most micro-batches in flight).
+
+    `first_stage_layers`: the layers of that stage when stages are uneven (Llama 3 405B put one layer less on the
+    first and last of its 16 stages: 7 + 14 x 8 + 7 = 126); default: ceil(L / p)."""
+    layers_per_stage = first_stage_layers or math.ceil(shape.layers / pipeline_parallel)
     held = in_flight(pipeline_parallel, micro_batches)
     per_layer = activation_bytes_per_layer(
         shape,

@@ -40,8 +40,9 @@ def _optional(module: str, name: str) -> Any:
         return None
 
 
-def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, tuple[str, ...], str | None]:
-    """The collective model bound to the pool's instance type, cached: (comm, sources, note)."""
+def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str], str | None]:
+    """The collective model bound to the pool's instance type, cached: (comm, the source ids of the collective
+    estimates it made (filled as it is called), a note when the model is missing)."""
     estimate = _optional("collective", "estimate_collective")
     if estimate is not None:
         sources: set[str] = set()
@@ -60,7 +61,7 @@ def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, tuple[str, ...
             sources.update(est.sources)
             return float(est.time_s)
 
-        return comm, tuple(sorted(sources)), None
+        return comm, sources, None
     it = catalog.instance_type(pool.provider, pool.instance_type)
     acc = catalog.accelerator_of(it) if it else None
     if it is None or acc is None:
@@ -80,7 +81,7 @@ def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, tuple[str, ...
         "collective model not available: communication uses the bandwidth ceiling of the catalog's NVLink and NIC "
         "figures with nccl-tests' bus-bandwidth factors (no latency, no efficiency): an optimistic bound"
     )
-    return ceiling, (it.source, acc.source), note
+    return ceiling, {it.source, acc.source}, note
 
 
 def _pools(workload: Workload, pools: Sequence[PoolFacts]) -> tuple[list[PoolFacts], list[str]]:
@@ -161,8 +162,7 @@ def _nothing_fits(
     smallest_shape = lay.model_copy(update={"zero_stage": 3, "recompute": "full", "micro_batch": 1})
     seqs = max(1, round(workload.training.global_batch_tokens / shape.sequence))
     d = lay.data_parallel
-    while d < seqs:
-        d = min(seqs, d * 2)
+    while True:
         trial = smallest_shape.model_copy(
             update={
                 "data_parallel": d,
@@ -171,8 +171,12 @@ def _nothing_fits(
             }
         )
         if layout_memory(shape, trial, workload.training, hw, priors).fits:
-            fixes.append(f"{trial.gpus} GPUs with ZeRO-3 and full recompute")
+            more = "the same GPUs" if d == lay.data_parallel else f"{trial.gpus} GPUs"
+            fixes.append(f"{more} with ZeRO-3 and full recompute ({describe(trial)})")
             break
+        if d >= seqs:
+            break
+        d = min(seqs, d * 2)
     if workload.training.recompute not in ("auto", "full"):
         fixes.append("recompute: full (or auto)")
     if workload.training.zero_stage not in ("auto", 3):
@@ -208,7 +212,15 @@ def estimate_workload(
     available = sum(p.nodes * p.gpus_per_node for p in mine)
     target_gpus = workload.targets.gpus
     gpus = min(available, target_gpus) if target_gpus else available
+    if target_gpus and target_gpus > available:
+        notes.append(f"targets.gpus {target_gpus} is more than the pools' {available} GPUs: sized on {available}")
     training = workload.training
+    if training.tensor_parallel != "auto" and training.tensor_parallel > first.gpus_per_node:
+        raise WorkloadError(
+            f"workload {workload.name}: training.tensor_parallel {training.tensor_parallel} is more than the "
+            f"{first.gpus_per_node} GPUs of one {first.instance_type} node (its NVLink domain): use "
+            f"{first.gpus_per_node} or less, or auto"
+        )
     hw, sources, hw_notes = _hardware(catalog, first, gpus, training.precision)
     notes.extend(hw_notes)
     opt = catalog.sizing.optimizer(training.optimizer)
@@ -277,7 +289,11 @@ def estimate_workload(
     )
     acc = catalog.accelerator_of(catalog.instance_type(first.provider, first.instance_type))  # type: ignore[arg-type]
     assert acc is not None
-    all_sources = tuple(dict.fromkeys([*sources, *comm_sources, *(reliability_sources(reliability))]))
+    if reliability is not None:
+        rel_sources = _optional("reliability", "sources")
+        if rel_sources is not None:
+            sources.extend(rel_sources(catalog, optimizer=training.optimizer, precision=training.precision))
+    all_sources = tuple(dict.fromkeys([*sources, *sorted(comm_sources)]))
     return WorkloadEstimate(
         name=workload.name,
         pools=tuple(p.name for p in mine),
@@ -306,9 +322,3 @@ def estimate_workload(
         sources=all_sources,
         notes=tuple(notes),
     )
-
-
-def reliability_sources(rel: Reliability | None) -> tuple[str, ...]:
-    """Reliability carries no source ids of its own (the model's are in the catalog); nothing to add yet."""
-    del rel
-    return ()

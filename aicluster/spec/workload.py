@@ -40,7 +40,7 @@ def _count(limit: float, example: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise PydanticCustomError("count", "must be {form} (e.g. {example})", {"form": _FORM, "example": example})
         if isinstance(value, str):
-            m = _COUNT_RE.fullmatch(value.strip()) if len(value) <= 64 else None
+            m = _COUNT_RE.fullmatch(value) if len(value) <= 64 else None
             if m is None:
                 raise PydanticCustomError(
                     "count", "must be {form} (e.g. {example})", {"form": _FORM, "example": example}
@@ -318,3 +318,31 @@ class Workload(Strict):
     model: Annotated[Model, Field(description="The model: size, shape, sequence length, dense or MoE.")]
     training: Annotated[Training, Field(description="The run: tokens, batch, precision, optimizer, sharding.")]
     targets: Annotated[Targets, Field(description="Targets: wall-clock days and/or a GPU budget.")] = Targets()
+
+    @model_validator(mode="after")
+    def _degrees(self) -> Workload:
+        """Given parallel degrees must suit the model's shape."""
+        problems: list[Problem] = []
+        tp, pp = self.training.tensor_parallel, self.training.pipeline_parallel
+        heads, layers = self.model.heads, self.model.layers
+        if tp != "auto" and heads is not None and heads % tp:
+            problems.append(
+                Problem(
+                    ("training", "tensor_parallel"),
+                    f"must divide model.heads ({heads}): each GPU of a tensor-parallel group takes whole heads",
+                    tp,
+                    True,
+                )
+            )
+        if pp != "auto" and layers is not None and pp > layers:
+            problems.append(
+                Problem(
+                    ("training", "pipeline_parallel"),
+                    f"must be at most model.layers ({layers}): each stage holds at least one layer",
+                    pp,
+                    True,
+                )
+            )
+        if problems:
+            raise _Problems(problems)
+        return self
