@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .collectives import CollectivesData, collective_problems
 from .models import (
     Accelerator,
     Constants,
@@ -53,6 +54,7 @@ __all__ = [
     "Catalog",
     "CatalogError",
     "CheckpointState",
+    "CollectivesData",
     "Constants",
     "CpuTopology",
     "FailureRate",
@@ -116,6 +118,8 @@ class Catalog:
     reliability: ReliabilityData | None = None
     # workload sizing priors: utilisation, FP8 peaks, overhead, model-state bytes (data/sizing.yaml)
     sizing: SizingPriors | None = None
+    # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
+    collectives: CollectivesData = field(default_factory=CollectivesData)
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -299,6 +303,7 @@ def _check(cat: Catalog) -> None:
                     problems.append(f"sizing utilisation: unknown accelerator {acc_id!r}")
         if {o.optimizer for o in cat.sizing.optimizers} != {"adam", "adamw", "sgd"}:
             problems.append("sizing: optimizers must cover adam, adamw and sgd")
+    problems.extend(collective_problems(cat.collectives, cat.instance_types, cat.accelerators, cat.sources))
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -443,6 +448,11 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         sizing = SizingPriors.model_validate(_read(sizing_path)) if sizing_path.exists() else None
     except ValidationError as exc:
         raise CatalogError(f"{sizing_path}: {exc}") from exc
+    coll_path = data_dir / "collectives.yaml"
+    try:
+        collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
+    except ValidationError as exc:
+        raise CatalogError(f"{coll_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -459,6 +469,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
         reliability=reliability,
         sizing=sizing,
+        collectives=collectives,
     )
     _check(cat)
     return cat

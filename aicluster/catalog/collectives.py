@@ -1,0 +1,217 @@
+"""Typed records of data/collectives.yaml: what the collective model (aicluster.sizing.collective) needs to know
+about each GPU instance type's scale-up (NVLink/NVSwitch) and scale-out (NIC rails) fabric, and the published
+nccl-tests results it is checked against.
+
+Three kinds of record:
+- ``NvlinkDomain``: one NVSwitch generation as nccl-tests sees it on one node (8 GPUs): the all_reduce bus
+  bandwidth ceiling (NVLink SHARP, "NVLS", where the switch has it), the ring ceiling the other collectives
+  reach, the NVLink side's algorithm bandwidth in the two-node tree regime, and an effective latency;
+- ``CollectiveNetwork``: the NICs NCCL uses on a set of instance types of one provider (rails x link rate),
+  the share of line rate a ring reaches, whether the fabric reduces in the network (SHARP), a per-hop latency;
+- ``CalibrationPoint``: one published nccl-tests figure {op, nodes, GPUs per node, bytes, busbw}.
+
+Every figure cites a source; derived figures say "derived" with the arithmetic in their note. This module imports
+nothing of the project beyond the catalog's models (layering rule: the catalog is a leaf).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .models import Accelerator, InstanceType, Provider, Sourced, _Record
+
+CollectiveOpName = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+
+
+class NvlinkDomain(Sourced):
+    """One NVSwitch generation as nccl-tests measures it on one node of `gpus` GPUs."""
+
+    id: Annotated[str, Field(description="Id the network records cite (e.g. `nvswitch3-hopper`).")]
+    generation: Annotated[str, Field(description="NVLink and NVSwitch generation (e.g. `NVLink 4, NVSwitch gen 3`).")]
+    accelerators: Annotated[
+        tuple[str, ...], Field(min_length=1, description="Accelerator ids (accelerators.yaml) on this NVSwitch.")
+    ]
+    gpus: Annotated[int, Field(ge=2, description="GPUs per NVSwitch domain the figures were measured on.")]
+    nvls: Annotated[bool, Field(description="The NVSwitch reduces in the switch (NVLink SHARP): all_reduce uses it.")]
+    all_reduce_busbw_gb_s: Annotated[
+        float, Field(gt=0, description="all_reduce busbw ceiling on `gpus` GPUs, large messages (NVLS if nvls), GB/s.")
+    ]
+    ring_busbw_gb_s: Annotated[
+        float,
+        Field(gt=0, description="busbw ceiling of ring collectives (all_gather, reduce_scatter, ring), GB/s."),
+    ]
+    hierarchical_algbw_gb_s: Annotated[
+        float,
+        Field(gt=0, description="NVLink-side algbw ceiling of the two-node tree / NVLS-tree all_reduce, GB/s."),
+    ]
+    latency_us: Annotated[
+        float, Field(gt=0, description="Effective fixed time of one collective on one node (alpha), microseconds.")
+    ]
+    note: Annotated[str, Field(description="What was measured and what is derived (with the arithmetic).")]
+
+
+class CollectiveNetwork(Sourced):
+    """The scale-out fabric of some GPU instance types of one provider, as NCCL uses it."""
+
+    provider: Provider
+    instance_types: Annotated[tuple[str, ...], Field(min_length=1, description="Instance types this record covers.")]
+    nvlink: Annotated[str, Field(description="NvlinkDomain id of these types.")]
+    rails: Annotated[int, Field(ge=1, description="NICs NCCL spreads a node's traffic over (EFA devices, IB HCAs).")]
+    nic_gbps: Annotated[float, Field(gt=0, description="Line rate of one of those NICs, Gb/s.")]
+    efficiency: Annotated[
+        float,
+        Field(gt=0, le=1, description="Share of line rate a ring's busbw reaches over the network (calibrated)."),
+    ]
+    calibrated: Annotated[
+        bool,
+        Field(description="The efficiency comes from a figure of this fabric (false: borrowed or line rate)."),
+    ]
+    sharp: Annotated[bool, Field(description="The fabric reduces in the network (InfiniBand SHARP): NCCL CollNet.")]
+    network_latency_us: Annotated[
+        float,
+        Field(gt=0, description="Effective latency two nodes add over one (fitted at 16 MiB), microseconds."),
+    ]
+    note: Annotated[str, Field(description="How the figures were read or derived.")]
+
+    @property
+    def node_gb_s(self) -> float:
+        """Line rate of the node's rails, GB/s (10^9 bytes per second)."""
+        return self.rails * self.nic_gbps / 8.0
+
+
+class CalibrationPoint(Sourced):
+    """One published nccl-tests result (out-of-place unless the note says otherwise)."""
+
+    provider: Provider
+    instance_type: str
+    op: CollectiveOpName
+    nodes: Annotated[int, Field(ge=1)]
+    gpus_per_node: Annotated[int, Field(ge=1, description="Ranks per node of the run.")]
+    bytes: Annotated[int, Field(ge=1, description="nccl-tests size column, bytes.")]
+    busbw_gb_s: Annotated[float, Field(gt=0, description="Published busbw, GB/s.")]
+    algorithm: Annotated[str | None, Field(description="NCCL algorithm, where the source states or implies it.")] = None
+    kind: Annotated[
+        Literal["measured", "maintainer", "minimum"],
+        Field(
+            description="measured: a published run; maintainer: an NCCL maintainer's stated expectation; "
+            "minimum: an acceptance threshold (the model must reach it)."
+        ),
+    ] = "measured"
+    note: Annotated[str, Field(description="Where in the source the figure is, and any caveat.")]
+
+
+class ScaleOut(Sourced):
+    """How latency and the tree's bandwidth grow beyond two nodes (the same for every fabric)."""
+
+    tree_bandwidth_share: Annotated[
+        float, Field(gt=0, le=1, description="Tree busbw as a share of the ring's at 3+ nodes (large messages).")
+    ]
+    ring_step_us: Annotated[
+        float, Field(gt=0, description="Latency NCCL's own model gives one inter-node ring step, microseconds.")
+    ]
+    tree_step_us: Annotated[
+        float, Field(gt=0, description="Latency NCCL's own model gives one tree level, microseconds.")
+    ]
+    note: Annotated[str, Field(description="What was measured and the arithmetic.")]
+
+
+class CollectivesData(_Record):
+    """Everything in data/collectives.yaml."""
+
+    scale_out: ScaleOut | None = None
+    nvlink: tuple[NvlinkDomain, ...] = ()
+    networks: tuple[CollectiveNetwork, ...] = ()
+    calibration: tuple[CalibrationPoint, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique(self) -> CollectivesData:
+        ids = [d.id for d in self.nvlink]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"duplicate nvlink ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+        return self
+
+    def network_of(self, provider: str, instance_type: str) -> CollectiveNetwork | None:
+        return next((n for n in self.networks if n.provider == provider and instance_type in n.instance_types), None)
+
+    def domain(self, domain_id: str) -> NvlinkDomain | None:
+        return next((d for d in self.nvlink if d.id == domain_id), None)
+
+
+def collective_problems(
+    data: CollectivesData,
+    instance_types: Mapping[tuple[str, str], InstanceType],
+    accelerators: Mapping[str, Accelerator],
+    sources: Mapping[str, object],
+) -> list[str]:
+    """Cross-checks: sources exist; every GPU instance type has exactly one network record whose NVLink domain
+    carries its accelerator; rails x link rate fit the type's published GPU bandwidth; calibration points name
+    real types with that many GPUs."""
+    problems: list[str] = []
+
+    def cited(rec: Sourced, what: str) -> None:
+        for sid in sorted({rec.source, *rec.field_sources.values()}):
+            if sid not in sources:
+                problems.append(f"collectives {what}: unknown source id {sid!r}")
+
+    if data.scale_out is None:
+        problems.append("collectives: no scale_out record (latency steps and tree bandwidth beyond two nodes)")
+    else:
+        cited(data.scale_out, "scale_out")
+    for dom in data.nvlink:
+        cited(dom, f"nvlink {dom.id}")
+        for acc_id in dom.accelerators:
+            if acc_id not in accelerators:
+                problems.append(f"collectives nvlink {dom.id}: unknown accelerator {acc_id!r}")
+        if dom.ring_busbw_gb_s > dom.all_reduce_busbw_gb_s:
+            problems.append(f"collectives nvlink {dom.id}: ring busbw above the all_reduce ceiling")
+    covered: dict[tuple[str, str], int] = {}
+    for net in data.networks:
+        what = f"network {net.provider}/{','.join(net.instance_types)}"
+        cited(net, what)
+        domain = data.domain(net.nvlink)
+        if domain is None:
+            problems.append(f"collectives {what}: unknown nvlink domain {net.nvlink!r}")
+        for name in net.instance_types:
+            covered[(net.provider, name)] = covered.get((net.provider, name), 0) + 1
+            it = instance_types.get((net.provider, name))
+            if it is None:
+                problems.append(f"collectives {what}: unknown instance type {net.provider}/{name}")
+                continue
+            if domain is not None and it.accelerator not in domain.accelerators:
+                problems.append(f"collectives {what}: {name} has {it.accelerator}, not a GPU of nvlink {domain.id}")
+            if net.rails * net.nic_gbps > it.network.bandwidth_gbps + 1e-6:
+                problems.append(
+                    f"collectives {what}: {net.rails} x {net.nic_gbps:g} Gb/s exceeds {name}'s "
+                    f"{it.network.bandwidth_gbps:g} Gb/s"
+                )
+            if it.network.gpu_nics and net.rails != it.network.gpu_nics:
+                problems.append(f"collectives {what}: rails {net.rails} but {name} has {it.network.gpu_nics} GPU NICs")
+            if it.network.aws is not None and net.rails != it.network.aws.efa_interfaces:
+                problems.append(
+                    f"collectives {what}: rails {net.rails} but {name} has {it.network.aws.efa_interfaces} EFA "
+                    "interfaces"
+                )
+    for (prov, name), it in sorted(instance_types.items()):
+        acc = accelerators.get(it.accelerator) if it.accelerator else None
+        if acc is None or acc.kind != "gpu":
+            continue
+        count = covered.get((prov, name), 0)
+        if count != 1:
+            problems.append(
+                f"collectives: GPU instance type {prov}/{name} has {count} network records in collectives.yaml "
+                "(exactly one needed)"
+            )
+    for pt in data.calibration:
+        what = f"calibration {pt.op} {pt.instance_type} x{pt.nodes}"
+        cited(pt, what)
+        it = instance_types.get((pt.provider, pt.instance_type))
+        if it is None:
+            problems.append(f"collectives {what}: unknown instance type {pt.provider}/{pt.instance_type}")
+        elif pt.gpus_per_node > it.accelerator_count:
+            problems.append(
+                f"collectives {what}: {pt.gpus_per_node} GPUs per node, {it.name} has {it.accelerator_count}"
+            )
+    return problems

@@ -1,0 +1,304 @@
+"""The collective model: how long one NCCL collective takes on N nodes of one GPU instance type.
+
+busbw is defined exactly as nccl-tests' doc/PERFORMANCE.md: algbw = S / t, busbw = algbw x factor, with factor
+2(n-1)/n for all_reduce and (n-1)/n for all_gather, reduce_scatter and all_to_all (S the whole array), n the
+number of ranks. Time is an alpha-beta model, t = alpha + S x factor / ceiling, where the ceiling is the busbw the
+algorithm reaches on large messages and alpha its effective latency (data/collectives.yaml, fitted at 16 MiB where a
+published sweep exists). NCCL chooses among algorithms by message size; the model does the same among:
+
+- one node: NVLink only. all_reduce uses NVLink SHARP ("nvls") on NVSwitches that have it, else a ring; the
+  other collectives run as rings over NVLink ("nvlink-ring", "nvlink-pairwise" for all_to_all);
+- two nodes, all_reduce: tree / NVLS-tree. Each node sends and receives the array once, so busbw can exceed the
+  node's network rate (NVLink carries part of the reduction); bounded by the network and by the NVLink side;
+- three or more nodes: ring, bounded by rails x per-NIC effective rate and by NVLink; all_reduce may also run as
+  a tree (logarithmic latency, less bandwidth) or, where the fabric reduces in the network (SHARP), as CollNet;
+- all_to_all across nodes: pairwise exchange; each rank's traffic leaving the node goes through its share of the
+  node's NICs ((n - g)/n of the array with g ranks per node).
+
+`ranks_per_node` below the type's GPUs per node: the node's other GPUs run groups of the same shape at the same
+time (the data-parallel groups of a TP x PP layout) and the node's NICs are shared evenly. With one node it is a
+tensor-parallel group of that many GPUs on the NVSwitch. Pure: no I/O; per-catalog lookups are cached.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import get_args
+
+from aicluster.catalog import Catalog
+from aicluster.catalog.collectives import CollectiveNetwork, NvlinkDomain, ScaleOut
+
+from .models import CollectiveEstimate, CollectiveOp
+
+OPS: tuple[str, ...] = get_args(CollectiveOp)
+MAX_BYTES = 2**50  # 1 PiB: far beyond any buffer a GPU collective moves
+MAX_NODES = 100_000
+
+
+class CollectiveError(ValueError):
+    """Input the collective model cannot estimate; the message is one line a user can act on."""
+
+
+@dataclass(frozen=True)
+class _Platform:
+    provider: str
+    instance_type: str
+    gpus_per_node: int
+    domain: NvlinkDomain
+    network: CollectiveNetwork
+    scale_out: ScaleOut
+
+
+@dataclass(frozen=True)
+class _Index:
+    platforms: dict[tuple[str, str], _Platform]
+    not_modelled: dict[tuple[str, str], str]  # (provider, name) -> why (Trainium, CPU-only)
+    providers_of: dict[str, tuple[str, ...]]  # name -> providers that have it
+
+
+_CACHE: dict[int, tuple[Catalog, _Index]] = {}
+
+
+def _index(catalog: Catalog) -> _Index:
+    hit = _CACHE.get(id(catalog))
+    if hit is not None and hit[0] is catalog:
+        return hit[1]
+    data = catalog.collectives
+    platforms: dict[tuple[str, str], _Platform] = {}
+    not_modelled: dict[tuple[str, str], str] = {}
+    providers_of: dict[str, list[str]] = {}
+    for (prov, name), it in catalog.instance_types.items():
+        providers_of.setdefault(name, []).append(prov)
+        acc = catalog.accelerator_of(it)
+        if acc is None:
+            not_modelled[(prov, name)] = "has no GPUs (a CPU-only type): no collective to estimate"
+            continue
+        if acc.kind != "gpu":
+            link = "NeuronLink" if acc.kind == "trainium" else "ICI"
+            not_modelled[(prov, name)] = (
+                f"has {acc.name} accelerators: their collectives ({link}) are not modelled, only NVIDIA GPU types are"
+            )
+            continue
+        net = data.network_of(prov, name)
+        dom = data.domain(net.nvlink) if net is not None else None
+        if net is None or dom is None or data.scale_out is None:
+            not_modelled[(prov, name)] = "has no collectives.yaml record (a catalog bug: the loader should refuse it)"
+            continue
+        platforms[(prov, name)] = _Platform(prov, name, it.accelerator_count, dom, net, data.scale_out)
+    index = _Index(platforms, not_modelled, {k: tuple(sorted(v)) for k, v in providers_of.items()})
+    _CACHE[id(catalog)] = (catalog, index)
+    return index
+
+
+def gpu_instance_types(catalog: Catalog) -> list[tuple[str, str]]:
+    """(provider, name) of every instance type the model covers, sorted."""
+    return sorted(_index(catalog).platforms)
+
+
+def _resolve(catalog: Catalog, instance_type: str, provider: str | None) -> _Platform:
+    index = _index(catalog)
+    known = sorted({p for p, _ in catalog.instance_types})
+    if provider is not None and provider not in known:
+        raise CollectiveError(f"provider {provider!r}: not a provider of the catalog; use one of {', '.join(known)}")
+    providers = index.providers_of.get(instance_type, ())
+    if provider is not None:
+        if provider not in providers:
+            names = [n for (p, n) in index.platforms if p == provider]
+            close = difflib.get_close_matches(instance_type, names, n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(close)}?" if close else f"{provider} GPU types: {', '.join(sorted(names))}"
+            also = f" (it is a {'/'.join(providers)} type)" if providers else ""
+            raise CollectiveError(
+                f"instance type {instance_type!r}: not a {provider} type of the catalog{also}; {hint}"
+            )
+        providers = (provider,)
+    if not providers:
+        names = sorted({n for (_, n) in index.platforms})
+        close = difflib.get_close_matches(instance_type, names, n=3, cutoff=0.5)
+        where = {n: "/".join(p for p, m in index.platforms if m == n) for n in close}
+        hint = (
+            "did you mean " + ", ".join(f"{n} ({where[n]})" for n in close) + "?"
+            if close
+            else "`aicluster catalog` lists the instance types (GPU types of aws, azure, gcp and onprem are modelled)"
+        )
+        raise CollectiveError(f"instance type {instance_type!r}: not in the catalog; {hint}")
+    if len(providers) > 1:
+        raise CollectiveError(
+            f"instance type {instance_type!r} exists for {' and '.join(providers)}: give --provider "
+            f"({' or '.join(providers)})"
+        )
+    key = (providers[0], instance_type)
+    if key in index.not_modelled:
+        raise CollectiveError(f"instance type {instance_type!r} ({key[0]}) {index.not_modelled[key]}")
+    return index.platforms[key]
+
+
+def busbw_factor(op: str, ranks: int) -> float:
+    """The nccl-tests bus bandwidth factor of `op` at `ranks` ranks (doc/PERFORMANCE.md)."""
+    if ranks < 1:
+        raise CollectiveError(f"ranks {ranks}: a collective needs at least one rank")
+    share = (ranks - 1) / ranks
+    return 2.0 * share if op == "all_reduce" else share
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    algorithm: str
+    ceiling_gb_s: float  # busbw at large messages
+    latency_s: float
+    bottleneck: str  # "nvlink" | "network"
+    notes: tuple[str, ...] = ()
+
+    def time(self, nbytes: int, factor: float) -> float:
+        return self.latency_s + nbytes * factor / (self.ceiling_gb_s * 1e9)
+
+
+def _bounded(network_gb_s: float, nvlink_gb_s: float | None) -> tuple[float, str]:
+    """The lower of a network bound and an NVLink bound (None: NVLink not in the path), and which it is."""
+    if nvlink_gb_s is None or network_gb_s <= nvlink_gb_s:
+        return network_gb_s, "network"
+    return nvlink_gb_s, "nvlink"
+
+
+def _intra(p: _Platform, op: str, g: int) -> list[_Candidate]:
+    dom = p.domain
+    alpha = dom.latency_us * 1e-6
+    if op == "all_reduce":
+        ring = dom.ring_busbw_gb_s if dom.nvls else dom.all_reduce_busbw_gb_s
+        out = [_Candidate("nvlink-ring", ring, alpha, "nvlink")]
+        if dom.nvls:
+            nvls_algbw = dom.all_reduce_busbw_gb_s / busbw_factor("all_reduce", dom.gpus)
+            out.append(_Candidate("nvls", nvls_algbw * busbw_factor("all_reduce", g), alpha, "nvlink"))
+        return out
+    algorithm = "nvlink-pairwise" if op == "all_to_all" else "nvlink-ring"
+    return [_Candidate(algorithm, dom.ring_busbw_gb_s, alpha, "nvlink")]
+
+
+def _inter(p: _Platform, op: str, nodes: int, g: int) -> list[_Candidate]:
+    dom, net, scale = p.domain, p.network, p.scale_out
+    n = nodes * g
+    two_nodes = (dom.latency_us + net.network_latency_us) * 1e-6  # fitted on two-node runs
+    ring_step, tree_step = scale.ring_step_us * 1e-6, scale.tree_step_us * 1e-6
+    node_gb_s = net.node_gb_s * net.efficiency
+    share = node_gb_s * g / p.gpus_per_node  # this group's share of the node's NICs
+    nvlink_ring = dom.ring_busbw_gb_s if g > 1 else None  # one rank per node: NVLink is not in the path
+    nvlink_algbw = dom.hierarchical_algbw_gb_s if g > 1 else None
+    notes: list[str] = []
+    if g < p.gpus_per_node:
+        notes.append(
+            f"{p.gpus_per_node / g:g} groups of this shape share each node's {net.rails} NICs: this one gets "
+            f"{share:.1f} of {node_gb_s:.1f} GB/s"
+        )
+    if not net.calibrated:
+        notes.append("network efficiency borrowed from a sibling fabric (or line rate): none published for this type")
+    if op == "all_to_all":
+        per_rank = node_gb_s / p.gpus_per_node  # each rank's traffic leaving the node uses its share of the NICs
+        ceiling, neck = _bounded(per_rank * (n - 1) / (n - g), nvlink_ring)
+        alpha = two_nodes + (nodes - 2) * ring_step  # pairwise exchange: one round per other node
+        return [_Candidate("pairwise", ceiling, alpha, neck, tuple(notes))]
+    ring, neck = _bounded(share, nvlink_ring)
+    # NCCL's ring takes 2 x nodes network steps for all_reduce, nodes - 1 for all_gather / reduce_scatter
+    extra_steps = 2 * nodes - 4 if op == "all_reduce" else nodes - 2
+    out = [_Candidate("ring", ring, two_nodes + extra_steps * ring_step, neck, tuple(notes))]
+    if op != "all_reduce":
+        return out
+    factor = busbw_factor("all_reduce", n)
+    if nodes == 2:
+        # each node sends and receives the array once: algbw <= share; NVLink carries the rest of the reduction
+        algbw, neck = _bounded(share * nodes / (2 * (nodes - 1)), nvlink_algbw)
+        name = "nvls-tree" if dom.nvls and g > 1 else "tree"
+        out.append(_Candidate(name, algbw * factor, two_nodes, neck, (*notes, "two nodes: tree regime")))
+        return out
+    levels = math.ceil(math.log2(nodes))
+    tree_alpha = two_nodes + 2 * (levels - 1) * tree_step
+    out.append(_Candidate("tree", ring * scale.tree_bandwidth_share, tree_alpha, neck, tuple(notes)))
+    if net.sharp:
+        # SHARP reduces in the switches: each node sends and receives the array once at any node count
+        algbw, neck = _bounded(share, nvlink_algbw)
+        why = "in-network reduction (SHARP), bounded by the NVLink side as measured at two nodes (derived)"
+        out.append(_Candidate("collnet-sharp", algbw * factor, two_nodes, neck, (*notes, why)))
+    return out
+
+
+def _check_int(value: object, what: str, low: int, high: int, fix: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CollectiveError(f"{what} {value!r}: expected a whole number; {fix}")
+    if not low <= value <= high:
+        raise CollectiveError(f"{what} {value}: out of range; {fix}")
+    return value
+
+
+def estimate_collective(
+    catalog: Catalog,
+    instance_type: str,
+    nodes: int,
+    op: str,
+    nbytes: int,
+    *,
+    ranks_per_node: int | None = None,
+    provider: str | None = None,
+) -> CollectiveEstimate:
+    """Estimate one collective of `nbytes` (nccl-tests' size: the whole array) on `nodes` nodes of a GPU type."""
+    if op not in OPS:
+        close = difflib.get_close_matches(str(op), OPS, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise CollectiveError(f"op {op!r}: not a modelled collective; {hint}use one of {', '.join(OPS)}")
+    _check_int(nodes, "nodes", 1, MAX_NODES, f"give 1 to {MAX_NODES:,} nodes")
+    _check_int(nbytes, "bytes", 1, MAX_BYTES, "give 1 byte to 1 PiB (2^50 bytes)")
+    p = _resolve(catalog, instance_type, provider)
+    gpn = p.gpus_per_node
+    g = gpn if ranks_per_node is None else ranks_per_node
+    _check_int(g, "ranks_per_node", 1, gpn, f"{instance_type} has {gpn} GPUs per node: give 1 to {gpn}")
+    n = nodes * g
+    sources = tuple(
+        sorted(
+            {
+                p.domain.source,
+                *p.domain.field_sources.values(),
+                *(() if nodes == 1 else (p.network.source, *p.network.field_sources.values())),
+                *((p.scale_out.source, *p.scale_out.field_sources.values()) if nodes > 2 else ()),
+            }
+        )
+    )
+    base = {
+        "op": op,
+        "provider": p.provider,
+        "instance_type": p.instance_type,
+        "nodes": nodes,
+        "gpus_per_node": g,
+        "gpus": n,
+        "bytes": nbytes,
+        "sources": sources,
+    }
+    if n == 1:
+        return CollectiveEstimate(
+            **base,
+            algorithm="none",
+            bottleneck="nvlink",
+            algbw_gb_s=0.0,
+            busbw_gb_s=0.0,
+            time_s=0.0,
+            latency_s=0.0,
+            bandwidth_gb_s=0.0,
+            notes=("one rank: nothing to communicate (busbw factor 0)",),
+        )
+    factor = busbw_factor(op, n)
+    candidates = _intra(p, op, g) if nodes == 1 else _inter(p, op, nodes, g)
+    best = min(candidates, key=lambda c: c.time(nbytes, factor))
+    t = best.time(nbytes, factor)
+    algbw = nbytes / t / 1e9
+    notes = list(best.notes)
+    if nodes == 1 and g < gpn:
+        notes.append(f"a group of {g} of the node's {gpn} GPUs on the NVSwitch; other groups do not slow it")
+    return CollectiveEstimate(
+        **base,
+        algorithm=best.algorithm,
+        bottleneck="network" if best.bottleneck == "network" else "nvlink",
+        algbw_gb_s=algbw,
+        busbw_gb_s=algbw * factor,
+        time_s=t,
+        latency_s=best.latency_s,
+        bandwidth_gb_s=best.ceiling_gb_s,
+        notes=tuple(notes),
+    )
