@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aicluster.sizing.collective import CollectiveError
 from aicluster.sizing.models import FilesystemFacts, PoolFacts, WorkloadEstimate
 from aicluster.sizing.reliability import ReliabilityError
 from aicluster.sizing.workload import WorkloadError, estimate_workload
@@ -128,7 +129,7 @@ def plan_workloads(
         ]
         try:
             est = estimate_workload(wl, facts, mounts, ctx.catalog, hours_per_month=ctx.catalog.hours_per_month)
-        except (WorkloadError, ReliabilityError) as exc:
+        except (WorkloadError, ReliabilityError, CollectiveError) as exc:
             ctx.problem(("workloads", i), str(exc), has_value=False)
             continue
         out.append(est)

@@ -118,3 +118,23 @@ def test_a_workload_over_its_target_is_a_plan_warning(catalog: Catalog) -> None:
 
 def test_no_workloads_no_estimates(catalog: Catalog) -> None:
     assert plan_of(catalog, cluster()).workloads == ()
+
+
+def test_a_workload_that_fits_nothing_is_a_plan_warning_not_an_error(catalog: Catalog) -> None:
+    """Llama 3 405B on one p5.48xlarge: 8 x 80 GB cannot hold 405e9 x 16 bytes of model states."""
+    big = {
+        "layers": 126,
+        "hidden_size": 16384,
+        "heads": 128,
+        "kv_heads": 8,
+        "ffn_size": 53248,
+        "vocabulary": 128256,
+        "sequence_length": 8192,
+    }
+    data = cluster(pools=[pool(name="h100", nodes=1)], workloads=[workload(["h100"], name="llama3-405b", model=big)])
+    plan = plan_of(catalog, data)
+    (est,) = plan.workloads
+    assert not est.fits
+    assert est.chosen is None
+    assert est.days is None
+    assert any(w.startswith("workload llama3-405b: no layout fits 8 x p5.48xlarge") for w in plan.warnings)
