@@ -12,8 +12,9 @@ Communication per step, through the collective model (aicluster/sizing/collectiv
 - data parallel: ZeRO 0/1/2 reduce-scatter the gradients and all-gather the weights, 2 bytes x Psi / (t p) each
   (an all-reduce's volume); ZeRO-3 gathers the weights twice (forward and backward): 1.5x that;
 - MoE: 2 all-to-alls forward and 2 backward per MoE layer per micro-batch of b s h 2 k bytes over the experts;
-- pipeline: the 1F1B bubble (p - 1) / m of the compute (Narayanan et al. SC'21); point-to-point activation
-  sends between stages are small next to it and left out.
+- pipeline: the 1F1B bubble (p - 1) / m of the compute, (p - 1) / (v m) interleaved with v chunks per rank
+  (Narayanan et al. SC'21 section 2.2; Llama 3 section 3.3.2); point-to-point activation sends between stages are
+  small next to it and left out.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def step_time(
         nbytes = 2.0 * b * shape.sequence * shape.hidden * shape.experts_per_token / t
         ep_s = m * layers_per_stage * 4 * comm("all_to_all", nodes, per_node, nbytes)
 
-    bubble_s = (p - 1) / m * (compute_s + tp_s + ep_s) if p > 1 else 0.0
+    bubble_s = (p - 1) / (layout.virtual_stages * m) * (compute_s + tp_s + ep_s) if p > 1 else 0.0
     total = compute_s + tp_s + dp_s + bubble_s + ep_s
     peak_all = layout.gpus * peak_tflops * 1e12
     return StepTime(

@@ -7,8 +7,10 @@ only without FlashAttention: with it, it saves and costs nothing), micro-batch 1
 workload gives instead of `auto` are kept fixed. Data-parallel degrees whose whole sequences per rank miss the
 global batch by more than 10% are skipped. Pipeline stages are even (a given degree that does not divide the layers
 puts ceil(L / p) on the first stage). Of the layouts that fit, the fastest (time per sequence) wins; ties go to
-fewer GPUs, then the lower ZeRO stage, then less recomputation. The work is bounded: at most 8 x 128 x 4 x 3 x 3 x 8
-layouts, whatever the inputs (a 1,024-GPU search takes well under 0.1 s; collective times are cached).
+fewer GPUs, then the lower ZeRO stage, then less recomputation. Pipelines may interleave (v = 2 or 4 model chunks
+per rank, Megatron-LM's virtual pipeline) when the layers split evenly into p v chunks and m is a multiple of p.
+The work is bounded: at most 8 x 128 x 8 x 3 x 3 x 4 x 3 layouts, whatever the inputs (a 1,024-GPU search takes
+well under 0.1 s; collective times are cached).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from aicluster.spec.workload import Training
 from .compute import CommFn, step_time
 from .memory import activations, memory, model_states
 from .models import Candidate, Layout, Memory, Recompute, StepTime
-from .shape import Shape
+from .shape import Shape, layer_parameters
 
 MICRO_BATCHES = (1, 2, 4)
+VIRTUAL_STAGES = (1, 2, 4)  # model chunks per pipeline rank (interleaved 1F1B)
 # the global batch as run (whole sequences per data-parallel rank) may differ from the asked one by this share
 BATCH_SLACK = 0.1
 MAX_STAGES = 128
@@ -90,21 +93,33 @@ def layouts(shape: Shape, training: Training, hw: Hardware) -> Iterator[Layout]:
                     if per_rank % b:
                         continue
                     m = per_rank // b
-                    for z in zeros:
-                        if d == 1 and z > 0:
-                            continue  # nothing to shard over
-                        for r in recomputes:
-                            yield Layout(
-                                tensor_parallel=t,
-                                pipeline_parallel=p,
-                                data_parallel=d,
-                                expert_parallel=e,
-                                zero_stage=z,
-                                recompute=r,
-                                micro_batch=b,
-                                micro_batches=m,
-                                gpus=t * p * d,
-                            )
+                    # interleaving needs even chunks and whole rounds of p micro-batches (Megatron-LM)
+                    vs = [v for v in VIRTUAL_STAGES if v == 1 or (p > 1 and shape.layers % (p * v) == 0 and m % p == 0)]
+                    for v in vs:
+                        for z in zeros:
+                            if d == 1 and z > 0:
+                                continue  # nothing to shard over
+                            for r in recomputes:
+                                yield Layout(
+                                    tensor_parallel=t,
+                                    pipeline_parallel=p,
+                                    data_parallel=d,
+                                    expert_parallel=e,
+                                    zero_stage=z,
+                                    recompute=r,
+                                    micro_batch=b,
+                                    micro_batches=m,
+                                    gpus=t * p * d,
+                                    virtual_stages=v,
+                                )
+
+
+def largest_layer(shape: Shape, expert_parallel: int = 1) -> float:
+    """Parameters of the largest module ZeRO-3 gathers at once: a transformer layer (its experts split over the
+    expert-parallel ranks) or the V x h embedding."""
+    attention, mlp = layer_parameters(shape.hidden, shape.heads, shape.kv_heads, shape.ffn, shape.mlp)
+    layer = attention + mlp * max(1, shape.experts // expert_parallel)
+    return max(layer, float(shape.vocabulary * shape.hidden))
 
 
 def layout_memory(shape: Shape, layout: Layout, training: Training, hw: Hardware, priors: Priors) -> Memory:
@@ -116,6 +131,7 @@ def layout_memory(shape: Shape, layout: Layout, training: Training, hw: Hardware
         model_parallel=layout.tensor_parallel * layout.pipeline_parallel,
         expert_parameters=shape.expert_parameters,
         expert_parallel=layout.expert_parallel,
+        largest_layer=largest_layer(shape, layout.expert_parallel) / layout.tensor_parallel,
     )
     act = activations(
         shape,
@@ -125,6 +141,7 @@ def layout_memory(shape: Shape, layout: Layout, training: Training, hw: Hardware
         pipeline_parallel=layout.pipeline_parallel,
         recompute=layout.recompute,
         flash_attention=training.flash_attention,
+        virtual_stages=layout.virtual_stages,
     )
     return memory(states, act, priors.overhead, hw.capacity_bytes)
 
@@ -150,13 +167,14 @@ def seconds_per_sequence(lay: Layout, step: StepTime) -> float:
     return step.total_s / (lay.micro_batch * lay.micro_batches * lay.data_parallel)
 
 
-def _rank(c: tuple[Layout, Memory, StepTime]) -> tuple[float, int, int, int, int, int]:
+def _rank(c: tuple[Layout, Memory, StepTime]) -> tuple[float, int, int, int, int, int, int]:
     lay, _mem, step = c
     return (
         round(seconds_per_sequence(lay, step), 12),
         lay.gpus,
         lay.zero_stage,
         RECOMPUTE_ORDER[lay.recompute],
+        lay.virtual_stages,
         lay.pipeline_parallel,
         lay.tensor_parallel,
     )
@@ -168,6 +186,8 @@ def gb(x: float) -> str:
 
 def describe(lay: Layout) -> str:
     text = f"TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} x DP{lay.data_parallel}"
+    if lay.virtual_stages > 1:
+        text += f" (interleaved, {lay.virtual_stages} chunks per stage)"
     if lay.expert_parallel > 1:
         text += f" (EP{lay.expert_parallel})"
     return text + f", ZeRO-{lay.zero_stage}, recompute {lay.recompute}, micro-batch {lay.micro_batch}"

@@ -18,6 +18,9 @@ inputs and the product are stored: 6 s b f instead of GELU's 4 s b f) and no dro
 of dropout masks go away). FlashAttention never stores the s x s scores, so with it the 5 a s / h term is gone and
 selective recomputation saves nothing more. Sequence parallelism is assumed whenever t > 1 (Megatron-LM's default
 with TP). Pipeline 1F1B: the first stage holds min(p, m) micro-batches of L/p layers in flight (the worst stage).
+Interleaved 1F1B with v model chunks per rank (Megatron-LM's virtual pipeline): the first rank runs
+(p - 1) x 2 + (v - 1) x p warm-up forwards (megatron/core/pipeline_parallel/schedules.py) and so holds that plus one
+chunk-micro-batch of L / (p v) layers: L (1 + (p - 1) / (p v)) layers' worth when m is large.
 Full recompute keeps one layer's full activations as the working set of the recomputed layer.
 """
 
@@ -52,8 +55,14 @@ def model_states(
     model_parallel: int = 1,
     expert_parameters: float = 0.0,
     expert_parallel: int = 1,
+    largest_layer: float = 0.0,
 ) -> States:
-    """Bytes per GPU of weights, gradients and optimizer state (ZeRO paper, section 5)."""
+    """Bytes per GPU of weights, gradients and optimizer state (ZeRO paper, section 5).
+
+    ZeRO-3 gathers each layer's full 16-bit weights (and produces its full 16-bit gradients) before sharding them
+    again: `largest_layer` parameters (on this GPU: split by tensor parallelism) x (weight + gradient bytes) are live
+    on top, as
+    DeepSpeed's estimate_zero3_model_states_mem_needs counts them (4 x largest_layer)."""
     dense = (parameters - expert_parameters) / model_parallel
     experts = expert_parameters / (model_parallel * expert_parallel)
     d_dense = data_parallel
@@ -64,9 +73,10 @@ def model_states(
             return bytes_per * (dense + experts)
         return bytes_per * (dense / d_dense + experts / d_expert)
 
+    gathered = largest_layer if zero_stage >= 3 else 0.0
     return States(
-        parameters=part(opt.weight_bytes, zero_stage >= 3),
-        gradients=part(opt.gradient_bytes, zero_stage >= 2),
+        parameters=part(opt.weight_bytes, zero_stage >= 3) + opt.weight_bytes * gathered,
+        gradients=part(opt.gradient_bytes, zero_stage >= 2) + opt.gradient_bytes * gathered,
         optimizer=part(opt.optimizer_bytes, zero_stage >= 1),
     )
 
@@ -111,9 +121,12 @@ def activation_bytes_per_layer(
     return sbh * (unsplit + split / t + score_term / t)
 
 
-def in_flight(pipeline_parallel: int, micro_batches: int) -> int:
-    """Micro-batches the first stage holds under 1F1B (non-interleaved)."""
-    return max(1, min(pipeline_parallel, micro_batches))
+def in_flight(pipeline_parallel: int, micro_batches: int, virtual_stages: int = 1) -> int:
+    """Micro-batches (chunk-micro-batches when interleaved) the first stage holds under 1F1B."""
+    p, m, v = pipeline_parallel, micro_batches, virtual_stages
+    if v <= 1 or p <= 1:
+        return max(1, min(p, m))
+    return max(1, min((p - 1) * 2 + (v - 1) * p + 1, v * m))
 
 
 def activations(
@@ -126,13 +139,17 @@ def activations(
     recompute: Recompute,
     flash_attention: bool,
     first_stage_layers: int | None = None,
+    virtual_stages: int = 1,
 ) -> float:
     """Activation bytes of the first pipeline stage at its peak (it holds the most micro-batches in flight).
 
     `first_stage_layers`: the layers of that stage when stages are uneven (Llama 3 405B put one layer less on the
     first and last of its 16 stages: 7 + 14 x 8 + 7 = 126); default: ceil(L / p)."""
-    layers_per_stage = first_stage_layers or math.ceil(shape.layers / pipeline_parallel)
-    held = in_flight(pipeline_parallel, micro_batches)
+    if virtual_stages > 1 and pipeline_parallel > 1:
+        layers_per_stage = math.ceil(shape.layers / (pipeline_parallel * virtual_stages))  # one chunk
+    else:
+        layers_per_stage = first_stage_layers or math.ceil(shape.layers / pipeline_parallel)
+    held = in_flight(pipeline_parallel, micro_batches, virtual_stages)
     per_layer = activation_bytes_per_layer(
         shape,
         micro_batch=micro_batch,

@@ -63,6 +63,7 @@ class Layout(_Model):
     micro_batch: int  # sequences per micro-batch
     micro_batches: int  # micro-batches per pipeline per step (gradient accumulation steps)
     gpus: int  # tensor x pipeline x data
+    virtual_stages: int = 1  # model chunks per pipeline rank (interleaved 1F1B when > 1; Megatron's VP size)
 
 
 class Memory(_Model):

@@ -49,15 +49,18 @@ def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str], str 
 
         @cache
         def comm(op: CollectiveOp, nodes: int, ranks_per_node: int, nbytes: float) -> float:
-            est = estimate(
-                catalog,
-                pool.instance_type,
-                nodes,
-                op,
-                max(1, int(nbytes)),
-                ranks_per_node=ranks_per_node,
-                provider=pool.provider,
-            )
+            try:
+                est = estimate(
+                    catalog,
+                    pool.instance_type,
+                    nodes,
+                    op,
+                    max(1, int(nbytes)),
+                    ranks_per_node=ranks_per_node,
+                    provider=pool.provider,
+                )
+            except ValueError as exc:  # CollectiveError: a one-line message for the user
+                raise WorkloadError(f"pool {pool.name}: {exc}") from None
             sources.update(est.sources)
             return float(est.time_s)
 

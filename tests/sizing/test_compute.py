@@ -80,6 +80,15 @@ def test_llama3_405b_gpu_hours_against_the_model_card() -> None:
     assert 0.6 * 0.43 <= est.chosen.step.mfu <= 0.43
 
 
+def test_llama3_405b_gpu_hours_with_the_searched_layout() -> None:
+    """The same run with the layout left to the search on 8,192 GPUs, against the model card's 30.84M H100
+    GPU-hours; same tolerance (45%) and the same caveats (no downtime, no long-context phase)."""
+    est = estimate_workload(_workload({}, gpus=8192), [_pool(1024)], [], load_catalog())
+    assert est.fits
+    assert est.gpu_hours is not None
+    assert est.gpu_hours == pytest.approx(30.84e6, rel=0.45)
+
+
 def test_utilisation_prior_is_the_llama3_table4_figure() -> None:
     # Table 4: 38-43% BF16 MFU on H100; the prior for H100 is the top of that range
     sizing = load_catalog().sizing

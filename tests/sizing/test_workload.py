@@ -131,7 +131,7 @@ def test_search_is_bounded_on_huge_inputs() -> None:
     huge = {"parameters": "1000T", "sequence_length": 8192}
     est = estimate_workload(_wl(huge, {"tokens": "100000T"}), [_pool(10_000)], [], load_catalog())
     considered = next(n for n in est.notes if n.startswith("searched"))
-    assert int(considered.split()[1]) <= 8 * 128 * 4 * 3 * 3 * 8
+    assert int(considered.split()[1]) <= 8 * 128 * 8 * 3 * 3 * 4 * 3
 
 
 def test_a_cpu_pool_is_refused_with_a_message() -> None:
