@@ -99,8 +99,9 @@ def _count(x: float) -> str:
 
 def layout_text(lay: Layout) -> str:
     ep = f" x EP{lay.expert_parallel}" if lay.expert_parallel > 1 else ""
+    vp = f" (interleaved, {lay.virtual_stages} virtual stages)" if lay.virtual_stages > 1 else ""
     return (
-        f"TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} x DP{lay.data_parallel}{ep} = {lay.gpus:,} GPUs, "
+        f"TP{lay.tensor_parallel} x PP{lay.pipeline_parallel}{vp} x DP{lay.data_parallel}{ep} = {lay.gpus:,} GPUs, "
         f"ZeRO-{lay.zero_stage}, recompute {lay.recompute}, micro-batch {lay.micro_batch} x {lay.micro_batches}"
     )
 
