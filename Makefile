@@ -59,6 +59,7 @@ bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/onprem_scale.py
 	$(BIN)/python benchmarks/tune_hosts.py   # needs root, debootstrap, iproute2, openssh-client
 	$(BIN)/python benchmarks/discover_scale.py
+	$(BIN)/python benchmarks/size_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -44,6 +44,7 @@ from .models import (
     TpuType,
     version_in_range,
 )
+from .reliability import CheckpointState, FailureRate, ReliabilityData
 from .sizing import SizingPriors
 
 __all__ = [
@@ -52,9 +53,11 @@ __all__ = [
     "Accelerator",
     "Catalog",
     "CatalogError",
+    "CheckpointState",
     "CollectivesData",
     "Constants",
     "CpuTopology",
+    "FailureRate",
     "Image",
     "InstanceType",
     "KubernetesAddon",
@@ -66,6 +69,7 @@ __all__ = [
     "Provider",
     "ProviderDefaults",
     "Region",
+    "ReliabilityData",
     "ServicePrice",
     "SizingPriors",
     "SlurmCloudTimes",
@@ -110,10 +114,12 @@ class Catalog:
     # managed Kubernetes per provider, and the cluster add-ons (data/kubernetes.yaml)
     kubernetes: dict[str, KubernetesService] = field(default_factory=dict)
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
-    # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
-    collectives: CollectivesData = field(default_factory=CollectivesData)
+    # failure rates, checkpoint bytes per parameter, restart time, checkpoint-overhead target (data/reliability.yaml)
+    reliability: ReliabilityData | None = None
     # workload sizing priors: utilisation, FP8 peaks, overhead, model-state bytes (data/sizing.yaml)
     sizing: SizingPriors | None = None
+    # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
+    collectives: CollectivesData = field(default_factory=CollectivesData)
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -277,7 +283,14 @@ def _check(cat: Catalog) -> None:
     for a in cat.addons.values():
         cited(a, f"kubernetes add-on {a.id}")
     _check_nccl(cat, problems)
-    problems.extend(collective_problems(cat.collectives, cat.instance_types, cat.accelerators, cat.sources))
+    if cat.reliability is not None:
+        rel = cat.reliability
+        for rate in rel.failure_rates:
+            cited(rate, f"reliability failure rate {rate.id}")
+        for state in rel.checkpoint_states:
+            cited(state, f"reliability checkpoint state {state.optimizer}/{state.precision}")
+        cited(rel.restart_s, "reliability restart_s")
+        cited(rel.target_checkpoint_overhead, "reliability target_checkpoint_overhead")
     if cat.sizing is not None:
         for sid in sorted(cat.sizing.source_ids() - set(cat.sources)):
             problems.append(f"sizing: unknown source id {sid!r}")
@@ -290,6 +303,7 @@ def _check(cat: Catalog) -> None:
                     problems.append(f"sizing utilisation: unknown accelerator {acc_id!r}")
         if {o.optimizer for o in cat.sizing.optimizers} != {"adam", "adamw", "sgd"}:
             problems.append("sizing: optimizers must cover adam, adamw and sgd")
+    problems.extend(collective_problems(cat.collectives, cat.instance_types, cat.accelerators, cat.sources))
     if problems:
         raise CatalogError("catalog data is inconsistent:\n  " + "\n  ".join(problems))
 
@@ -424,16 +438,21 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         k8s = KubernetesData.model_validate((_read(k8s_path) if k8s_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{k8s_path}: {exc}") from exc
-    coll_path = data_dir / "collectives.yaml"
+    rel_path = data_dir / "reliability.yaml"
     try:
-        collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
+        reliability = ReliabilityData.model_validate(_read(rel_path)) if rel_path.exists() else None
     except ValidationError as exc:
-        raise CatalogError(f"{coll_path}: {exc}") from exc
+        raise CatalogError(f"{rel_path}: {exc}") from exc
     sizing_path = data_dir / "sizing.yaml"
     try:
         sizing = SizingPriors.model_validate(_read(sizing_path)) if sizing_path.exists() else None
     except ValidationError as exc:
         raise CatalogError(f"{sizing_path}: {exc}") from exc
+    coll_path = data_dir / "collectives.yaml"
+    try:
+        collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
+    except ValidationError as exc:
+        raise CatalogError(f"{coll_path}: {exc}") from exc
     cat = Catalog(
         sources,
         accelerators,
@@ -448,8 +467,9 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
         switches=switches,
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
-        collectives=collectives,
+        reliability=reliability,
         sizing=sizing,
+        collectives=collectives,
     )
     _check(cat)
     return cat

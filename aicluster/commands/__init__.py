@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import estimate
+from . import estimate, size
 
-COMMANDS: tuple[ModuleType, ...] = (estimate,)
+COMMANDS: tuple[ModuleType, ...] = (estimate, size)

@@ -76,6 +76,7 @@ from .network import (
 )
 from .pools import CloudPlanner
 from .vpn import VpnSite, check_sites, overlapping_cidrs, plan_vpns
+from .workloads import plan_workloads
 
 if TYPE_CHECKING:
     from aicluster.providers.base import ProviderPlanner
@@ -871,6 +872,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         kube = with_address_ranges(ctx, kube, networks, _cloud(kube.provider).kubernetes_pod_overlay)
     vpns = _plan_vpns(ctx, networks)
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
+    workloads = plan_workloads(ctx, pools, filesystems)
     if ctx.problems:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
@@ -929,4 +931,5 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         audit_logging=tuple(sorted({n.provider for n in networks})) if _needs_audit_log(spec) else (),
         hours_per_month=hours,
         warnings=tuple(ctx.warnings),
+        workloads=workloads,
     )
