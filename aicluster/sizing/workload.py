@@ -1,90 +1,53 @@
 """estimate_workload: one workload of the stack sized on its pools (layout, memory, step time, days, cost, energy).
 
 Pure: a function of (workload, pool facts, file-system facts, catalog). Collective times come from the collective
-model (aicluster/sizing/collective.py); failures and checkpoints from aicluster/sizing/reliability.py when present.
+model (aicluster/sizing/collective.py); failures and checkpoints from aicluster/sizing/reliability.py.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
-from typing import Any
 
 from aicluster.catalog import Catalog
 from aicluster.spec.workload import Workload
 
+from . import reliability as _reliability
+from .collective import estimate_collective
 from .compute import CommFn
 from .layout import Hardware, Priors, SearchResult, describe, gb, layout_memory, search
 from .models import CollectiveOp, FilesystemFacts, Layout, PoolFacts, Reliability, WorkloadEstimate
 from .shape import Shape, shape_of
-
-NCCL_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-}
 
 
 class WorkloadError(ValueError):
     """The workload cannot be sized on these pools (a message for the user, naming the fix)."""
 
 
-def _optional(module: str, name: str) -> Any:
-    """A function of a sibling module another helper builds; None until it lands."""
-    try:
-        return getattr(importlib.import_module(f"aicluster.sizing.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
-
-
-def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str], str | None]:
+def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str]]:
     """The collective model bound to the pool's instance type, cached: (comm, the source ids of the collective
-    estimates it made (filled as it is called), a note when the model is missing)."""
-    estimate = _optional("collective", "estimate_collective")
-    if estimate is not None:
-        sources: set[str] = set()
-
-        @cache
-        def comm(op: CollectiveOp, nodes: int, ranks_per_node: int, nbytes: float) -> float:
-            try:
-                est = estimate(
-                    catalog,
-                    pool.instance_type,
-                    nodes,
-                    op,
-                    max(1, int(nbytes)),
-                    ranks_per_node=ranks_per_node,
-                    provider=pool.provider,
-                )
-            except ValueError as exc:  # CollectiveError: a one-line message for the user
-                raise WorkloadError(f"pool {pool.name}: {exc}") from None
-            sources.update(est.sources)
-            return float(est.time_s)
-
-        return comm, sources, None
-    it = catalog.instance_type(pool.provider, pool.instance_type)
-    acc = catalog.accelerator_of(it) if it else None
-    if it is None or acc is None:
-        raise WorkloadError(f"pool {pool.name}: {pool.provider}/{pool.instance_type} is not a GPU type of the catalog")
-    nvlink = (acc.interconnect_gb_s or 0.0) / 2  # one direction
-    nic = it.network.bandwidth_gbps / 8 / max(1, it.accelerator_count)  # GB/s per GPU, the node's NICs shared
+    estimates it made, filled as it is called)."""
+    sources: set[str] = set()
 
     @cache
-    def ceiling(op: CollectiveOp, nodes: int, ranks_per_node: int, nbytes: float) -> float:
-        n = nodes * ranks_per_node
-        if n <= 1:
-            return 0.0
-        busbw = nvlink if nodes == 1 else min(nvlink, nic)
-        return nbytes * NCCL_FACTOR[op](n) / busbw / 1e9
+    def comm(op: CollectiveOp, nodes: int, ranks_per_node: int, nbytes: float) -> float:
+        try:
+            est = estimate_collective(
+                catalog,
+                pool.instance_type,
+                nodes,
+                op,
+                max(1, int(nbytes)),
+                ranks_per_node=ranks_per_node,
+                provider=pool.provider,
+            )
+        except ValueError as exc:  # CollectiveError: a one-line message for the user
+            raise WorkloadError(f"pool {pool.name}: {exc}") from None
+        sources.update(est.sources)
+        return float(est.time_s)
 
-    note = (
-        "collective model not available: communication uses the bandwidth ceiling of the catalog's NVLink and NIC "
-        "figures with nccl-tests' bus-bandwidth factors (no latency, no efficiency): an optimistic bound"
-    )
-    return ceiling, {it.source, acc.source}, note
+    return comm, sources
 
 
 def _pools(workload: Workload, pools: Sequence[PoolFacts]) -> tuple[list[PoolFacts], list[str]]:
@@ -235,9 +198,7 @@ def estimate_workload(
     )
     sources += [opt.source, catalog.sizing.overhead.source, catalog.sizing.dp_overlap_source]
     sources.append(catalog.sizing.tp_overlap_source)
-    comm, comm_sources, comm_note = make_comm(catalog, first)
-    if comm_note:
-        notes.append(comm_note)
+    comm, comm_sources = make_comm(catalog, first)
     found = search(shape, training, hw, priors, comm)
     chosen = found.chosen
     reason = None if chosen else _nothing_fits(catalog, shape, workload, hw, priors, found)
@@ -275,17 +236,12 @@ def estimate_workload(
                 f"GPUs for {workload.targets.days:g} days: {gpus_for_target} at the chosen layout's throughput per GPU "
                 f"(TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} groups; assumes it scales linearly)"
             )
-        reliability_fn = _optional("reliability", "reliability")
-        ckpt_fn = _optional("reliability", "checkpoint_bytes")
-        if reliability_fn is not None and ckpt_fn is not None:
-            size = ckpt_fn(
-                catalog, parameters=shape.parameters, optimizer=training.optimizer, precision=training.precision
-            )
-            reliability = reliability_fn(
-                catalog, gpus=lay.gpus, checkpoint_bytes=size, filesystems=filesystems, run_hours=hours
-            )
-        else:
-            notes.append("reliability not estimated: the reliability model (sizing/reliability.py) is not available")
+        size = _reliability.checkpoint_bytes(
+            catalog, parameters=shape.parameters, optimizer=training.optimizer, precision=training.precision
+        )
+        reliability = _reliability.reliability(
+            catalog, gpus=lay.gpus, checkpoint_bytes=size, filesystems=filesystems, run_hours=hours
+        )
     notes.append(
         f"searched {found.considered} layouts; memory is the first pipeline stage's peak (1F1B); the stated overhead "
         f"is {priors.overhead.fixed_bytes / 1e9:g} GB + {priors.overhead.fragmentation:.0%} of states and activations"
@@ -293,9 +249,7 @@ def estimate_workload(
     acc = catalog.accelerator_of(catalog.instance_type(first.provider, first.instance_type))  # type: ignore[arg-type]
     assert acc is not None
     if reliability is not None:
-        rel_sources = _optional("reliability", "sources")
-        if rel_sources is not None:
-            sources.extend(rel_sources(catalog, optimizer=training.optimizer, precision=training.precision))
+        sources.extend(_reliability.sources(catalog, optimizer=training.optimizer, precision=training.precision))
     all_sources = tuple(dict.fromkeys([*sources, *sorted(comm_sources)]))
     return WorkloadEstimate(
         name=workload.name,
