@@ -9,8 +9,10 @@ Communication per step, through the collective model (aicluster/sizing/collectiv
 - tensor parallel (Megatron): 2 all-reduces forward and 2 backward per layer per micro-batch, each of 2 b s h bytes
   (with sequence parallelism: all-gather + reduce-scatter of the same volume), inside one node's NVLink; full
   recompute repeats the forward's 2;
-- data parallel: ZeRO 0/1/2 reduce-scatter the gradients and all-gather the weights, 2 bytes x Psi / (t p) each
-  (an all-reduce's volume); ZeRO-3 gathers the weights twice (forward and backward): 1.5x that;
+- data parallel: ZeRO 0/1/2 reduce-scatter the gradients and all-gather the weights once per step, 2 bytes x Psi /
+  (t p) each (an all-reduce's volume); ZeRO-3 gathers the weights twice (forward and backward) and reduce-scatters
+  the gradients in every micro-batch: 1.5x that, times the micro-batches. The overlap prior hides a share of it
+  behind compute, at most the step's compute time;
 - MoE: 2 all-to-alls forward and 2 backward per MoE layer per micro-batch of b s h 2 k bytes over the experts;
 - pipeline: the 1F1B bubble (p - 1) / m of the compute, (p - 1) / (v m) interleaved with v chunks per rank
   (Narayanan et al. SC'21 section 2.2; Llama 3 section 3.3.2); point-to-point activation sends between stages are
@@ -83,8 +85,11 @@ def step_time(
             per_node_e = min(per_node, ranks)
             volume += comm("all_reduce", -(-ranks // per_node_e), per_node_e, expert_shard)
         if layout.zero_stage == 3:
-            volume *= 1.5
-        dp_s = (1.0 - dp_overlap) * volume
+            # ZeRO-3 / FSDP frees the gathered weights after each use, so every micro-batch gathers them again for
+            # its forward and its backward and reduce-scatters its gradients: 1.5x the all-reduce volume, m times
+            volume *= 1.5 * m
+        # overlap hides communication behind compute, never behind more compute than the step has
+        dp_s = volume - min(dp_overlap * volume, compute_s)
 
     ep_s = 0.0
     if shape.experts > 1 and e > 1:

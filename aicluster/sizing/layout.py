@@ -141,9 +141,20 @@ def layout_memory(shape: Shape, layout: Layout, training: Training, hw: Hardware
         pipeline_parallel=layout.pipeline_parallel,
         recompute=layout.recompute,
         flash_attention=training.flash_attention,
+        first_stage_layers=_first_stage_layers(shape.layers, layout.pipeline_parallel),
         virtual_stages=layout.virtual_stages,
     )
     return memory(states, act, priors.overhead, hw.capacity_bytes)
+
+
+def _first_stage_layers(layers: int, pipeline_parallel: int) -> int | None:
+    """When the layers do not divide evenly over the stages, the short stages go first (and last): the first stage
+    holds the most micro-batches in flight, so it gets floor(L / p) layers. Llama 3 405B (arXiv:2407.21783 section
+    3.3.2) put one layer less on its first and last stage (7 + 14 x 8 + 7 = 126); Megatron-LM exposes the same
+    choice (--decoder-first-pipeline-num-layers). None: the layers divide evenly."""
+    if pipeline_parallel <= 1 or layers % pipeline_parallel == 0 or layers < pipeline_parallel:
+        return None
+    return layers // pipeline_parallel
 
 
 def layout_time(
