@@ -207,12 +207,14 @@ class Layout:
     micro_batch: int  # sequences per micro-batch
     micro_batches: int  # micro-batches per pipeline per step
     gpus: int
+    virtual_stages: int = 1  # > 1: an interleaved pipeline schedule, this many model chunks per stage
 
     @property
     def shape(self) -> str:
-        """`TP 8 x PP 4 x DP 16` (and `x EP 8` for a mixture of experts)."""
+        """`TP 8 x PP 4 x DP 16` (and `x EP 8` for a mixture of experts, the chunks of an interleaved pipeline)."""
         ep = f" x EP {self.expert_parallel}" if self.expert_parallel > 1 else ""
-        return f"TP {self.tensor_parallel} x PP {self.pipeline_parallel} x DP {self.data_parallel}{ep}"
+        chunks = f" (interleaved, {self.virtual_stages} chunks per stage)" if self.virtual_stages > 1 else ""
+        return f"TP {self.tensor_parallel} x PP {self.pipeline_parallel}{chunks} x DP {self.data_parallel}{ep}"
 
 
 @dataclass(frozen=True)
@@ -654,6 +656,7 @@ def _layout(r: _Reader) -> Layout:
         micro_batch=r.whole("micro_batch"),
         micro_batches=r.whole("micro_batches"),
         gpus=r.whole("gpus"),
+        virtual_stages=r.whole("virtual_stages") if r.has("virtual_stages") else 1,
     )
 
 

@@ -137,4 +137,5 @@ def test_a_workload_that_fits_nothing_is_a_plan_warning_not_an_error(catalog: Ca
     assert not est.fits
     assert est.chosen is None
     assert est.days is None
-    assert any(w.startswith("workload llama3-405b: no layout fits 8 x p5.48xlarge") for w in plan.warnings)
+    expected = "workload llama3-405b: no layout fits 8 h100-sxm-80gb GPUs (p5.48xlarge)"
+    assert any(w.startswith(expected) for w in plan.warnings)
