@@ -427,3 +427,32 @@ def test_workloads_section_is_readable_in_headless_chromium(width: int, tmp_path
     assert result["problems"] == []
     assert result["bars"] == 4 * 4  # four charts, a bar per workload
     assert result["texts"] > 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, 900])
+def test_the_p5_large_report_keeps_its_tables_on_the_page(width: int, tmp_path: Path) -> None:
+    """A new user saw the memory table beside its chart run past the page's right margin at 1280 px (the report of a
+    real stack: 9 columns need more than half the page). The memory and step tables stack under their charts
+    where both halves would get less than 640 px; long policy ids wrap in the policy lists."""
+    from aicluster.cli import main
+
+    report = tmp_path / "p5-large.html"
+    assert main(["-q", "report", "p5-large", "--format", "html", "-o", str(report)]) == 0
+    result = dom_check(report.read_text(), WORKLOAD_CHECK, "workload-check", width, tmp_path)
+    assert result["problems"] == []
+    assert result["bars"] == 4 * 2  # four charts, two workloads
+    inside = """<script>
+const out = [];
+for (const table of document.querySelectorAll('#workloads table')) {
+  const box = table.getBoundingClientRect(), section = document.getElementById('workloads').getBoundingClientRect();
+  if (box.right > section.right + 0.5)
+    out.push(`${table.className}: ${box.right.toFixed(1)} > ${section.right.toFixed(1)}`);
+}
+const r = document.createElement('pre');
+r.id = 'inside';
+r.textContent = JSON.stringify(out);
+document.body.appendChild(r);
+</script>"""
+    (tmp_path / "inside").mkdir()
+    assert dom_check(report.read_text(), inside, "inside", width, tmp_path / "inside") == []
