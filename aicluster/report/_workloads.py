@@ -27,7 +27,9 @@ def seconds(x: float) -> str:
 
 
 def duration(x: float) -> str:
-    """A time in the unit a reader thinks in: `119 s`, `61.4 min`, `10.2 h`."""
+    """A time in the unit a reader thinks in: `3.9 s`, `119 s`, `61.4 min`, `10.2 h` (as `aicluster size` shows it)."""
+    if x < 10:
+        return f"{x:.1f} s"
     if x < 120:
         return f"{x:,.0f} s"
     if x < 7200:
