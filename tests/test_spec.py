@@ -170,6 +170,16 @@ def test_spec_is_frozen() -> None:
             id="boolean-nodes",
         ),
         pytest.param(
+            cluster(pools=[pool(nodes="4")]),
+            'stacks/Pulumi.t.yaml: pools[0].nodes: got "4"; must be a whole number (write 4 without quotes)',
+            id="quoted-nodes",
+        ),
+        pytest.param(
+            cluster(pools=[pool(nodes="four")]),
+            'stacks/Pulumi.t.yaml: pools[0].nodes: got "four"; must be a whole number',
+            id="word-nodes",
+        ),
+        pytest.param(
             cluster(tags={"owner": "<script>"}),
             'stacks/Pulumi.t.yaml: tags.owner: got "<script>"; may only use letters, digits, spaces',
             id="tag-characters",
@@ -437,4 +447,29 @@ def test_a_list_as_a_pool_provider_does_not_hide_the_tag_rules() -> None:
     assert errors(cluster(pools=[pool(provider=[])], tags={"owner": "x", "aicluster:x": "y"})) == [
         f"{SRC}: pools[0].provider: got a list; allowed: aws, azure, gcp, onprem",
         f'{SRC}: tags.aicluster:x: got "aicluster:x"; the aicluster: prefix is reserved for tags the toolkit sets',
+    ]
+
+
+def test_a_word_is_not_taken_for_a_quoted_number() -> None:
+    assert errors(cluster(pools=[pool(nodes="four")])) == [
+        'stacks/Pulumi.t.yaml: pools[0].nodes: got "four"; must be a whole number'
+    ]
+
+
+def test_a_choice_or_number_union_is_one_problem_in_any_model() -> None:
+    # Outside the stack's models the field's bounds are not looked up: the number branch's own message is used.
+    from typing import Annotated, Literal
+
+    from pydantic import BaseModel, Field
+
+    from aicluster.spec import model_problems
+
+    class Knob(BaseModel):
+        x: Literal["auto", "none"] | Annotated[int, Field(strict=True, ge=2)]
+
+    found = model_problems(Knob, {"x": 1}, ("knob",))
+    assert [p.render("f.yaml") for p in found] == ["f.yaml: knob.x: got 1; must be auto, none or at least 2"]
+    found = model_problems(Knob, {"x": "nome"}, ("knob",))
+    assert [p.render("f.yaml") for p in found] == [
+        'f.yaml: knob.x: got "nome"; must be auto, none or a whole number (did you mean "none"?)'
     ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -1013,6 +1013,59 @@ def _clean_loc(raw_loc: Sequence[str | int], data: Any, etype: str) -> Path:
     return tuple(clean)
 
 
+# What pydantic lists as a Literal's choices: "'auto', 0, 1, 2 or 3" (strings quoted, numbers bare).
+_CHOICE = re.compile(r"'([^']*)'|(-?\d+(?:\.\d+)?)|\b(True|False|None)\b")
+_QUOTED_WHOLE = re.compile(r"-?\d{1,30}")
+
+
+def _choices(expected: str) -> list[str]:
+    return ["".join(m) for m in _CHOICE.findall(expected)]
+
+
+def _unquote_hint(value: Any, fits: Callable[[int], bool] = lambda _: True) -> str | None:
+    """A quoted whole number (`"4"`) where the field takes the number: say to drop the quotes, as the spec never
+    reads a string as a number (YAML `4` is the number; `"4"` is text)."""
+    if isinstance(value, str) and _QUOTED_WHOLE.fullmatch(value) and fits(int(value)):
+        return f"write {int(value)} without quotes"
+    return None
+
+
+def _integer_bounds(path: Path, data: Any) -> tuple[Any, Any] | None:
+    """(minimum, maximum) of the whole-number branch of the field at `path`, from its JSON schema; None when it
+    has none (or the field cannot be found)."""
+    parent = _model_at(path[:-1], data) if path and isinstance(path[-1], str) else None
+    if parent is None:
+        return None
+    schema = parent.model_json_schema()["properties"].get(str(path[-1]), {})
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "integer":
+            return branch.get("minimum"), branch.get("maximum")
+    return None
+
+
+def _choice_or_number(errors: list[Mapping[str, Any]], path: Path, data: Any) -> Problem:
+    """One problem for a value that fits neither branch of `Literal[...] | int` (`pipeline_parallel: auto` or a
+    count): pydantic reports each branch, which would read as two mistakes."""
+    value = errors[0].get("input")
+    choices = [c for e in errors if e["type"] == "literal_error" for c in _choices(str(e["ctx"]["expected"]))]
+    bounds = _integer_bounds(path, data)
+    if bounds is not None:
+        low, high = bounds
+        number = "a whole number" + (
+            f" from {low} to {high}"
+            if low is not None and high is not None
+            else (f" at least {low}" if low is not None else (f" at most {high}" if high is not None else ""))
+        )
+        hint = _unquote_hint(value, lambda n: (low is None or n >= low) and (high is None or n <= high))
+    else:
+        others = [_problem_from_error(e, data).message for e in errors if e["type"] != "literal_error"]
+        number = "; or ".join(m.removeprefix("must be ") for m in others) or "a number"
+        hint = _unquote_hint(value)
+    if hint is None and isinstance(value, str):
+        hint = did_you_mean(value, choices)
+    return Problem(path, f"must be {', '.join(choices)} or {number}", value, True, hint)
+
+
 def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
     etype = err["type"]
     value = err.get("input")
@@ -1034,8 +1087,10 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
                 desc = f": {fld.description}"
         return Problem(path, f"required field is missing{desc}")
     if etype == "literal_error":
-        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
-        hint = did_you_mean(str(value), expected) if isinstance(value, str) else None
+        expected = _choices(str(ctx.get("expected", "")))
+        hint = _unquote_hint(value, lambda n: str(n) in expected)
+        if hint is None and isinstance(value, str):
+            hint = did_you_mean(value, expected)
         return Problem(path, f"allowed: {', '.join(expected)}", value, True, hint)
     if etype in {"union_tag_invalid", "union_tag_not_found"}:
         tag = str(ctx.get("discriminator", "")).strip("'")
@@ -1060,7 +1115,8 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
         shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
-        return Problem(path, simple.format(**shown), value, True)
+        hint = _unquote_hint(value) if etype in {"int_type", "int_parsing"} else None
+        return Problem(path, simple.format(**shown), value, True, hint)
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
     msg = msg[0].lower() + msg[1:] if msg else msg
@@ -1068,16 +1124,44 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         return Problem(path, "must be a mapping (key: value)", value, True)
     if etype == "list_type":
         return Problem(path, "must be a list", value, True)
+    if etype == "count":  # a workload's count: a list or mapping there is a mistake worth naming ("got a list")
+        return Problem(path, msg, value, True)
     return Problem(path, msg, value, not isinstance(value, Mapping | list))
+
+
+def _union_branch(err: Mapping[str, Any], data: Any) -> Path | None:
+    """The field's path when `err` is one branch's error of a plain union at that field (its location ends in
+    pydantic's branch tag, e.g. `literal['auto']` or `constrained-int`), else None."""
+    if err["type"] in {"missing", "extra_forbidden"}:
+        return None
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    path = _clean_loc(err["loc"], data, err["type"])
+    if not loc or not path or not isinstance(loc[-1], str) or loc[-1] == path[-1] or len(loc) != len(path) + 1:
+        return None
+    return path
 
 
 def _problems_of(exc: ValidationError, data: Any) -> list[Problem]:
     problems: list[Problem] = []
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    branches: dict[Path, list[Mapping[str, Any]]] = {}
+    for err in errors:
+        at = _union_branch(err, data)
+        if at is not None:
+            branches.setdefault(at, []).append(err)
+    merged: set[Path] = set()
+    for err in errors:
         inner = (err.get("ctx") or {}).get("error")
         if isinstance(inner, _Problems):
             base = _clean_loc(err["loc"], data, err["type"])
             problems.extend(Problem((*base, *p.path), p.message, p.value, p.has_value, p.hint) for p in inner.problems)
+            continue
+        at = _union_branch(err, data)
+        group = branches.get(at, []) if at is not None else []
+        if at is not None and len(group) > 1 and any(e["type"] == "literal_error" for e in group):
+            if at not in merged:  # `auto` or a number: one problem for the one value
+                merged.add(at)
+                problems.append(_choice_or_number(group, at, data))
             continue
         problems.append(_problem_from_error(err, data))
     return problems

@@ -150,6 +150,19 @@ _PATTERN_HINTS = {
 }
 
 
+# A workload's name is a DNS label too; the same rule written another way (`[a-z0-9-]` for `[-a-z0-9]`) so that
+# its message can give a workload's name as the example, not a pool's (hints are keyed by the pattern).
+WORKLOAD_NAME_RE = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
+_PATTERN_HINTS[WORKLOAD_NAME_RE] = (
+    "must be a lowercase DNS label: a-z, 0-9 and '-', starting with a letter, not ending with '-' (e.g. llama3-70b)"
+)
+# What the JSON schema says a count string looks like (the spec's own parser checks it, with its own message).
+COUNT_RE = r"^\d+(\.\d+)?([eE]\+?\d+)?(K|M|B|T|Ki|Mi|Gi|Ti)?$"
+_PATTERN_HINTS[COUNT_RE] = (
+    "must be a whole number, or a number with K/M/B/T (x1000s) or Ki/Mi/Gi/Ti (x1024s) (e.g. 70.6B, 15T or 16Mi)"
+)
+
+
 def _pattern(regex: str, hint: str) -> str:
     """`regex` for a Field, with the words an error shows instead of it: what the value is, and an example."""
     _PATTERN_HINTS[regex] = hint

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
-from .base import DNS_LABEL_RE, Problem, Strict, _Problems
+from .base import COUNT_RE, DNS_LABEL_RE, WORKLOAD_NAME_RE, Problem, Strict, _Problems
 
 _SUFFIX = {
     "": 1,
@@ -66,7 +66,7 @@ def _count_schema(limit: float) -> WithJsonSchema:
         {
             "anyOf": [
                 {"type": "integer", "minimum": 1, "maximum": limit},
-                {"type": "string", "pattern": r"^\d+(\.\d+)?([eE]\+?\d+)?(K|M|B|T|Ki|Mi|Gi|Ti)?$"},
+                {"type": "string", "pattern": COUNT_RE},
             ]
         }
     )
@@ -76,18 +76,46 @@ ParameterCount = Annotated[int, BeforeValidator(_count(1e15, "70.6B")), _count_s
 TokenCount = Annotated[int, BeforeValidator(_count(1e17, "15T")), _count_schema(1e17)]
 BatchTokens = Annotated[int, BeforeValidator(_count(1e12, "16Mi")), _count_schema(1e12)]
 
-Dim = Annotated[int, Field(strict=True, ge=1, le=1_048_576)]
+_SIZE_RE = re.compile(r"(\d{1,7})\s?([kKmM])(i?)[a-zA-Z]{0,6}")
 
 
-def _not_bool(value: Any) -> Any:
-    """YAML `true` is not the number 1."""
-    if isinstance(value, bool):
-        raise PydanticCustomError("not_bool", "must be a number or auto, not true/false", {})
+def _size_not_count(value: Any) -> Any:
+    """A size of the model (sequence length, hidden or feed-forward width) is a plain whole number: `8k` is said of
+    8,192 tokens, but the counts' `K` is x1000, so a suffix is refused with the number to write, never guessed."""
+    if isinstance(value, str):
+        m = _SIZE_RE.fullmatch(value.strip())
+        if m is not None:
+            unit = 1024 if m.group(2) in "kK" else 1024**2
+            raise PydanticCustomError(
+                "size_suffix",
+                "must be a whole number, without a suffix: write {exact} ({n} x {unit})",
+                {"exact": int(m.group(1)) * unit, "n": int(m.group(1)), "unit": unit},
+            )
     return value
 
 
-Degree = Annotated[Literal["auto", 1, 2, 4, 8, 16, 32, 64, 128, 256, 512], BeforeValidator(_not_bool)]
-ZeroStage = Annotated[Literal["auto", 0, 1, 2, 3], BeforeValidator(_not_bool)]
+Dim = Annotated[int, Field(strict=True, ge=1, le=1_048_576), BeforeValidator(_size_not_count)]
+
+
+def _whole_choice(choices: Any) -> Any:
+    """A BeforeValidator for `auto` or a whole number of `choices`: YAML `true` is not the number 1, nor `2.0`
+    the degree 2 (as for every count of the spec)."""
+    expected = ", ".join(repr(c) for c in get_args(choices))
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError("not_bool", "must be a number or auto, not true/false", {})
+        if isinstance(value, float):
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+        return value
+
+    return BeforeValidator(check)
+
+
+_Degrees = Literal["auto", 1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+_ZeroStages = Literal["auto", 0, 1, 2, 3]
+Degree = Annotated[_Degrees, _whole_choice(_Degrees)]
+ZeroStage = Annotated[_ZeroStages, _whole_choice(_ZeroStages)]
 
 
 class Model(Strict):
@@ -302,27 +330,61 @@ class Targets(Strict):
     ] = None
 
 
+def _some_pools(pools: list[str]) -> list[str]:
+    if not pools:
+        raise PydanticCustomError("no_pools", "name at least one pool of this stack (e.g. [h100])", {})
+    return pools
+
+
 class Workload(Strict):
     """A training job the cluster is for; `aicluster size` and the preview size it on its pools."""
 
     name: Annotated[
         str,
         Field(
-            pattern=DNS_LABEL_RE, max_length=63, description="Workload name, a lowercase DNS label (e.g. `llama3-70b`)."
+            pattern=WORKLOAD_NAME_RE,
+            max_length=63,
+            description="Workload name, a lowercase DNS label (e.g. `llama3-70b`).",
         ),
     ]
     pools: Annotated[
         list[Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]],
-        Field(min_length=1, max_length=64, description="Pools of this stack it runs on (e.g. `[h100]`)."),
+        AfterValidator(_some_pools),
+        Field(
+            max_length=64,
+            json_schema_extra={"minItems": 1},
+            description="Pools of this stack it runs on (e.g. `[h100]`).",
+        ),
     ]
     model: Annotated[Model, Field(description="The model: size, shape, sequence length, dense or MoE.")]
     training: Annotated[Training, Field(description="The run: tokens, batch, precision, optimizer, sharding.")]
     targets: Annotated[Targets, Field(description="Targets: wall-clock days and/or a GPU budget.")] = Targets()
 
     @model_validator(mode="after")
-    def _degrees(self) -> Workload:
-        """Given parallel degrees must suit the model's shape."""
+    def _fits(self) -> Workload:
+        """Given parallel degrees must suit the model's shape; a batch holds whole sequences, a run whole batches."""
         problems: list[Problem] = []
+        seq, batch, tokens = self.model.sequence_length, self.training.global_batch_tokens, self.training.tokens
+        if batch < seq:
+            problems.append(
+                Problem(
+                    ("training", "global_batch_tokens"),
+                    f"must be at least one sequence (model.sequence_length: {seq:,} tokens): give at least {seq}, "
+                    f"usually many sequences (e.g. 16Mi = {16 * 2**20 // seq:,} sequences of {seq:,})",
+                    batch,
+                    True,
+                )
+            )
+        elif tokens < batch:
+            problems.append(
+                Problem(
+                    ("training", "tokens"),
+                    f"must be at least one global batch (training.global_batch_tokens: {batch:,} tokens): give at "
+                    f"least {batch}, usually thousands of batches (e.g. 15T)",
+                    tokens,
+                    True,
+                )
+            )
         tp, pp = self.training.tensor_parallel, self.training.pipeline_parallel
         heads, layers = self.model.heads, self.model.layers
         if tp != "auto" and heads is not None and heads % tp:

@@ -100,7 +100,7 @@ def test_bad_parameter_counts_get_one_message(value: object, expected: str) -> N
     [
         pytest.param({"pools": ["a100"]}, "workloads[0].pools[0]", "no pool of this stack has this name", id="pool"),
         pytest.param({"pools": ["h100", "h100"]}, "workloads[0].pools[1]", "list each pool once", id="pool-twice"),
-        pytest.param({"pools": []}, "workloads[0].pools", "needs at least 1 item", id="no-pools"),
+        pytest.param({"pools": []}, "workloads[0].pools", "name at least one pool of this stack", id="no-pools"),
         pytest.param({"name": "Llama_3"}, "workloads[0].name", "lowercase DNS label", id="name"),
         pytest.param({"name": "a\u0000b"}, "workloads[0].name", "lowercase DNS label", id="control-char"),
         pytest.param(
@@ -176,3 +176,162 @@ def test_duplicate_workload_names_and_every_problem_at_once() -> None:
     assert any("workloads[1].name" in line and "duplicate of workloads[0].name" in line for line in lines)
     assert any("workloads[2].pools[0]" in line for line in lines)
     assert len(lines) == 2
+
+
+# A new user's trial (issue 16): each mistake gets one line that names the field, shows the value and says the fix.
+
+
+def derived(**training: Any) -> dict[str, Any]:
+    """WORKLOAD with only parameters for the shape (the estimator derives layers, hidden and heads)."""
+    data = workload(training=training)
+    data["model"] = {"parameters": "70.6B", "sequence_length": 8192}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("training", "line"),
+    [
+        pytest.param(
+            {"tensor_parallel": 3},
+            "training.tensor_parallel: got 3; allowed: auto, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512",
+            id="tp-3",
+        ),
+        pytest.param(
+            {"tensor_parallel": 2.0},
+            "training.tensor_parallel: got 2.0; allowed: auto, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512",
+            id="tp-float",
+        ),
+        pytest.param({"zero_stage": 5}, "training.zero_stage: got 5; allowed: auto, 0, 1, 2, 3", id="zero-5"),
+        pytest.param({"zero_stage": 9}, "training.zero_stage: got 9; allowed: auto, 0, 1, 2, 3", id="zero-9"),
+        pytest.param({"zero_stage": 1.0}, "training.zero_stage: got 1.0; allowed: auto, 0, 1, 2, 3", id="zero-float"),
+        pytest.param(
+            {"zero_stage": "3"},
+            'training.zero_stage: got "3"; allowed: auto, 0, 1, 2, 3 (write 3 without quotes)',
+            id="zero-quoted",
+        ),
+        pytest.param(
+            {"zero_stage": "autp"},
+            'training.zero_stage: got "autp"; allowed: auto, 0, 1, 2, 3 (did you mean "auto"?)',
+            id="zero-typo",
+        ),
+        pytest.param(
+            {"pipeline_parallel": 0},
+            "training.pipeline_parallel: got 0; must be auto or a whole number from 1 to 1024",
+            id="pp-0",
+        ),
+        pytest.param(
+            {"pipeline_parallel": 2000},
+            "training.pipeline_parallel: got 2000; must be auto or a whole number from 1 to 1024",
+            id="pp-2000",
+        ),
+        pytest.param(
+            {"pipeline_parallel": 1.5},
+            "training.pipeline_parallel: got 1.5; must be auto or a whole number from 1 to 1024",
+            id="pp-fraction",
+        ),
+        pytest.param(
+            {"pipeline_parallel": "4"},
+            'training.pipeline_parallel: got "4"; must be auto or a whole number from 1 to 1024 '
+            "(write 4 without quotes)",
+            id="pp-quoted",
+        ),
+        pytest.param(
+            {"pipeline_parallel": "2000"},
+            'training.pipeline_parallel: got "2000"; must be auto or a whole number from 1 to 1024',
+            id="pp-quoted-too-big",
+        ),
+        pytest.param(
+            {"pipeline_parallel": "Auto"},
+            'training.pipeline_parallel: got "Auto"; must be auto or a whole number from 1 to 1024 '
+            '(did you mean "auto"?)',
+            id="pp-typo",
+        ),
+    ],
+)
+def test_auto_or_number_fields_say_what_they_take_in_one_line(training: dict[str, Any], line: str) -> None:
+    assert errors(workload(training=training)) == [f"{SRC}: workloads[0].{line}"]
+
+
+def test_pipeline_parallel_beyond_the_given_layers_is_refused() -> None:
+    assert errors(workload(training={"pipeline_parallel": 999})) == [
+        f"{SRC}: workloads[0].training.pipeline_parallel: got 999; must be at most model.layers (80): each stage "
+        "holds at least one layer"
+    ]
+
+
+def test_a_derived_shape_leaves_the_pipeline_depth_to_the_planner() -> None:
+    # The derived layer count is the estimator's (aicluster/sizing/shape.py), which the spec may not import: the
+    # spec takes the value and the planner refuses a depth the derived shape cannot have.
+    spec = parse_cluster(cluster(workloads=[derived(pipeline_parallel=999)]), SRC)
+    assert spec.workloads[0].training.pipeline_parallel == 999
+
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        pytest.param(
+            {"training": {"tokens": [1]}},
+            "training.tokens: got a list; must be a whole number, or a number with K/M/B/T (x1000s) or Ki/Mi/Gi/Ti "
+            "(x1024s) (e.g. 15T)",
+            id="tokens-list",
+        ),
+        pytest.param(
+            {"training": {"global_batch_tokens": {"a": 1}}},
+            "training.global_batch_tokens: got a mapping; must be a whole number, or a number with K/M/B/T (x1000s) "
+            "or Ki/Mi/Gi/Ti (x1024s) (e.g. 16Mi)",
+            id="batch-mapping",
+        ),
+        pytest.param({"pools": []}, "pools: name at least one pool of this stack (e.g. [h100])", id="no-pools"),
+        pytest.param(
+            {"name": "Llama_3"},
+            "name: got \"Llama_3\"; must be a lowercase DNS label: a-z, 0-9 and '-', starting with a letter, not "
+            "ending with '-' (e.g. llama3-70b)",
+            id="name",
+        ),
+    ],
+)
+def test_lists_and_names_say_what_was_given_and_what_to_write(change: dict[str, Any], line: str) -> None:
+    assert errors(workload(**change)) == [f"{SRC}: workloads[0].{line}"]
+
+
+def test_a_pool_name_keeps_a_pool_as_its_example() -> None:
+    lines = errors(workload(pools=["H100"]))
+    assert lines == [
+        f"{SRC}: workloads[0].pools[0]: got \"H100\"; must be a lowercase DNS label: a-z, 0-9 and '-', starting "
+        "with a letter, not ending with '-' (e.g. h100)"
+    ]
+
+
+def test_a_batch_smaller_than_one_sequence_is_refused() -> None:
+    assert errors(workload(training={"global_batch_tokens": 1})) == [
+        f"{SRC}: workloads[0].training.global_batch_tokens: got 1; must be at least one sequence "
+        "(model.sequence_length: 8,192 tokens): give at least 8192, usually many sequences "
+        "(e.g. 16Mi = 2,048 sequences of 8,192)"
+    ]
+
+
+def test_a_run_shorter_than_one_batch_is_refused() -> None:
+    assert errors(workload(training={"tokens": 1})) == [
+        f"{SRC}: workloads[0].training.tokens: got 1; must be at least one global batch "
+        "(training.global_batch_tokens: 16,777,216 tokens): give at least 16777216, usually thousands of batches "
+        "(e.g. 15T)"
+    ]
+
+
+def test_one_sequence_per_batch_and_one_batch_per_run_are_accepted() -> None:
+    spec = parse_cluster(cluster(workloads=[workload(training={"tokens": "16Mi", "global_batch_tokens": 8192})]), SRC)
+    assert spec.workloads[0].training.global_batch_tokens == spec.workloads[0].model.sequence_length
+    assert spec.workloads[0].training.tokens == 16 * 2**20
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        pytest.param("8k", 'got "8k"; must be a whole number, without a suffix: write 8192 (8 x 1024)', id="8k"),
+        pytest.param("8K", 'got "8K"; must be a whole number, without a suffix: write 8192 (8 x 1024)', id="8K"),
+        pytest.param("32Ki", 'got "32Ki"; must be a whole number, without a suffix: write 32768 (32 x 1024)', id="Ki"),
+        pytest.param("8192", 'got "8192"; must be a whole number (write 8192 without quotes)', id="quoted"),
+    ],
+)
+def test_sequence_length_is_a_plain_number_and_the_message_gives_it(value: str, line: str) -> None:
+    assert errors(workload(model={"sequence_length": value})) == [f"{SRC}: workloads[0].model.sequence_length: {line}"]
