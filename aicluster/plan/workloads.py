@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from aicluster.sizing.collective import CollectiveError
 from aicluster.sizing.models import FilesystemFacts, PoolFacts, WorkloadEstimate
 from aicluster.sizing.reliability import ReliabilityError
+from aicluster.sizing.shape import shape_of
 from aicluster.sizing.workload import WorkloadError, estimate_workload
+from aicluster.spec.workload import Workload
 
 from .context import PlanCtx
 from .models import PlannedFilesystem, PlannedPool
@@ -107,6 +109,41 @@ def _check_pools(ctx: PlanCtx, i: int, names: Sequence[str], by_name: dict[str, 
     return mine if ok else []
 
 
+def _check_degrees(ctx: PlanCtx, i: int, workload: Workload, mine: Sequence[PlannedPool]) -> bool:
+    """A given pipeline_parallel the model or the pools cannot take (the spec checks it against model.layers when
+    the layers are given; a shape derived from `parameters` and the pools' GPUs are known only here)."""
+    pp = workload.training.pipeline_parallel
+    if not isinstance(pp, int):
+        return True
+    shape = shape_of(workload.model)
+    path = ("workloads", i, "training", "pipeline_parallel")
+    if pp > shape.layers:
+        ctx.problem(
+            path,
+            f"must be at most {shape.layers}, the layers of the model"
+            + (f" (the shape derived from parameters: {shape.layers} layers)" if workload.model.layers is None else "")
+            + ": each stage holds at least one layer",
+            pp,
+            "give model.layers (with hidden_size and heads), or set pipeline_parallel: auto"
+            if workload.model.layers is None
+            else "lower it, or set pipeline_parallel: auto",
+        )
+        return False
+    tp = workload.training.tensor_parallel if isinstance(workload.training.tensor_parallel, int) else 1
+    gpus = sum(p.gpus for p in mine)
+    if workload.targets.gpus is not None:
+        gpus = min(gpus, workload.targets.gpus)
+    if pp * tp > gpus:
+        ctx.problem(
+            path,
+            f"needs at least {pp * tp:,} GPUs (pipeline_parallel x tensor_parallel {tp}); the workload has {gpus:,}",
+            pp,
+            "lower it, or set pipeline_parallel: auto",
+        )
+        return False
+    return True
+
+
 def plan_workloads(
     ctx: PlanCtx, pools: Sequence[PlannedPool], filesystems: Sequence[PlannedFilesystem]
 ) -> tuple[WorkloadEstimate, ...]:
@@ -114,6 +151,9 @@ def plan_workloads(
     once there is one: the plan fails anyway); warnings for a workload that fits nothing or misses its target."""
     by_name = {p.name: p for p in pools}
     checked = [(i, wl, _check_pools(ctx, i, wl.pools, by_name)) for i, wl in enumerate(ctx.spec.workloads)]
+    for i, wl, mine in checked:
+        if mine:
+            _check_degrees(ctx, i, wl, mine)
     if ctx.problems:
         return ()
     out: list[WorkloadEstimate] = []

@@ -139,3 +139,26 @@ def test_a_workload_that_fits_nothing_is_a_plan_warning_not_an_error(catalog: Ca
     assert est.days is None
     expected = "workload llama3-405b: no layout fits 8 h100-sxm-80gb GPUs (p5.48xlarge)"
     assert any(w.startswith(expected) for w in plan.warnings)
+
+
+def test_a_pipeline_deeper_than_a_derived_shape_is_refused(catalog: Catalog) -> None:
+    """A new user gave pipeline_parallel: 999 with only `parameters`: the spec cannot know the derived layers
+    (70.6B -> 72 layers), so the planner refuses it instead of searching stages of less than a layer."""
+    wl = workload(["h100"], model={"parameters": "70.6B", "sequence_length": 8192})
+    wl["training"] = {"tokens": "1T", "global_batch_tokens": "4Mi", "pipeline_parallel": 999}
+    problems = plan_problems(catalog, cluster(pools=[pool(name="h100", nodes=4)], workloads=[wl]))
+    assert problems == [
+        "t: workloads[0].training.pipeline_parallel: got 999; must be at most 72, the layers of the model (the shape "
+        "derived from parameters: 72 layers): each stage holds at least one layer (give model.layers (with "
+        "hidden_size and heads), or set pipeline_parallel: auto)"
+    ]
+
+
+def test_a_pipeline_wider_than_the_gpus_is_refused(catalog: Catalog) -> None:
+    wl = workload(["h100"])
+    wl["training"] = {"tokens": "1T", "global_batch_tokens": "4Mi", "pipeline_parallel": 16, "tensor_parallel": 4}
+    problems = plan_problems(catalog, cluster(pools=[pool(name="h100", nodes=4)], workloads=[wl]))
+    assert problems == [
+        "t: workloads[0].training.pipeline_parallel: got 16; needs at least 64 GPUs (pipeline_parallel x "
+        "tensor_parallel 4); the workload has 32 (lower it, or set pipeline_parallel: auto)"
+    ]
