@@ -192,6 +192,10 @@ def collective_problems(
     for net in data.networks:
         what = f"network {net.provider}/{','.join(net.instance_types)}"
         cited(net, what)
+        if not net.calibrated and not net.borrowed:
+            problems.append(f"collectives {what}: calibrated is false: say in borrowed which figures come from where")
+        if net.sharp and net.switch_radix is None:
+            problems.append(f"collectives {what}: sharp needs switch_radix (the fat tree's levels set its latency)")
         domain = data.domain(net.nvlink)
         if domain is None:
             problems.append(f"collectives {what}: unknown nvlink domain {net.nvlink!r}")

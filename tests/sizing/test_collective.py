@@ -620,3 +620,18 @@ def test_an_before_vowel_providers(catalog: Catalog) -> None:
     with pytest.raises(CollectiveError) as info:
         estimate_collective(catalog, "p5.48xlarge", 2, "all_reduce", GIB, provider="gcp")
     assert "not a gcp type" in str(info.value)
+
+
+def test_the_catalog_refuses_an_uncalibrated_network_that_does_not_say_what_it_borrowed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "collectives.yaml"
+    text = path.read_text()
+    old = (
+        '    borrowed: "ring efficiency 0.835 from p4de.24xlarge, network latency 172.5 us from p5.48xlarge '
+        '(both EFA)"\n'
+    )
+    assert old in text
+    path.write_text(text.replace(old, "", 1))
+    with pytest.raises(CatalogError, match=re.escape("calibrated is false: say in borrowed which figures")):
+        load_catalog(data)
