@@ -177,6 +177,11 @@ def test_bad_values_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], arg
         pytest.param(["--ranks-per-node", "0"], "has 8 GPUs per node: give 1 to 8", id="ranks-per-node-0"),
         pytest.param(["--provider", "gcp"], "not a gcp type of the catalog", id="provider"),
         pytest.param(["--provider", "azure"], "not an azure type of the catalog (it is an aws type)", id="article"),
+        pytest.param(
+            ["--instance-type", "Standard_ND96isr_H100_v5", "--nodes", "1000"],
+            "nodes 1000: one Standard_ND96isr_H100_v5 InfiniBand domain is one scale set of at most 100 VMs",
+            id="azure-ib-domain",
+        ),
     ],
 )
 def test_model_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

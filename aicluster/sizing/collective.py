@@ -11,7 +11,11 @@ published sweep exists). NCCL chooses among algorithms by message size; the mode
 - two nodes, all_reduce: tree / NVLS-tree. Each node sends and receives the array once, so busbw can exceed the
   node's network rate (NVLink carries part of the reduction); bounded by the network and by the NVLink side;
 - three or more nodes: ring, bounded by rails x per-NIC effective rate and by NVLink; all_reduce may also run as
-  a tree (logarithmic latency, less bandwidth) or, where the fabric reduces in the network (SHARP), as CollNet;
+  a tree or, on NVSwitches with NVLink SHARP, an NVLS-tree (logarithmic latency, less bandwidth: NCCL's tuning
+  model), or, where the fabric reduces in the network (SHARP), as CollNet, whose latency grows with the levels of
+  each rail's fat tree; every algorithm's latency grows with the node count, and the fastest at the size wins;
+- a fabric with domains (Azure: one InfiniBand scale set of 100 VMs by default): more nodes than one domain holds
+  are refused, since NCCL has no path on the fabric between domains;
 - all_to_all across nodes: pairwise exchange; each rank's traffic leaving the node goes through its share of the
   node's NICs ((n - g)/n of the array with g ranks per node).
 
@@ -38,6 +42,15 @@ MAX_NODES = 100_000
 
 class CollectiveError(ValueError):
     """Input the collective model cannot estimate; the message is one line a user can act on."""
+
+
+class FabricDomainError(CollectiveError):
+    """More nodes than one fabric domain holds (an Azure InfiniBand scale set): no path on the fabric between
+    domains. `max_nodes` is the largest node count that has one (a layout search can skip layouts beyond it)."""
+
+    def __init__(self, message: str, max_nodes: int) -> None:
+        super().__init__(message)
+        self.max_nodes = max_nodes
 
 
 @dataclass(frozen=True)
@@ -304,8 +317,9 @@ def estimate_collective(
 ) -> CollectiveEstimate:
     """Estimate one collective of `nbytes` (nccl-tests' size: the whole array) on `nodes` nodes of a GPU type.
 
-    `max_nodes` overrides the catalog's fabric domain size (an Azure pool whose scale sets were raised beyond 100 VMs);
-    beyond the domain there is no path on the fabric and the estimate is refused."""
+    `max_nodes`: the pool's fabric domain size (an Azure pool whose scale sets were raised beyond 100 VMs); it applies
+    only where the catalog gives the fabric a domain limit (`max_nodes` of its network record), and replaces that
+    limit. Beyond the domain there is no path on the fabric and the estimate is refused."""
     if op not in OPS:
         close = difflib.get_close_matches(str(op), OPS, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
@@ -318,12 +332,13 @@ def estimate_collective(
     _check_int(g, "ranks_per_node", 1, gpn, f"{instance_type} has {gpn} GPUs per node: give 1 to {gpn}")
     n = nodes * g
     net = p.network
-    domain_nodes = max_nodes if max_nodes is not None else net.max_nodes
+    domain_nodes = net.max_nodes if max_nodes is None or net.max_nodes is None else max_nodes
     if domain_nodes is not None and nodes > domain_nodes:
-        raise CollectiveError(
+        raise FabricDomainError(
             f"nodes {nodes}: one {instance_type} InfiniBand domain is one scale set of at most {domain_nodes} VMs "
-            "and NCCL has no InfiniBand path between domains; give --nodes 1 to "
-            f"{domain_nodes} (Azure support can raise a subscription's scale sets to 300 VMs)"
+            f"and NCCL has no InfiniBand path between domains; use 1 to {domain_nodes} nodes (Azure support can "
+            "raise a subscription's scale sets to 300 VMs: then set the pool's ib_domain_max_vms)",
+            domain_nodes,
         )
     base = {
         "op": op,

@@ -16,6 +16,7 @@ from aicluster.sizing.collective import (
     MAX_NODES,
     OPS,
     CollectiveError,
+    FabricDomainError,
     busbw_factor,
     estimate_collective,
     gpu_instance_types,
@@ -574,12 +575,15 @@ def test_an_azure_infiniband_domain_holds_100_vms(catalog: Catalog) -> None:
     """Azure: InfiniBand only inside one scale set of one placement group, 100 VMs by default (azure-vmss-infiniband):
     beyond, no NCCL path on the fabric, so the estimate is refused and names the largest node count."""
     assert estimate_collective(catalog, "Standard_ND96isr_H100_v5", 100, "all_reduce", 8 * GIB).nodes == 100
-    with pytest.raises(CollectiveError, match=r"nodes 1000: .* at most 100 VMs .* give --nodes 1 to 100"):
+    with pytest.raises(FabricDomainError, match=r"nodes 1000: .* at most 100 VMs .* use 1 to 100 nodes") as info:
         estimate_collective(catalog, "Standard_ND96isr_H100_v5", 1000, "all_reduce", 8 * GIB)
+    assert info.value.max_nodes == 100
     with pytest.raises(CollectiveError, match=r"nodes 101: "):
         estimate_collective(catalog, "Standard_ND96amsr_A100_v4", 101, "all_gather", 8 * GIB)
     # a pool whose scale sets Azure support raised (ib_domain_max_vms up to 300)
     assert estimate_collective(catalog, "Standard_ND96isr_H100_v5", 250, "all_reduce", GIB, max_nodes=300).nodes == 250
+    # a fabric without domains ignores a pool's domain size
+    assert estimate_collective(catalog, "p5.48xlarge", 250, "all_reduce", GIB, max_nodes=100).nodes == 250
 
 
 def test_latency_grows_with_node_count_for_every_algorithm(catalog: Catalog) -> None:
