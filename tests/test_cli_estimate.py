@@ -20,6 +20,7 @@ from aicluster.sizing.collective import gpu_instance_types
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = {"op", "instance_type", "nodes", "gpus", "bytes", "algorithm", "algbw_gb_s", "busbw_gb_s", "time_s"}
+_RANGE = "give a whole number of bytes from 1 to 1 PiB (2^50) as a number and a unit, e.g. 8GiB"
 BASE = ["estimate", "collective", "--instance-type", "p5.48xlarge", "--nodes", "16", "--op", "all_reduce"]
 
 
@@ -104,13 +105,55 @@ def test_a_directory_as_json_target_is_refused_before_any_work(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--bytes", "8XB"], "argument --bytes: '8XB': expected a size", id="bytes-unit"),
-        pytest.param(["--bytes", "0"], "give 1 byte to 1 PiB", id="bytes-zero"),
-        pytest.param(["--bytes", "2PiB"], "expected a size", id="bytes-absurd-unit"),
-        pytest.param(["--bytes", "1.5B"], "not a whole number of bytes", id="bytes-fraction"),
-        pytest.param(["--bytes", "2000TiB"], "give 1 byte to 1 PiB", id="bytes-too-large"),
-        pytest.param(["--bytes", "1GiB", "--nodes", "0"], "argument --nodes: 0: give 1 to 100,000 nodes", id="nodes"),
-        pytest.param(["--bytes", "1GiB", "--nodes", "many"], "expected a whole number of nodes", id="nodes-text"),
+        # one rule and one message form for every bad size: the value, the range, an example
+        pytest.param(
+            ["--bytes", "8XB"],
+            f"argument --bytes: '8XB': {_RANGE}",
+            id="bytes-unit",
+        ),
+        pytest.param(
+            ["--bytes", "0"],
+            f"argument --bytes: '0': {_RANGE}",
+            id="bytes-zero",
+        ),
+        pytest.param(
+            ["--bytes", "-1"],
+            f"argument --bytes: '-1': {_RANGE}",
+            id="bytes-negative",
+        ),
+        pytest.param(
+            ["--bytes", "2PiB"],
+            f"argument --bytes: '2PiB': {_RANGE}",
+            id="bytes-2pib",
+        ),
+        pytest.param(
+            ["--bytes", "1.5B"],
+            f"argument --bytes: '1.5B': {_RANGE}",
+            id="bytes-fraction",
+        ),
+        pytest.param(
+            ["--bytes", "2000TiB"],
+            f"argument --bytes: '2000TiB': {_RANGE}",
+            id="bytes-too-large",
+        ),
+        pytest.param(
+            ["--bytes", "8 GiB"],
+            f"argument --bytes: '8 GiB': {_RANGE}",
+            id="bytes-space",
+        ),
+        pytest.param(
+            ["--bytes", "8gib"],
+            f"argument --bytes: '8gib': {_RANGE}",
+            id="bytes-case",
+        ),
+        pytest.param(
+            ["--bytes", "1GiB", "--nodes", "many"],
+            "'many': give a whole number of nodes from 1 to 100,000",
+            id="nodes-text",
+        ),
+        pytest.param(
+            ["--bytes", "1GiB", "--nodes", "0"], "'0': give a whole number of nodes from 1 to 100,000", id="nodes"
+        ),
         pytest.param(["--bytes", "1GiB", "--op", "allreduce"], "argument --op: invalid choice", id="op"),
     ],
 )
@@ -129,8 +172,16 @@ def test_bad_values_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], arg
     ("args", "message"),
     [
         pytest.param(["--instance-type", "trn2.48xlarge"], "(NeuronLink) are not modelled", id="trainium"),
+        # the type's real range, both ends
         pytest.param(["--ranks-per-node", "9"], "has 8 GPUs per node: give 1 to 8", id="ranks-per-node"),
+        pytest.param(["--ranks-per-node", "0"], "has 8 GPUs per node: give 1 to 8", id="ranks-per-node-0"),
         pytest.param(["--provider", "gcp"], "not a gcp type of the catalog", id="provider"),
+        pytest.param(["--provider", "azure"], "not an azure type of the catalog (it is an aws type)", id="article"),
+        pytest.param(
+            ["--instance-type", "Standard_ND96isr_H100_v5", "--nodes", "1000"],
+            "nodes 1000: one Standard_ND96isr_H100_v5 InfiniBand domain is one scale set of at most 100 VMs",
+            id="azure-ib-domain",
+        ),
     ],
 )
 def test_model_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
@@ -147,7 +198,9 @@ def test_model_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], a
     [
         ("1048576", 2**20),
         ("8GiB", 8 * 2**30),
-        ("8 gib", 8 * 2**30),
+        ("1e9", 10**9),
+        ("70e9", 70 * 10**9),
+        ("1.5e3KiB", 1500 * 1024),
         ("512MiB", 512 * 2**20),
         ("4KiB", 4096),
         ("1TiB", 2**40),
@@ -161,5 +214,14 @@ def test_byte_sizes(text: str, expected: int) -> None:
 
 
 def test_a_bad_byte_size_is_an_argparse_type_error() -> None:
-    with pytest.raises(argparse.ArgumentTypeError, match="expected a size"):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"'-1': give a whole number of bytes from 1 to 1 PiB"):
         parse_bytes("-1")
+
+
+def test_the_table_fits_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """Sources go one per line: the widest estimate (SHARP on 1,000 on-prem nodes, nine sources) fits 100 columns."""
+    argv = ["estimate", "collective", "--instance-type", "dgx-h100", "--nodes", "1000", "--op", "all_reduce"]
+    assert main([*argv, "--bytes", "8GiB"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("note:")]
+    assert any("coll-hpcx-sharp-plugin" in line for line in table)
+    assert max(len(line) for line in table) <= 100

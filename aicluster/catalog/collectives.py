@@ -75,6 +75,18 @@ class CollectiveNetwork(Sourced):
         Field(gt=0, description="Effective latency two nodes add over one (fitted at 16 MiB), microseconds."),
     ]
     note: Annotated[str, Field(description="How the figures were read or derived.")]
+    borrowed: Annotated[
+        str | None,
+        Field(description="Which figures come from another type or fabric, and from which (None: all its own)."),
+    ] = None
+    max_nodes: Annotated[
+        int | None,
+        Field(ge=2, description="Nodes one fabric domain holds; beyond it this fabric has no path (None: no limit)."),
+    ] = None
+    switch_radix: Annotated[
+        int | None,
+        Field(ge=4, description="Ports per switch of a SHARP fabric: sets its fat tree's levels (None: no SHARP)."),
+    ] = None
 
     @property
     def node_gb_s(self) -> float:
@@ -114,6 +126,15 @@ class ScaleOut(Sourced):
     ]
     tree_step_us: Annotated[
         float, Field(gt=0, description="Latency NCCL's own model gives one tree level, microseconds.")
+    ]
+    nvls_tree_step_us: Annotated[
+        float, Field(gt=0, description="Latency NCCL's own model gives one NVLS-tree level, microseconds.")
+    ]
+    collnet_step_us: Annotated[
+        float, Field(gt=0, description="Latency NCCL's own model gives one CollNet network step, microseconds.")
+    ]
+    nvls_tree_bandwidth_share: Annotated[
+        float, Field(gt=0, le=1, description="NVLS-tree busbw as a share of the ring's at 3+ nodes (NCCL's model).")
     ]
     note: Annotated[str, Field(description="What was measured and the arithmetic.")]
 
@@ -171,6 +192,10 @@ def collective_problems(
     for net in data.networks:
         what = f"network {net.provider}/{','.join(net.instance_types)}"
         cited(net, what)
+        if not net.calibrated and not net.borrowed:
+            problems.append(f"collectives {what}: calibrated is false: say in borrowed which figures come from where")
+        if net.sharp and net.switch_radix is None:
+            problems.append(f"collectives {what}: sharp needs switch_radix (the fat tree's levels set its latency)")
         domain = data.domain(net.nvlink)
         if domain is None:
             problems.append(f"collectives {what}: unknown nvlink domain {net.nvlink!r}")

@@ -26,44 +26,51 @@ STACK = False
 
 _UNITS: dict[str, int] = {
     "": 1,
-    "b": 1,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
+    "B": 1,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "PiB": 2**50,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+# one rule: a number (digits, a decimal point, an exponent: 8, 1.5, 70e9) followed at once by a unit spelled as
+# above (case matters: 8gib or "8 GiB" are refused, as B and b differ)
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?(?:[eE][+]?\d+)?)([A-Za-z]*)$")
 
 
 def parse_bytes(text: str) -> int:
-    """`8GiB`, `512MiB`, `1048576`, `1.5GB` -> bytes (argparse type: a bad value is one usage line, exit 2)."""
+    """`8GiB`, `512MiB`, `1048576`, `1e9`, `1.5GB` -> bytes (argparse type: a bad value is one usage line, exit 2)."""
     match = _SIZE.match(text)
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS:
+    size: float | None = None
+    if match is not None and match.group(2) in _UNITS:
+        size = float(match.group(1)) * _UNITS[match.group(2)]
+    if size is None or size != int(size) or not 1 <= size <= MAX_BYTES:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a size such as 8GiB, 512MiB, 1048576 (units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+            f"{text!r}: give a whole number of bytes from 1 to 1 PiB (2^50) as a number and a unit, e.g. 8GiB, "
+            "512MiB, 1e9 (units B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB; no space)"
         )
-    value = float(match.group(1)) * _UNITS[unit]
-    if value != int(value):
-        raise argparse.ArgumentTypeError(f"{text!r}: not a whole number of bytes")
-    size = int(value)
-    if not 1 <= size <= MAX_BYTES:
-        raise argparse.ArgumentTypeError(f"{text!r}: give 1 byte to 1 PiB (2^50 bytes)")
-    return size
+    return int(size)
 
 
-def _count(what: str, high: int) -> Callable[[str], int]:
+def _count(what: str, high: int | None) -> Callable[[str], int]:
+    """A whole number; `high` None: the range depends on the instance type and the model checks it."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of {what}") from None
-        if not 1 <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value}: give 1 to {high:,} {what}")
+            value = 0
+            ok = False
+        else:
+            ok = True
+        if not ok or (high is not None and not 1 <= value <= high):
+            bound = f"1 to {high:,}" if high is not None else "1 to the type's GPUs per node"
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of {what} from {bound}")
         return value
 
     return parse
@@ -95,7 +102,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     c.add_argument(
         "--ranks-per-node",
-        type=_count("ranks per node", 1024),
+        type=_count("ranks per node", None),
         metavar="G",
         help="GPUs per node in the group (default: all); the node's other GPUs run groups of the same shape",
     )
@@ -120,7 +127,7 @@ def _table(e: CollectiveEstimate) -> Table:
         ("busbw", f"{e.busbw_gb_s:,.2f} GB/s"),
         ("busbw ceiling", f"{e.bandwidth_gb_s:,.2f} GB/s"),
         ("latency", f"{e.latency_s * 1e6:,.1f} us"),
-        ("sources", ", ".join(e.sources)),
+        ("sources", "\n".join(e.sources) or "none"),
     ]
     for label, value in rows:
         t.add_row(label, escape(value))

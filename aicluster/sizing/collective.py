@@ -11,7 +11,11 @@ published sweep exists). NCCL chooses among algorithms by message size; the mode
 - two nodes, all_reduce: tree / NVLS-tree. Each node sends and receives the array once, so busbw can exceed the
   node's network rate (NVLink carries part of the reduction); bounded by the network and by the NVLink side;
 - three or more nodes: ring, bounded by rails x per-NIC effective rate and by NVLink; all_reduce may also run as
-  a tree (logarithmic latency, less bandwidth) or, where the fabric reduces in the network (SHARP), as CollNet;
+  a tree or, on NVSwitches with NVLink SHARP, an NVLS-tree (logarithmic latency, less bandwidth: NCCL's tuning
+  model), or, where the fabric reduces in the network (SHARP), as CollNet, whose latency grows with the levels of
+  each rail's fat tree; every algorithm's latency grows with the node count, and the fastest at the size wins;
+- a fabric with domains (Azure: one InfiniBand scale set of 100 VMs by default): more nodes than one domain holds
+  are refused, since NCCL has no path on the fabric between domains;
 - all_to_all across nodes: pairwise exchange; each rank's traffic leaving the node goes through its share of the
   node's NICs ((n - g)/n of the array with g ranks per node).
 
@@ -23,7 +27,6 @@ tensor-parallel group of that many GPUs on the NVSwitch. Pure: no I/O; per-catal
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from typing import get_args
 
@@ -39,6 +42,15 @@ MAX_NODES = 100_000
 
 class CollectiveError(ValueError):
     """Input the collective model cannot estimate; the message is one line a user can act on."""
+
+
+class FabricDomainError(CollectiveError):
+    """More nodes than one fabric domain holds (an Azure InfiniBand scale set): no path on the fabric between
+    domains. `max_nodes` is the largest node count that has one (a layout search can skip layouts beyond it)."""
+
+    def __init__(self, message: str, max_nodes: int) -> None:
+        super().__init__(message)
+        self.max_nodes = max_nodes
 
 
 @dataclass(frozen=True)
@@ -108,10 +120,10 @@ def _resolve(catalog: Catalog, instance_type: str, provider: str | None) -> _Pla
             names = [n for (p, n) in index.platforms if p == provider]
             close = difflib.get_close_matches(instance_type, names, n=3, cutoff=0.5)
             hint = f"did you mean {', '.join(close)}?" if close else f"{provider} GPU types: {', '.join(sorted(names))}"
-            also = f" (it is a {'/'.join(providers)} type)" if providers else ""
-            raise CollectiveError(
-                f"instance type {instance_type!r}: not a {provider} type of the catalog{also}; {hint}"
-            )
+            others = "/".join(providers)
+            also = f" (it is {_article(others)} {others} type)" if providers else ""
+            kind = f"{_article(provider)} {provider} type"
+            raise CollectiveError(f"instance type {instance_type!r}: not {kind} of the catalog{also}; {hint}")
         providers = (provider,)
     if not providers:
         names = sorted({n for (_, n) in index.platforms})
@@ -138,6 +150,11 @@ def _resolve(catalog: Catalog, instance_type: str, provider: str | None) -> _Pla
     return index.platforms[key]
 
 
+def _article(word: str) -> str:
+    """'a' or 'an' before a provider name (by its sound: aws, azure, onprem take 'an'; gcp takes 'a')."""
+    return "an" if word[:1].lower() in "aeio" else "a"
+
+
 def busbw_factor(op: str, ranks: int) -> float:
     """The nccl-tests bus bandwidth factor of `op` at `ranks` ranks (doc/PERFORMANCE.md)."""
     if ranks < 1:
@@ -153,6 +170,7 @@ class _Candidate:
     latency_s: float
     bottleneck: str  # "nvlink" | "network"
     notes: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # source ids of the figures this candidate used (besides the common ones)
 
     def time(self, nbytes: int, factor: float) -> float:
         return self.latency_s + nbytes * factor / (self.ceiling_gb_s * 1e9)
@@ -179,6 +197,21 @@ def _intra(p: _Platform, op: str, g: int) -> list[_Candidate]:
     return [_Candidate(algorithm, dom.ring_busbw_gb_s, alpha, "nvlink")]
 
 
+def log2i(n: int) -> int:
+    """floor(log2 n), as NCCL's tuning model counts tree levels (log2i in src/graph/tuning.cc)."""
+    return max(0, n.bit_length() - 1)
+
+
+def fat_tree_levels(nodes: int, radix: int) -> int:
+    """Switch levels a non-blocking fat tree of `radix`-port switches needs for `nodes` endpoints per rail: one
+    switch holds `radix`, L levels hold 2 x (radix / 2)^L."""
+    levels, capacity = 1, radix
+    while capacity < nodes:
+        levels += 1
+        capacity = 2 * (radix // 2) ** levels
+    return levels
+
+
 def _inter(p: _Platform, op: str, nodes: int, g: int) -> list[_Candidate]:
     dom, net, scale = p.domain, p.network, p.scale_out
     n = nodes * g
@@ -188,40 +221,78 @@ def _inter(p: _Platform, op: str, nodes: int, g: int) -> list[_Candidate]:
     share = node_gb_s * g / p.gpus_per_node  # this group's share of the node's NICs
     nvlink_ring = dom.ring_busbw_gb_s if g > 1 else None  # one rank per node: NVLink is not in the path
     nvlink_algbw = dom.hierarchical_algbw_gb_s if g > 1 else None
+    hier_src = (dom.field_sources.get("hierarchical_algbw_gb_s", dom.source),) if g > 1 else ()
+    scale_src = scale.source
+    fs = scale.field_sources
     notes: list[str] = []
     if g < p.gpus_per_node:
         notes.append(
             f"{p.gpus_per_node / g:g} groups of this shape share each node's {net.rails} NICs: this one gets "
             f"{share:.1f} of {node_gb_s:.1f} GB/s"
         )
-    if not net.calibrated:
-        notes.append("network efficiency borrowed from a sibling fabric (or line rate): none published for this type")
     if op == "all_to_all":
         per_rank = node_gb_s / p.gpus_per_node  # each rank's traffic leaving the node uses its share of the NICs
         ceiling, neck = _bounded(per_rank * (n - 1) / (n - g), nvlink_ring)
         alpha = two_nodes + (nodes - 2) * ring_step  # pairwise exchange: one round per other node
-        return [_Candidate("pairwise", ceiling, alpha, neck, tuple(notes))]
+        src = (fs.get("ring_step_us", scale_src),) if nodes > 2 else ()
+        return [_Candidate("pairwise", ceiling, alpha, neck, tuple(notes), src)]
     ring, neck = _bounded(share, nvlink_ring)
-    # NCCL's ring takes 2 x nodes network steps for all_reduce, nodes - 1 for all_gather / reduce_scatter
-    extra_steps = 2 * nodes - 4 if op == "all_reduce" else nodes - 2
-    out = [_Candidate("ring", ring, two_nodes + extra_steps * ring_step, neck, tuple(notes))]
+    # NCCL's ring takes 2 x (nodes - 1) network steps for all_reduce, nodes - 1 for all_gather / reduce_scatter
+    extra_steps = 2 * (nodes - 2) if op == "all_reduce" else nodes - 2
+    ring_src = (fs.get("ring_step_us", scale_src),) if nodes > 2 else ()
+    out = [_Candidate("ring", ring, two_nodes + extra_steps * ring_step, neck, tuple(notes), ring_src)]
     if op != "all_reduce":
         return out
     factor = busbw_factor("all_reduce", n)
+    nvls_tree = dom.nvls and g > 1  # NVLS-tree: NVLink SHARP inside the node, a tree across nodes
     if nodes == 2:
         # each node sends and receives the array once: algbw <= share; NVLink carries the rest of the reduction
         algbw, neck = _bounded(share * nodes / (2 * (nodes - 1)), nvlink_algbw)
-        name = "nvls-tree" if dom.nvls and g > 1 else "tree"
-        out.append(_Candidate(name, algbw * factor, two_nodes, neck, (*notes, "two nodes: tree regime")))
-        return out
-    levels = math.ceil(math.log2(nodes))
-    tree_alpha = two_nodes + 2 * (levels - 1) * tree_step
-    out.append(_Candidate("tree", ring * scale.tree_bandwidth_share, tree_alpha, neck, tuple(notes)))
+        name = "nvls-tree" if nvls_tree else "tree"
+        out.append(_Candidate(name, algbw * factor, two_nodes, neck, (*notes, "two nodes: tree regime"), hier_src))
+    else:
+        # NCCL's tree: 2 x log2i(nodes) network levels; the two-node fit holds the first level up and down
+        extra_levels = 2 * (log2i(nodes) - 1)
+        tree_src = (fs.get("tree_step_us", scale_src), scale_src)
+        out.append(
+            _Candidate(
+                "tree",
+                ring * scale.tree_bandwidth_share,
+                two_nodes + extra_levels * tree_step,
+                neck,
+                tuple(notes),
+                tree_src,
+            )
+        )
+        if nvls_tree:
+            # NCCL's model: beyond two nodes NVLS-tree gets half the inter-node bandwidth, converted to algbw by 5/6
+            ceiling, neck = _bounded(
+                ring * scale.nvls_tree_bandwidth_share, None if nvlink_algbw is None else nvlink_algbw * factor
+            )
+            alpha = two_nodes + extra_levels * scale.nvls_tree_step_us * 1e-6
+            src = (
+                fs.get("nvls_tree_step_us", scale_src),
+                fs.get("nvls_tree_bandwidth_share", scale_src),
+                *hier_src,
+            )
+            out.append(_Candidate("nvls-tree", ceiling, alpha, neck, tuple(notes), src))
     if net.sharp:
-        # SHARP reduces in the switches: each node sends and receives the array once at any node count
+        # SHARP reduces in the switches of each rail's fat tree: each node sends and receives the array once at any
+        # node count; every switch level beyond the first adds one CollNet step up and one down
+        levels = fat_tree_levels(nodes, net.switch_radix) if net.switch_radix else 1
+        alpha = two_nodes + 2 * (levels - 1) * scale.collnet_step_us * 1e-6
         algbw, neck = _bounded(share, nvlink_algbw)
-        why = "in-network reduction (SHARP), bounded by the NVLink side as measured at two nodes (derived)"
-        out.append(_Candidate("collnet-sharp", algbw * factor, two_nodes, neck, (*notes, why)))
+        why = (
+            f"in-network reduction (SHARP) over {levels} switch level{'s' if levels > 1 else ''} per rail, bounded "
+            "by the NVLink side as measured at two nodes (derived)"
+        )
+        src = (
+            net.field_sources.get("sharp", net.source),
+            *((net.field_sources.get("switch_radix", net.source),) if net.switch_radix else ()),
+            *((fs.get("collnet_step_us", scale_src), "coll-hpcx-sharp-plugin") if levels > 1 else ()),
+            *hier_src,
+        )
+        out.append(_Candidate("collnet-sharp", algbw * factor, alpha, neck, (*notes, why), src))
     return out
 
 
@@ -242,8 +313,13 @@ def estimate_collective(
     *,
     ranks_per_node: int | None = None,
     provider: str | None = None,
+    max_nodes: int | None = None,
 ) -> CollectiveEstimate:
-    """Estimate one collective of `nbytes` (nccl-tests' size: the whole array) on `nodes` nodes of a GPU type."""
+    """Estimate one collective of `nbytes` (nccl-tests' size: the whole array) on `nodes` nodes of a GPU type.
+
+    `max_nodes`: the pool's fabric domain size (an Azure pool whose scale sets were raised beyond 100 VMs); it applies
+    only where the catalog gives the fabric a domain limit (`max_nodes` of its network record), and replaces that
+    limit. Beyond the domain there is no path on the fabric and the estimate is refused."""
     if op not in OPS:
         close = difflib.get_close_matches(str(op), OPS, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
@@ -255,16 +331,15 @@ def estimate_collective(
     g = gpn if ranks_per_node is None else ranks_per_node
     _check_int(g, "ranks_per_node", 1, gpn, f"{instance_type} has {gpn} GPUs per node: give 1 to {gpn}")
     n = nodes * g
-    sources = tuple(
-        sorted(
-            {
-                p.domain.source,
-                *p.domain.field_sources.values(),
-                *(() if nodes == 1 else (p.network.source, *p.network.field_sources.values())),
-                *((p.scale_out.source, *p.scale_out.field_sources.values()) if nodes > 2 else ()),
-            }
+    net = p.network
+    domain_nodes = net.max_nodes if max_nodes is None or net.max_nodes is None else max_nodes
+    if domain_nodes is not None and nodes > domain_nodes:
+        raise FabricDomainError(
+            f"nodes {nodes}: one {instance_type} InfiniBand domain is one scale set of at most {domain_nodes} VMs "
+            f"and NCCL has no InfiniBand path between domains; use 1 to {domain_nodes} nodes (Azure support can "
+            "raise a subscription's scale sets to 300 VMs: then set the pool's ib_domain_max_vms)",
+            domain_nodes,
         )
-    )
     base = {
         "op": op,
         "provider": p.provider,
@@ -273,11 +348,11 @@ def estimate_collective(
         "gpus_per_node": g,
         "gpus": n,
         "bytes": nbytes,
-        "sources": sources,
     }
     if n == 1:
         return CollectiveEstimate(
             **base,
+            sources=(),
             algorithm="none",
             bottleneck="nvlink",
             algbw_gb_s=0.0,
@@ -293,11 +368,18 @@ def estimate_collective(
     t = best.time(nbytes, factor)
     algbw = nbytes / t / 1e9
     notes = list(best.notes)
+    used = {p.domain.source, p.domain.field_sources.get("latency_us", p.domain.source), *best.sources}
+    if nodes > 1:
+        used.update({net.source, net.field_sources.get("efficiency", net.source)})
+        used.add(net.field_sources.get("network_latency_us", net.source))
+        if net.borrowed:
+            notes.append(f"borrowed for {instance_type}: {net.borrowed}")
     if nodes == 1 and g < gpn:
         notes.append(f"a group of {g} of the node's {gpn} GPUs on the NVSwitch; other groups do not slow it")
     return CollectiveEstimate(
         **base,
         algorithm=best.algorithm,
+        sources=tuple(sorted(used)),
         bottleneck="network" if best.bottleneck == "network" else "nvlink",
         algbw_gb_s=algbw,
         busbw_gb_s=algbw * factor,

@@ -16,6 +16,7 @@ from aicluster.sizing.collective import (
     MAX_NODES,
     OPS,
     CollectiveError,
+    FabricDomainError,
     busbw_factor,
     estimate_collective,
     gpu_instance_types,
@@ -440,7 +441,11 @@ def test_the_algorithm_follows_the_node_count(catalog: Catalog) -> None:
     assert algo("p5.48xlarge", 2) == "nvls-tree"
     assert algo("p4de.24xlarge", 2) == "tree"
     assert algo("p5.48xlarge", 16) == "ring"
-    assert algo("p5.48xlarge", 1024, size=MIB) == "tree"  # latency-bound at many nodes
+    # NCCL's model: beyond two nodes NVLS-tree keeps 5/6 of the ring's bandwidth at 2 x log2(nodes) levels of 14 us:
+    # latency-bound sizes and very large node counts go to it; p4de (no NVLink SHARP) has the plain tree
+    assert algo("p5.48xlarge", 1024, size=MIB) == "nvls-tree"
+    assert algo("p5.48xlarge", 1000) == "nvls-tree"
+    assert algo("p4de.24xlarge", 1024, size=MIB) == "tree"
     assert algo("dgx-h100", 16) == "collnet-sharp"  # Quantum-2 SHARP
     assert algo("Standard_ND96isr_H100_v5", 16) == "collnet-sharp"  # Azure's ND v5 fabric runs CollNet
     assert algo("a4-highgpu-8g", 16) == "ring"  # no in-network reduction on GCP's RoCE
@@ -563,4 +568,74 @@ def test_the_catalog_refuses_rails_that_disagree_with_the_instance_type(tmp_path
     assert old in text
     path.write_text(text.replace(old, "rails: 8", 1))
     with pytest.raises(CatalogError, match=re.escape("rails 8 but p5en.48xlarge has 16 EFA interfaces")):
+        load_catalog(data)
+
+
+def test_an_azure_infiniband_domain_holds_100_vms(catalog: Catalog) -> None:
+    """Azure: InfiniBand only inside one scale set of one placement group, 100 VMs by default (azure-vmss-infiniband):
+    beyond, no NCCL path on the fabric, so the estimate is refused and names the largest node count."""
+    assert estimate_collective(catalog, "Standard_ND96isr_H100_v5", 100, "all_reduce", 8 * GIB).nodes == 100
+    with pytest.raises(FabricDomainError, match=r"nodes 1000: .* at most 100 VMs .* use 1 to 100 nodes") as info:
+        estimate_collective(catalog, "Standard_ND96isr_H100_v5", 1000, "all_reduce", 8 * GIB)
+    assert info.value.max_nodes == 100
+    with pytest.raises(CollectiveError, match=r"nodes 101: "):
+        estimate_collective(catalog, "Standard_ND96amsr_A100_v4", 101, "all_gather", 8 * GIB)
+    # a pool whose scale sets Azure support raised (ib_domain_max_vms up to 300)
+    assert estimate_collective(catalog, "Standard_ND96isr_H100_v5", 250, "all_reduce", GIB, max_nodes=300).nodes == 250
+    # a fabric without domains ignores a pool's domain size
+    assert estimate_collective(catalog, "p5.48xlarge", 250, "all_reduce", GIB, max_nodes=100).nodes == 250
+
+
+def test_latency_grows_with_node_count_for_every_algorithm(catalog: Catalog) -> None:
+    """NCCL's tuning model (coll-nccl-tuning): ring 2 (nodes - 1) steps of 14 us, tree and NVLS-tree 2 log2i(nodes)
+    levels of 28 / 14 us; SHARP one CollNet step (31 us) up and down per fat-tree level beyond the first (Quantum-2,
+    64 ports: one level to 64 nodes per rail, two to 2,048)."""
+
+    def lat(t: str, nodes: int, size: int = 8 * GIB) -> tuple[str, float]:
+        e = estimate_collective(catalog, t, nodes, "all_reduce", size)
+        return e.algorithm, e.latency_s * 1e6
+
+    two_nodes = 61 + 172.5  # fitted NVSwitch + network latency, us
+    assert lat("dgx-h100", 16) == ("collnet-sharp", pytest.approx(two_nodes))
+    assert lat("dgx-h100", 1000) == ("collnet-sharp", pytest.approx(two_nodes + 2 * 31))
+    assert lat("dgx-h100", 4096) == ("collnet-sharp", pytest.approx(two_nodes + 4 * 31))
+    assert lat("p5.48xlarge", 16) == ("ring", pytest.approx(two_nodes + 2 * 14 * 14))
+    assert lat("p5.48xlarge", 1000) == ("nvls-tree", pytest.approx(two_nodes + 2 * 8 * 14))
+    assert lat("p4de.24xlarge", 1024, MIB)[1] == pytest.approx(142 + 648 + 2 * 9 * 28)
+
+
+def test_notes_name_what_was_borrowed_and_sources_only_what_was_used(catalog: Catalog) -> None:
+    p5 = estimate_collective(catalog, "p5.48xlarge", 16, "all_reduce", 8 * GIB)
+    assert any("ring efficiency 0.835 from p4de.24xlarge" in n for n in p5.notes)
+    assert not any("sibling fabric" in n for n in p5.notes)
+    assert "coll-sharp-3130" not in p5.sources
+    assert "nccl-azure-hopper-conf" not in p5.sources
+    assert "nccl-aws-nccl-tests" in p5.sources  # the p4de efficiency and the p5 latency
+    one = estimate_collective(catalog, "p5.48xlarge", 1, "all_gather", 8 * GIB)
+    assert set(one.sources) == {"coll-nccl-tests-212", "coll-azure-bench-h200"}  # NVLink only
+    a4 = estimate_collective(catalog, "a4-highgpu-8g", 2, "all_gather", 16 * GIB)
+    assert not any("borrowed" in n and "efficiency" in n for n in a4.notes)  # its own efficiency
+
+
+def test_an_before_vowel_providers(catalog: Catalog) -> None:
+    with pytest.raises(CollectiveError) as info:
+        estimate_collective(catalog, "p5.48xlarge", 2, "all_reduce", GIB, provider="azure")
+    assert "not an azure type of the catalog (it is an aws type)" in str(info.value)
+    with pytest.raises(CollectiveError) as info:
+        estimate_collective(catalog, "p5.48xlarge", 2, "all_reduce", GIB, provider="gcp")
+    assert "not a gcp type" in str(info.value)
+
+
+def test_the_catalog_refuses_an_uncalibrated_network_that_does_not_say_what_it_borrowed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "collectives.yaml"
+    text = path.read_text()
+    old = (
+        '    borrowed: "ring efficiency 0.835 from p4de.24xlarge, network latency 172.5 us from p5.48xlarge '
+        '(both EFA)"\n'
+    )
+    assert old in text
+    path.write_text(text.replace(old, "", 1))
+    with pytest.raises(CatalogError, match=re.escape("calibrated is false: say in borrowed which figures")):
         load_catalog(data)
