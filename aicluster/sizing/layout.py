@@ -195,6 +195,14 @@ def gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
 
 
+def tokens_text(n: float) -> str:
+    """A token count to three significant figures: 16.8M, 524K, 2.1B."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:,.0f}"
+
+
 def describe(lay: Layout) -> str:
     text = f"TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} x DP{lay.data_parallel}"
     if lay.virtual_stages > 1:
@@ -236,10 +244,11 @@ def search(shape: Shape, training: Training, hw: Hardware, priors: Priors, comm:
     chosen = Candidate(layout=best_l, memory=best_m, step=best_s, why="chosen")
     runners: list[Candidate] = []
     for lay, mem, step in fitting[1:6]:
+        # ranked per token: layouts differ in their global batch (whole sequences per data-parallel rank)
         slower = seconds_per_sequence(lay, step) / seconds_per_sequence(best_l, best_s) - 1
-        runners.append(
-            Candidate(layout=lay, memory=mem, step=step, why=f"{slower:.0%} slower: {step.total_s:.2f} s per step")
-        )
+        tokens = lay.micro_batch * lay.micro_batches * lay.data_parallel * shape.sequence
+        why = f"{slower:.0%} slower per token ({step.total_s:.2f} s per step of {tokens_text(tokens)} tokens)"
+        runners.append(Candidate(layout=lay, memory=mem, step=step, why=why))
     for lay, mem in too_big[: 5 - len(runners)]:
         runners.append(
             Candidate(layout=lay, memory=mem, step=None, why=f"does not fit: {gb(mem.total)} of {gb(mem.capacity)}")
