@@ -134,14 +134,16 @@ def test_size_text_has_no_trailing_spaces_and_shows_wall_clock_days() -> None:
     lines = proc.stdout.splitlines()
     assert [line for line in lines if line != line.rstrip()] == []
     days = [line for line in lines if line.strip().startswith("days")]
-    assert days and all("wall-clock (" in line and "failure-free at goodput" in line for line in days)
+    assert days
+    assert all("wall-clock (" in line and "failure-free at goodput" in line for line in days)
     # capacity with its unit: nvidia-smi's 81,559 MiB = 85.5 GB = 79.6 GiB per H100
     assert "of 85.5 GB (79.6 GiB)" in proc.stdout
     assert "slower per token (" in proc.stdout
     # counts in notes carry thousands separators
     target = next(line for line in lines if "note: GPUs for 120 days:" in line)
     count = target.split("GPUs for 120 days: ")[1].split()[0]
-    assert "," in count and int(count.replace(",", "")) > 3072
+    assert "," in count
+    assert int(count.replace(",", "")) > 3072
 
 
 def test_step_block_shows_expert_parallel_for_moe() -> None:
@@ -165,11 +167,13 @@ def test_step_block_shows_expert_parallel_for_moe() -> None:
         "experts_per_token": 2,
     }
     est = estimate_workload(_wl(mixtral), [_pool(32)], [], load_catalog())
-    assert est.chosen is not None and est.chosen.step is not None
+    assert est.chosen is not None
+    assert est.chosen.step is not None
     assert est.chosen.layout.expert_parallel > 1
     rows = dict(_step_rows(est.chosen.step))
     assert rows["expert parallel"] == f"{est.chosen.step.expert_parallel_s:,.2f} s"
     assert est.chosen.step.expert_parallel_s > 0
     dense = estimate_workload(_wl(LLAMA3_70B), [_pool(128)], [], load_catalog())
-    assert dense.chosen is not None and dense.chosen.step is not None
+    assert dense.chosen is not None
+    assert dense.chosen.step is not None
     assert "expert parallel" not in dict(_step_rows(dense.chosen.step))

@@ -170,8 +170,10 @@ def test_days_are_wall_clock_failure_free_days_over_goodput() -> None:
     """Calendar days (what users plan by) = failure-free days / goodput; GPU-hours, cost and energy follow them."""
     cat = load_catalog()
     est = estimate_workload(_wl(LLAMA3_70B, targets={"days": 30}), [_pool(128)], [LUSTRE], cat)
-    assert est.chosen is not None and est.chosen.step is not None
-    assert est.reliability is not None and est.reliability.goodput is not None
+    assert est.chosen is not None
+    assert est.chosen.step is not None
+    assert est.reliability is not None
+    assert est.reliability.goodput is not None
     lay = est.chosen.layout
     goodput = est.reliability.goodput
     assert 0.9 < goodput < 1.0
@@ -191,12 +193,15 @@ def test_gpus_for_target_days_meet_the_target_in_wall_clock_days() -> None:
     often), and one TP x PP group fewer would not."""
     cat = load_catalog()
     est = estimate_workload(_wl(LLAMA3_70B, targets={"days": 10}), [_pool(128)], [LUSTRE], cat)
-    assert est.chosen is not None and est.compute_days is not None and est.days is not None
+    assert est.chosen is not None
+    assert est.compute_days is not None
+    assert est.days is not None
     assert est.days > 10  # 1,024 GPUs miss 10 days
     lay = est.chosen.layout
     group = lay.tensor_parallel * lay.pipeline_parallel
     need = est.gpus_for_target_days
-    assert need is not None and need % group == 0
+    assert need is not None
+    assert need % group == 0
     size = rel.checkpoint_bytes(cat, parameters=est.parameters, optimizer="adamw", precision="bf16")
 
     def wall_days(n: int) -> float:
@@ -210,7 +215,8 @@ def test_gpus_for_target_days_meet_the_target_in_wall_clock_days() -> None:
     # failure-free scaling alone would name fewer GPUs: goodput is part of the answer
     assert need > est.compute_days * lay.gpus / 10
     note = next(n for n in est.notes if n.startswith("GPUs for 10 days"))
-    assert f"{need:,}" in note and "goodput" in note
+    assert f"{need:,}" in note
+    assert "goodput" in note
 
 
 def test_gpu_memory_is_the_nvidia_smi_total_not_the_marketing_figure() -> None:
@@ -229,10 +235,12 @@ def test_nothing_fits_names_only_fixes_that_change_something() -> None:
     model = {"parameters": "100B", "sequence_length": 8192}
     training = {"zero_stage": 3, "recompute": "full", "global_batch_tokens": "1Mi"}
     est = estimate_workload(_wl(model, training, targets={"gpus": 16}), [_pool(4)], [], load_catalog())
-    assert not est.fits and est.reason is not None
+    assert not est.fits
+    assert est.reason is not None
     assert "raise targets.gpus to 32 (the pools have 32;" in est.reason
     assert "NVIDIA H200 SXM 141GB" in est.reason
-    assert "zero_stage" not in est.reason and "recompute: full" not in est.reason
+    assert "zero_stage" not in est.reason
+    assert "recompute: full" not in est.reason
     assert "add nodes" not in est.reason  # the pools already have the GPUs
     assert est.reason.count("short") == 1
     # ZeRO-1 without recompute, no GPU budget: more nodes, or the settings the workload fixed, on the same GPUs
