@@ -177,3 +177,17 @@ def test_step_block_shows_expert_parallel_for_moe() -> None:
     assert dense.chosen is not None
     assert dense.chosen.step is not None
     assert "expert parallel" not in dict(_step_rows(dense.chosen.step))
+
+
+def test_a_spot_pool_gets_a_note_that_reclaims_are_not_modelled(project: Path) -> None:
+    """The planner hands the pool's market to the estimator (PoolFacts.market); a spot pool's estimate says its
+    failures leave out spot reclaims."""
+    text = (project / "stacks" / "Pulumi.good.yaml").read_text().replace("market: on-demand", "market: spot", 1)
+    write_stack(project, "spot", text.rstrip("\n") + "\n" + GOOD_WORKLOAD)
+    proc = run_cli("-C", str(project), "size", "spot", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    notes = json.loads(proc.stdout)["workloads"][0]["notes"]
+    assert any(n.startswith("pool h100 is on the spot market: reclaims are not modelled") for n in notes)
+    _with_workload(project, "od", GOOD_WORKLOAD)
+    proc = run_cli("-C", str(project), "size", "od", "--json", "-")
+    assert not any("spot market" in n for n in json.loads(proc.stdout)["workloads"][0]["notes"])
