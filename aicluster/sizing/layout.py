@@ -6,8 +6,9 @@ allow, at most one per sequence of the global batch. ZeRO 0..3, recomputation no
 only without FlashAttention: with it, it saves and costs nothing), micro-batch 1, 2, 4 (sequences). Values the
 workload gives instead of `auto` are kept fixed. Data-parallel degrees whose whole sequences per rank miss the
 global batch by more than 10% are skipped. Pipeline stages are even (a given degree that does not divide the layers
-puts ceil(L / p) on the first stage). Of the layouts that fit, the fastest (time per sequence) wins; ties go to
-fewer GPUs, then the lower ZeRO stage, then less recomputation. Pipelines may interleave (v = 2 or 4 model chunks
+puts floor(L / p) on the first stage: the short stages go first). Of the layouts that fit, the fastest per token
+(time per sequence: the global batches as run differ) wins; ties go to fewer GPUs, then the lower ZeRO stage, then
+less recomputation. Pipelines may interleave (v = 2 or 4 model chunks
 per rank, Megatron-LM's virtual pipeline) when the layers split evenly into p v chunks and m is a multiple of p.
 The work is bounded: at most 8 x 128 x 8 x 3 x 3 x 4 x 3 layouts, whatever the inputs (a 1,024-GPU search takes
 well under 0.1 s; collective times are cached).
