@@ -192,6 +192,21 @@ def _rank(c: tuple[Layout, Memory, StepTime]) -> tuple[float, int, int, int, int
     )
 
 
+TIE_BREAKS = ("fewer GPUs", "a lower ZeRO stage", "less recomputation", "fewer model chunks", "fewer stages")
+
+
+def _lost(slower: float, loser: tuple[float, ...], winner: tuple[float, ...]) -> str:
+    """Why a fitting layout lost: slower per token, or, as fast, the first tie-break of _rank that parts them."""
+    if slower >= 0.005:
+        return f"{slower:.0%} slower per token"
+    if loser[0] != winner[0]:
+        return f"{slower:.1%} slower per token"
+    for key, a, b in zip(TIE_BREAKS, loser[1:], winner[1:], strict=False):
+        if a != b:
+            return f"as fast per token; the chosen has {key}"
+    return "as fast per token; the chosen has narrower tensor parallelism"
+
+
 def gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
 
@@ -248,7 +263,8 @@ def search(shape: Shape, training: Training, hw: Hardware, priors: Priors, comm:
         # ranked per token: layouts differ in their global batch (whole sequences per data-parallel rank)
         slower = seconds_per_sequence(lay, step) / seconds_per_sequence(best_l, best_s) - 1
         tokens = lay.micro_batch * lay.micro_batches * lay.data_parallel * shape.sequence
-        why = f"{slower:.0%} slower per token ({step.total_s:.2f} s per step of {tokens_text(tokens)} tokens)"
+        lead = _lost(slower, _rank((lay, mem, step)), _rank(fitting[0]))
+        why = f"{lead} ({step.total_s:.2f} s per step of {tokens_text(tokens)} tokens)"
         runners.append(Candidate(layout=lay, memory=mem, step=step, why=why))
     for lay, mem in too_big[: 5 - len(runners)]:
         runners.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -81,7 +82,7 @@ def test_a_70b_run_on_1024_h100_gets_a_layout_days_cost_and_energy() -> None:
         # ranked per token: the global batches differ, so the text names the step's tokens beside its time
         tokens = c.layout.micro_batch * c.layout.micro_batches * c.layout.data_parallel * 8192
         assert c.why.endswith(f"s per step of {tokens_text(tokens)} tokens)"), c.why
-        assert "slower per token (" in c.why
+        assert re.match(r"(\d+% slower per token|\d\.\d% slower per token|as fast per token; the chosen has) ", c.why)
     assert "sz-llama3-paper" in est.sources
 
 
@@ -268,3 +269,28 @@ def test_notes_name_the_pipeline_schedule_of_the_chosen_layout() -> None:
     note = next(n for n in est.notes if n.startswith("searched"))
     assert "(interleaved 1F1B, 4 model chunks per stage)" in note
     assert "(1F1B)" not in note
+
+
+def test_a_runner_up_as_fast_per_token_names_the_tie_break_it_lost() -> None:
+    """Two layouts with the same time per token (ZeRO-1 and ZeRO-2 on TP8 x DP384 with 5 micro-batches: the same
+    data-parallel volume, so the same exposed part) are a tie: the runner-up says so and names the tie-break
+    (the lower ZeRO stage), not "0% slower"."""
+    est = estimate_workload(
+        _wl(
+            LLAMA3_70B,
+            {"tensor_parallel": 8, "pipeline_parallel": 1, "recompute": "none", "global_batch_tokens": "16Mi"},
+        ),
+        [_pool(384)],
+        [],
+        load_catalog(),
+    )
+    assert est.chosen is not None
+    assert est.chosen.step is not None
+    ties = [c for c in est.runners_up if c.why.startswith("as fast per token")]
+    assert ties
+    for c in ties:
+        assert c.step is not None
+        assert c.step.total_s == pytest.approx(est.chosen.step.total_s, rel=1e-9)
+        assert c.why.startswith("as fast per token; the chosen has a lower ZeRO stage")
+        assert c.layout.zero_stage > est.chosen.layout.zero_stage
+    assert not any(c.why.startswith("0% slower") for c in est.runners_up)
