@@ -56,12 +56,19 @@ def _fit(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
         if short is not None and short > 0:
             need, have = _gb(w.memory_total_bytes or 0.0), _gb(w.memory_capacity_bytes or 0.0)
             memory = f"the closest layout needs {need} per GPU of {have} ({_gb(short)} short)"
-        reason = (w.reason or "the estimate gives no reason").rstrip(". ")
-        yield (
-            w.res,
-            f"workload {w.name} fits no layout on {_on(w)}: {memory}; {reason}. Add GPUs (pools[].nodes) or a "
-            "larger GPU (pools[].instance_type), or let workloads[].training use recompute or a higher zero_stage",
-        )
+        if not w.reason:
+            yield (
+                w.res,
+                f"workload {w.name} fits no layout on {_on(w)}: {memory}; the estimate gives no reason. Add GPUs "
+                "(pools[].nodes) or a larger GPU "
+                "(pools[].instance_type), or let workloads[].training use recompute or a higher zero_stage",
+            )
+            continue
+        # the estimator's reason names the fixes that would change something (it knows what the workload set);
+        # its shortfall, when it gives one, is not repeated
+        reason = w.reason.rstrip(". ")
+        said = reason.startswith("nothing fits:") or reason.startswith("no layout:")
+        yield (w.res, f"workload {w.name} fits no layout on {_on(w)}: {reason if said else f'{memory}; {reason}'}")
 
 
 workload_fit = StackRule(

@@ -126,3 +126,68 @@ def test_bad_workload_spec_value_exits_2_from_size(project: Path) -> None:
 def test_size_works_on_every_example_stack(stack: str) -> None:
     code, err = run_in_process(["size", stack, "--json", "-"])
     assert code == 0, err
+
+
+def test_size_text_has_no_trailing_spaces_and_shows_wall_clock_days() -> None:
+    proc = run_cli("size", "p5-large")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line for line in lines if line != line.rstrip()] == []
+    days = [line for line in lines if line.strip().startswith("days")]
+    assert days
+    assert all("wall-clock (" in line and "failure-free at goodput" in line for line in days)
+    # capacity with its unit: nvidia-smi's 81,559 MiB = 85.5 GB = 79.6 GiB per H100
+    assert "of 85.5 GB (79.6 GiB)" in proc.stdout
+    assert "slower per token (" in proc.stdout
+    # counts in notes carry thousands separators
+    target = next(line for line in lines if "note: GPUs for 120 days:" in line)
+    count = target.split("GPUs for 120 days: ")[1].split()[0]
+    assert "," in count
+    assert int(count.replace(",", "")) > 3072
+
+
+def test_step_block_shows_expert_parallel_for_moe() -> None:
+    """Mixtral 8x7B (arXiv:2401.04088 shape) on 256 H100: the search spreads the experts (EP > 1), so the step has an
+    all-to-all part and the step-time block prints it; a dense model's block has no such row."""
+    from aicluster.catalog import load_catalog
+    from aicluster.commands.size import _step_rows
+    from aicluster.sizing.workload import estimate_workload
+    from tests.sizing.test_workload import LLAMA3_70B, _pool, _wl
+
+    mixtral = {
+        "layers": 32,
+        "hidden_size": 4096,
+        "heads": 32,
+        "kv_heads": 8,
+        "ffn_size": 14336,
+        "vocabulary": 32000,
+        "sequence_length": 4096,
+        "kind": "moe",
+        "experts": 8,
+        "experts_per_token": 2,
+    }
+    est = estimate_workload(_wl(mixtral), [_pool(32)], [], load_catalog())
+    assert est.chosen is not None
+    assert est.chosen.step is not None
+    assert est.chosen.layout.expert_parallel > 1
+    rows = dict(_step_rows(est.chosen.step))
+    assert rows["expert parallel"] == f"{est.chosen.step.expert_parallel_s:,.2f} s"
+    assert est.chosen.step.expert_parallel_s > 0
+    dense = estimate_workload(_wl(LLAMA3_70B), [_pool(128)], [], load_catalog())
+    assert dense.chosen is not None
+    assert dense.chosen.step is not None
+    assert "expert parallel" not in dict(_step_rows(dense.chosen.step))
+
+
+def test_a_spot_pool_gets_a_note_that_reclaims_are_not_modelled(project: Path) -> None:
+    """The planner hands the pool's market to the estimator (PoolFacts.market); a spot pool's estimate says its
+    failures leave out spot reclaims."""
+    text = (project / "stacks" / "Pulumi.good.yaml").read_text().replace("market: on-demand", "market: spot", 1)
+    write_stack(project, "spot", text.rstrip("\n") + "\n" + GOOD_WORKLOAD)
+    proc = run_cli("-C", str(project), "size", "spot", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    notes = json.loads(proc.stdout)["workloads"][0]["notes"]
+    assert any(n.startswith("pool h100 is on the spot market: reclaims are not modelled") for n in notes)
+    _with_workload(project, "od", GOOD_WORKLOAD)
+    proc = run_cli("-C", str(project), "size", "od", "--json", "-")
+    assert not any("spot market" in n for n in json.loads(proc.stdout)["workloads"][0]["notes"])

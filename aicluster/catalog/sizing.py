@@ -48,6 +48,20 @@ class MemoryOverhead(Sourced):
     ]
 
 
+class MemoryCapacity(Sourced):
+    """The device memory a process can address, as nvidia-smi reports its total (MiB = 2^20 bytes).
+
+    The marketing figure (accelerators.yaml memory_gb, e.g. "80 GB" for H100 SXM) is a rounded name, not the
+    capacity: an H100 SXM has 80 GiB of HBM3 and nvidia-smi reports 81,559 MiB total (85.5e9 bytes)."""
+
+    accelerator: str
+    total_mib: Annotated[float, Field(gt=0, description="nvidia-smi's memory.total, MiB (2^20 bytes).")]
+
+    @property
+    def total_bytes(self) -> float:
+        return self.total_mib * 2**20
+
+
 class SizingPriors(_Record):
     """data/sizing.yaml."""
 
@@ -68,6 +82,11 @@ class SizingPriors(_Record):
         float, Field(ge=0, le=1, description="Share of tensor-parallel communication hidden behind compute.")
     ]
     tp_overlap_source: str
+    memory_capacity: tuple[MemoryCapacity, ...] = ()
+
+    def capacity(self, accelerator: str) -> MemoryCapacity | None:
+        """The accelerator's usable memory as nvidia-smi reports it; None: not in the catalog (use memory_gb)."""
+        return next((r for r in self.memory_capacity if r.accelerator == accelerator), None)
 
     def utilisation_for(self, accelerator: str, precision: str) -> UtilisationPrior:
         """The prior for an accelerator and precision: its own, else the default (empty accelerators) of bf16."""
@@ -88,6 +107,6 @@ class SizingPriors(_Record):
 
     def source_ids(self) -> set[str]:
         ids = {self.fp8_speedup_source, self.dp_overlap_source, self.tp_overlap_source}
-        for rec in (*self.utilisation, *self.fp8, *self.optimizers, self.overhead):
+        for rec in (*self.utilisation, *self.fp8, *self.optimizers, self.overhead, *self.memory_capacity):
             ids.update({rec.source, *rec.field_sources.values()})
         return ids

@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
 from aicluster.sizing.models import Candidate, Layout, Memory, StepTime, WorkloadEstimate
 
@@ -106,90 +105,110 @@ def layout_text(lay: Layout) -> str:
     )
 
 
-def _memory_table(mem: Memory) -> Table:
-    t = Table(title="memory per GPU", title_justify="left", show_header=False, box=None, pad_edge=False)
-    t.add_column(style="dim")
-    t.add_column()
-    for label, value in (
-        ("parameters", mem.parameters),
-        ("gradients", mem.gradients),
-        ("optimizer", mem.optimizer),
-        ("activations", mem.activations),
-        ("overhead", mem.overhead),
-    ):
-        t.add_row(label, _gb(value))
+def _block(title: str, rows: list[tuple[str, str]]) -> list[str]:
+    """A titled block of label/value lines, labels padded to one width, no trailing spaces (values may hold rich
+    markup; labels are plain)."""
+    width = max(len(label) for label, _ in rows)
+    return [title] + [f"  [dim]{label}[/]{' ' * (width - len(label) + 2)}{value}".rstrip() for label, value in rows]
+
+
+def _memory_rows(mem: Memory) -> list[tuple[str, str]]:
+    rows = [
+        (label, _gb(value))
+        for label, value in (
+            ("parameters", mem.parameters),
+            ("gradients", mem.gradients),
+            ("optimizer", mem.optimizer),
+            ("activations", mem.activations),
+            ("overhead", mem.overhead),
+        )
+    ]
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
-    t.add_row("total", f"{_gb(mem.total)} of {_gb(mem.capacity)} ({mem.total / mem.capacity:.0%}) {verdict}")
-    return t
+    capacity = f"{_gb(mem.capacity)} ({mem.capacity / 2**30:,.1f} GiB)"
+    rows.append(("total", f"{_gb(mem.total)} of {capacity} ({mem.total / mem.capacity:.0%}) {verdict}"))
+    return rows
 
 
-def _step_table(step: StepTime) -> Table:
-    t = Table(title="step time", title_justify="left", show_header=False, box=None, pad_edge=False)
-    t.add_column(style="dim")
-    t.add_column()
-    t.add_row("compute", f"{step.compute_s:,.2f} s at {step.utilisation_prior:.0%} utilisation")
-    t.add_row("tensor parallel", f"{step.tensor_parallel_s:,.2f} s")
-    t.add_row("data parallel", f"{step.data_parallel_s:,.2f} s")
-    if step.expert_parallel_s:
-        t.add_row("expert parallel", f"{step.expert_parallel_s:,.2f} s")
-    t.add_row("pipeline bubble", f"{step.pipeline_bubble_s:,.2f} s")
-    t.add_row("total", f"{step.total_s:,.2f} s: MFU {step.mfu:.1%}, {step.tflops_per_gpu:,.0f} TFLOP/s per GPU")
-    return t
+def _step_rows(step: StepTime) -> list[tuple[str, str]]:
+    rows = [
+        ("compute", f"{step.compute_s:,.2f} s at {step.utilisation_prior:.0%} utilisation"),
+        ("tensor parallel", f"{step.tensor_parallel_s:,.2f} s"),
+        ("data parallel", f"{step.data_parallel_s:,.2f} s"),
+    ]
+    if step.expert_parallel_s > 0:
+        rows.append(("expert parallel", f"{step.expert_parallel_s:,.2f} s"))
+    rows.append(("pipeline bubble", f"{step.pipeline_bubble_s:,.2f} s"))
+    rows.append(("total", f"{step.total_s:,.2f} s: MFU {step.mfu:.1%}, {step.tflops_per_gpu:,.0f} TFLOP/s per GPU"))
+    return rows
 
 
-def _run_table(w: WorkloadEstimate) -> Table:
-    t = Table(title="the run", title_justify="left", show_header=False, box=None, pad_edge=False)
-    t.add_column(style="dim")
-    t.add_column()
-    t.add_row("tokens", f"{_count(w.tokens)} in {w.steps:,} steps of {_count(w.global_batch_tokens)} tokens")
+def _days_text(w: WorkloadEstimate) -> str:
+    assert w.days is not None
+    text = f"{w.days:,.1f}"
+    rel = w.reliability
+    if w.compute_days is not None and rel is not None and rel.goodput is not None:
+        text += f" wall-clock ({w.compute_days:,.1f} failure-free at goodput {rel.goodput:.1%})"
+    elif w.compute_days is not None:
+        text += " failure-free (failures left out: no parallel file system)"
+    if w.target_days is not None:
+        ok = w.days <= w.target_days
+        text += f" ([{'green' if ok else 'red'}]target {w.target_days:g}[/])"
+        if not ok and w.gpus_for_target_days:
+            text += f"; {w.gpus_for_target_days:,} GPUs would meet it"
+    return text
+
+
+def _run_rows(w: WorkloadEstimate) -> list[tuple[str, str]]:
+    rows = [("tokens", f"{_count(w.tokens)} in {w.steps:,} steps of {_count(w.global_batch_tokens)} tokens")]
     if w.days is not None:
-        target = ""
-        if w.target_days is not None:
-            ok = w.days <= w.target_days
-            target = f" ([{'green' if ok else 'red'}]target {w.target_days:g}[/])"
-            if not ok and w.gpus_for_target_days:
-                target += f"; {w.gpus_for_target_days:,} GPUs would meet it"
-        t.add_row("days", f"{w.days:,.1f}{target}")
+        rows.append(("days", _days_text(w)))
     if w.gpu_hours is not None:
-        t.add_row("GPU-hours", f"{w.gpu_hours:,.0f}")
-    t.add_row("cost", f"${w.cost_usd:,.0f}" if w.cost_usd is not None else "not priced")
+        rows.append(("GPU-hours", f"{w.gpu_hours:,.0f}"))
+    rows.append(("cost", f"${w.cost_usd:,.0f}" if w.cost_usd is not None else "not priced"))
     if w.energy_mwh is not None:
-        t.add_row("energy", f"{w.energy_mwh:,.0f} MWh (facility)")
+        rows.append(("energy", f"{w.energy_mwh:,.0f} MWh (facility)"))
     rel = w.reliability
     if rel is not None:
-        t.add_row(
-            "failures",
-            f"one per {rel.mtbf_h:,.1f} h ({rel.gpu_hours_per_interruption:,.0f} GPU-hours each): "
-            f"{rel.interruptions:,.0f} over the run",
+        rows.append(
+            (
+                "failures",
+                f"one per {rel.mtbf_h:,.1f} h ({rel.gpu_hours_per_interruption:,.0f} GPU-hours each): "
+                f"{rel.interruptions:,.0f} over the run",
+            )
         )
         ckpt = _size(rel.checkpoint_bytes)
         if rel.write_s is not None and rel.interval_s is not None and rel.write_gb_s is not None:
-            t.add_row(
-                "checkpoint",
-                f"{ckpt}, written in {_dur(rel.write_s)} at {rel.write_gb_s:,.0f} GB/s "
-                f"({', '.join(escape(f) for f in rel.filesystems)}), every {_dur(rel.interval_s)}",
+            rows.append(
+                (
+                    "checkpoint",
+                    f"{ckpt}, written in {_dur(rel.write_s)} at {rel.write_gb_s:,.0f} GB/s "
+                    f"({', '.join(escape(f) for f in rel.filesystems)}), every {_dur(rel.interval_s)}",
+                )
             )
         else:
-            t.add_row("checkpoint", f"{ckpt}; no parallel file system on the pools' network to write it to")
-        t.add_row("restart", _dur(rel.restart_s))
+            rows.append(("checkpoint", f"{ckpt}; no parallel file system on the pools' network to write it to"))
+        rows.append(("restart", _dur(rel.restart_s)))
         if rel.goodput is not None:
-            t.add_row("goodput", f"{rel.goodput:.1%}")
-        t.add_row(
-            "write GB/s needed",
-            f"{rel.required_write_gb_s:,.{1 if rel.required_write_gb_s >= 10 else 2}f} GB/s keeps checkpoint "
-            f"overhead under {rel.target_overhead:.0%}",
+            rows.append(("goodput", f"{rel.goodput:.1%}"))
+        rows.append(
+            (
+                "write GB/s needed",
+                f"{rel.required_write_gb_s:,.{1 if rel.required_write_gb_s >= 10 else 2}f} GB/s keeps checkpoint "
+                f"overhead under {rel.target_overhead:.0%}",
+            )
         )
-    return t
+    return rows
 
 
-def _runners_up(cands: tuple[Candidate, ...]) -> Table:
-    t = Table(title="runners-up", title_justify="left", box=None, pad_edge=False)
-    t.add_column("layout")
-    t.add_column("memory", justify="right")
-    t.add_column("why it lost")
-    for c in cands:
-        t.add_row(layout_text(c.layout), _gb(c.memory.total), escape(c.why))
-    return t
+def _runners_up(cands: tuple[Candidate, ...]) -> list[str]:
+    rows = [("layout", "memory", "why it lost")] + [(layout_text(c.layout), _gb(c.memory.total), c.why) for c in cands]
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    lines = ["runners-up"]
+    for i, (lay, mem, why) in enumerate(rows):
+        line = f"  {escape(lay)}{' ' * (w0 - len(lay))}  {' ' * (w1 - len(mem))}{mem}  {escape(why)}".rstrip()
+        lines.append(f"[dim]{line}[/]" if i == 0 else line)
+    return lines
 
 
 def _print_workload(w: WorkloadEstimate) -> None:
@@ -206,11 +225,12 @@ def _print_workload(w: WorkloadEstimate) -> None:
         out.print(f"  [red]no layout fits[/]: {escape(w.reason or '')}")
     else:
         out.print(f"  layout: {layout_text(w.chosen.layout)}")
-        out.print(_memory_table(w.chosen.memory))
+        lines = _block("memory per GPU", _memory_rows(w.chosen.memory))
         if w.chosen.step is not None:
-            out.print(_step_table(w.chosen.step))
-        out.print(_run_table(w))
+            lines += _block("step time", _step_rows(w.chosen.step))
+        lines += _block("the run", _run_rows(w))
+        out.print("\n".join(lines))
     if w.runners_up:
-        out.print(_runners_up(w.runners_up))
+        out.print("\n".join(_runners_up(w.runners_up)))
     for note in w.notes:
         out.print(f"  [dim]note: {escape(note)}[/]")

@@ -43,6 +43,7 @@ def pool_facts(pool: PlannedPool) -> PoolFacts:
         node_power_kw=pool.node_power_kw,
         pue=pool.pue,
         fabric_domain_nodes=domains,
+        market=pool.market,
     )
 
 

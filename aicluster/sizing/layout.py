@@ -6,8 +6,9 @@ allow, at most one per sequence of the global batch. ZeRO 0..3, recomputation no
 only without FlashAttention: with it, it saves and costs nothing), micro-batch 1, 2, 4 (sequences). Values the
 workload gives instead of `auto` are kept fixed. Data-parallel degrees whose whole sequences per rank miss the
 global batch by more than 10% are skipped. Pipeline stages are even (a given degree that does not divide the layers
-puts ceil(L / p) on the first stage). Of the layouts that fit, the fastest (time per sequence) wins; ties go to
-fewer GPUs, then the lower ZeRO stage, then less recomputation. Pipelines may interleave (v = 2 or 4 model chunks
+puts floor(L / p) on the first stage: the short stages go first). Of the layouts that fit, the fastest per token
+(time per sequence: the global batches as run differ) wins; ties go to fewer GPUs, then the lower ZeRO stage, then
+less recomputation. Pipelines may interleave (v = 2 or 4 model chunks
 per rank, Megatron-LM's virtual pipeline) when the layers split evenly into p v chunks and m is a multiple of p.
 The work is bounded: at most 8 x 128 x 8 x 3 x 3 x 4 x 3 layouts, whatever the inputs (a 1,024-GPU search takes
 well under 0.1 s; collective times are cached).
@@ -191,8 +192,31 @@ def _rank(c: tuple[Layout, Memory, StepTime]) -> tuple[float, int, int, int, int
     )
 
 
+TIE_BREAKS = ("fewer GPUs", "a lower ZeRO stage", "less recomputation", "fewer model chunks", "fewer stages")
+
+
+def _lost(slower: float, loser: tuple[float, ...], winner: tuple[float, ...]) -> str:
+    """Why a fitting layout lost: slower per token, or, as fast, the first tie-break of _rank that parts them."""
+    if slower >= 0.005:
+        return f"{slower:.0%} slower per token"
+    if loser[0] != winner[0]:
+        return f"{slower:.1%} slower per token"
+    for key, a, b in zip(TIE_BREAKS, loser[1:], winner[1:], strict=False):
+        if a != b:
+            return f"as fast per token; the chosen has {key}"
+    return "as fast per token; the chosen has narrower tensor parallelism"
+
+
 def gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
+
+
+def tokens_text(n: float) -> str:
+    """A token count to three significant figures: 16.8M, 524K, 2.1B."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:,.0f}"
 
 
 def describe(lay: Layout) -> str:
@@ -236,10 +260,12 @@ def search(shape: Shape, training: Training, hw: Hardware, priors: Priors, comm:
     chosen = Candidate(layout=best_l, memory=best_m, step=best_s, why="chosen")
     runners: list[Candidate] = []
     for lay, mem, step in fitting[1:6]:
+        # ranked per token: layouts differ in their global batch (whole sequences per data-parallel rank)
         slower = seconds_per_sequence(lay, step) / seconds_per_sequence(best_l, best_s) - 1
-        runners.append(
-            Candidate(layout=lay, memory=mem, step=step, why=f"{slower:.0%} slower: {step.total_s:.2f} s per step")
-        )
+        tokens = lay.micro_batch * lay.micro_batches * lay.data_parallel * shape.sequence
+        lead = _lost(slower, _rank((lay, mem, step)), _rank(fitting[0]))
+        why = f"{lead} ({step.total_s:.2f} s per step of {tokens_text(tokens)} tokens)"
+        runners.append(Candidate(layout=lay, memory=mem, step=step, why=why))
     for lay, mem in too_big[: 5 - len(runners)]:
         runners.append(
             Candidate(layout=lay, memory=mem, step=None, why=f"does not fit: {gb(mem.total)} of {gb(mem.capacity)}")

@@ -139,16 +139,17 @@ class WorkloadEstimate(_Model):
     chosen: Candidate | None
     runners_up: tuple[Candidate, ...]  # the next best layouts, best first (at most 5), with why they lost
     steps: int
-    days: float | None
-    gpu_hours: float | None
-    cost_usd: float | None  # None: the pools are not priced
-    energy_mwh: float | None  # facility energy (IT x PUE)
+    days: float | None  # wall clock: compute_days / goodput (failures, restarts, checkpoint writes) when known
+    gpu_hours: float | None  # GPUs x wall-clock hours (the GPUs are held while they redo work and restart)
+    cost_usd: float | None  # for the wall-clock hours; None: the pools are not priced
+    energy_mwh: float | None  # facility energy (IT x PUE) over the wall-clock hours
     reliability: Reliability | None
     target_days: float | None
     target_gpus: int | None
-    gpus_for_target_days: int | None  # GPUs the chosen layout would need to meet target_days (None: no target)
+    gpus_for_target_days: int | None  # GPUs whose wall-clock days meet target_days (None: no target, or none does)
     sources: tuple[str, ...]  # catalog source ids of every prior used
     notes: tuple[str, ...] = ()
+    compute_days: float | None = None  # failure-free: steps x step time (days equals it when goodput is unknown)
 
 
 # -- What the planner hands the estimator (sizing cannot import plan/: plan imports sizing) ----------------------
@@ -167,6 +168,7 @@ class PoolFacts(_Model):
     node_power_kw: float  # IT power per node at the plan's basis
     pue: float
     fabric_domain_nodes: tuple[int, ...]  # nodes per fabric domain (one entry: the whole pool)
+    market: str = "on-demand"  # the pool's market ("spot": reclaims are not modelled, a note says so)
 
 
 class FilesystemFacts(_Model):

@@ -7,10 +7,10 @@ model (aicluster/sizing/collective.py); failures and checkpoints from aicluster/
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
-from aicluster.catalog import Catalog
+from aicluster.catalog import Accelerator, Catalog
 from aicluster.spec.workload import Workload
 
 from . import reliability as _reliability
@@ -69,6 +69,28 @@ def _pools(workload: Workload, pools: Sequence[PoolFacts]) -> tuple[list[PoolFac
     return same, notes
 
 
+def capacity_bytes(catalog: Catalog, acc: Accelerator) -> tuple[float, str]:
+    """The GPU memory the memory model compares against, bytes, and its source id: nvidia-smi's total where the
+    catalog has it (data/sizing.yaml memory_capacity), else the accelerator's memory_gb x 10^9."""
+    rec = catalog.sizing.capacity(acc.id) if catalog.sizing is not None else None
+    if rec is not None:
+        return rec.total_bytes, rec.source
+    return acc.memory_gb * 1e9, acc.source_of("memory_gb")
+
+
+def capacity_note(catalog: Catalog, acc: Accelerator) -> str:
+    rec = catalog.sizing.capacity(acc.id) if catalog.sizing is not None else None
+    if rec is not None:
+        return (
+            f"GPU memory: {rec.total_mib:,.0f} MiB = {rec.total_bytes / 1e9:.1f} GB per {acc.name} (nvidia-smi's "
+            f"total; source {rec.source}), not the {acc.memory_gb:g} GB of its name"
+        )
+    return (
+        f"GPU memory: {acc.memory_gb:g} GB per {acc.name}, the catalog's marketing figure (no nvidia-smi total in "
+        "data/sizing.yaml for it)"
+    )
+
+
 def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> tuple[Hardware, list[str], list[str]]:
     assert catalog.sizing is not None, "catalog has no data/sizing.yaml"
     it = catalog.instance_type(pool.provider, pool.instance_type)
@@ -79,8 +101,9 @@ def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> t
             "workloads are sized on NVIDIA GPU pools"
         )
     prior = catalog.sizing.utilisation_for(acc.id, "bf16")
-    sources = [acc.source_of("bf16_tflops"), acc.source_of("memory_gb"), prior.source]
-    notes: list[str] = []
+    capacity, capacity_source = capacity_bytes(catalog, acc)
+    sources = [acc.source_of("bf16_tflops"), capacity_source, prior.source]
+    notes: list[str] = [capacity_note(catalog, acc)]
     peak = acc.bf16_tflops
     rate = acc.bf16_tflops * prior.mfu
     if precision == "fp8":
@@ -101,7 +124,7 @@ def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> t
     hw = Hardware(
         gpus=gpus,
         gpus_per_node=pool.gpus_per_node,
-        capacity_bytes=acc.memory_gb * 1e9,
+        capacity_bytes=capacity,
         peak_tflops=peak,
         rate_tflops=rate,
         utilisation=prior.mfu,
@@ -109,27 +132,16 @@ def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> t
     return hw, sources, notes
 
 
-def _nothing_fits(
-    catalog: Catalog, shape: Shape, workload: Workload, hw: Hardware, priors: Priors, found: SearchResult
-) -> str:
-    if found.smallest is None:
-        return (
-            f"no layout: the {hw.gpus} GPUs cannot hold one tensor x pipeline group that divides the model "
-            f"({shape.layers} layers, {shape.heads} heads); add GPUs or set tensor_parallel/pipeline_parallel to auto"
-        )
-    lay, mem = found.smallest
-    short = mem.total - mem.capacity
-    text = (
-        f"nothing fits: the smallest layout ({describe(lay)}) needs {gb(mem.total)} per GPU of {gb(mem.capacity)} "
-        f"({gb(short)} short)"
-    )
-    fixes: list[str] = []
-    # more GPUs: the same shape with ZeRO-3 and full recompute over more data-parallel ranks
-    smallest_shape = lay.model_copy(update={"zero_stage": 3, "recompute": "full", "micro_batch": 1})
+def _fits_with(
+    shape: Shape, workload: Workload, hw: Hardware, priors: Priors, lay: Layout, zero: int, recompute: str
+) -> Layout | None:
+    """The smallest layout's tensor x pipeline group at `zero` and `recompute`, micro-batch 1, over more and more
+    data-parallel ranks (doubling, at most one per sequence of the global batch): the first that fits, or None."""
     seqs = max(1, round(workload.training.global_batch_tokens / shape.sequence))
+    base = lay.model_copy(update={"zero_stage": zero, "recompute": recompute, "micro_batch": 1, "virtual_stages": 1})
     d = lay.data_parallel
     while True:
-        trial = smallest_shape.model_copy(
+        trial = base.model_copy(
             update={
                 "data_parallel": d,
                 "gpus": lay.tensor_parallel * lay.pipeline_parallel * d,
@@ -137,25 +149,132 @@ def _nothing_fits(
             }
         )
         if layout_memory(shape, trial, workload.training, hw, priors).fits:
-            more = "the same GPUs" if d == lay.data_parallel else f"{trial.gpus} GPUs"
-            fixes.append(f"{more} with ZeRO-3 and full recompute ({describe(trial)})")
-            break
+            return trial
         if d >= seqs:
-            break
+            return None
         d = min(seqs, d * 2)
-    if workload.training.recompute not in ("auto", "full"):
-        fixes.append("recompute: full (or auto)")
-    if workload.training.zero_stage not in ("auto", 3):
-        fixes.append("zero_stage: 3 (or auto)")
+
+
+def _nothing_fits(
+    catalog: Catalog,
+    shape: Shape,
+    workload: Workload,
+    hw: Hardware,
+    priors: Priors,
+    found: SearchResult,
+    *,
+    available: int,
+    accelerator: Accelerator,
+) -> str:
+    """Why nothing fits, and only the fixes that would change that: more GPUs (raise targets.gpus when it caps the
+    GPUs below the pools', else add nodes), a higher ZeRO stage or full recomputation when the workload fixed a lower
+    one, a GPU with more memory. The shortfall is said once."""
+    if found.smallest is None:
+        return (
+            f"no layout: the {hw.gpus:,} GPUs cannot hold one tensor x pipeline group that divides the model "
+            f"({shape.layers} layers, {shape.heads} heads); add GPUs or set tensor_parallel/pipeline_parallel to auto"
+        )
+    lay, mem = found.smallest
+    training = workload.training
+    text = (
+        f"nothing fits: the smallest layout ({describe(lay)}) needs {gb(mem.total)} per GPU of {gb(mem.capacity)} "
+        f"({gb(mem.total - mem.capacity)} short)"
+    )
+    # what the workload allows: its own zero_stage/recompute where it gives them, else the search's maximum
+    zero = 3 if training.zero_stage == "auto" else training.zero_stage
+    recompute = "full" if training.recompute == "auto" else training.recompute
+    fixes: list[str] = []
+    more = _fits_with(shape, workload, hw, priors, lay, zero, recompute)
+    if more is not None and more.gpus > hw.gpus:
+        nodes = -(-more.gpus // hw.gpus_per_node)
+        if more.gpus <= available:
+            fixes.append(f"raise targets.gpus to {more.gpus:,} (the pools have {available:,}; {describe(more)})")
+        else:
+            budget = " and targets.gpus" if workload.targets.gpus else ""
+            fixes.append(
+                f"{more.gpus:,} GPUs: add nodes (pools[].nodes{budget}; {nodes:,} nodes of {hw.gpus_per_node}; "
+                f"{describe(more)})"
+            )
+    if (zero, recompute) != (3, "full"):
+        settings = [f"zero_stage: 3 (not {zero})"] if zero != 3 else []
+        if recompute != "full":
+            settings.append(f"recompute: full (not {recompute})")
+        best = _fits_with(shape, workload, hw, priors, lay, 3, "full")
+        if best is not None and (more is None or best.gpus < more.gpus):
+            where = "on the same GPUs" if best.gpus <= hw.gpus else f"on {best.gpus:,} GPUs"
+            fixes.append(f"{' and '.join(settings)} {where} ({describe(best)})")
     bigger = sorted(
-        (a for a in catalog.accelerators.values() if a.kind == "gpu" and a.memory_gb * 1e9 >= mem.total),
-        key=lambda a: a.memory_gb,
+        (
+            (capacity_bytes(catalog, a)[0], a)
+            for a in catalog.accelerators.values()
+            if a.kind == "gpu" and a.id != accelerator.id and capacity_bytes(catalog, a)[0] >= mem.total
+        ),
+        key=lambda c: c[0],
     )
     if bigger:
-        fixes.append(f"a larger GPU ({bigger[0].name}, {bigger[0].memory_gb:g} GB)")
+        cap, acc = bigger[0]
+        fixes.append(f"a GPU with more memory ({acc.name}, {gb(cap)}; pools[].instance_type)")
     if fixes:
-        text += "; would fit with: " + ", or ".join(fixes)
-    return text
+        return text + "; would fit with: " + ", or ".join(fixes)
+    return (
+        text + "; no number of GPUs, ZeRO stage or recomputation of the catalog's GPUs makes it fit at this global "
+        "batch: shorten sequence_length or raise global_batch_tokens (more data-parallel ranks to shard over)"
+    )
+
+
+def _schedule(lay: Layout | None) -> str:
+    """The pipeline schedule the memory and the bubble assume, in words."""
+    if lay is None or lay.pipeline_parallel == 1:
+        return "no pipeline" if lay is not None else "1F1B, or interleaved 1F1B with 2 or 4 chunks per stage"
+    if lay.virtual_stages > 1:
+        return f"interleaved 1F1B, {lay.virtual_stages} model chunks per stage"
+    return "1F1B"
+
+
+# the GPUs for the target days: fixed-point iterations on goodput (it falls as the GPUs grow)
+MAX_TARGET_STEPS = 64
+
+
+def _gpus_for_target(
+    lay: Layout, compute_days: float, target_days: float, rel: Callable[[int, float], Reliability] | None
+) -> tuple[int | None, str]:
+    """The GPUs (whole TP x PP groups) at which the chosen layout's wall-clock days meet `target_days`: the
+    failure-free days scale as 1 / GPUs (linear scaling at the layout's throughput per GPU), and the goodput at that
+    GPU count (more GPUs fail more often) stretches them. `rel` None: no goodput (no parallel file system)."""
+    group = lay.tensor_parallel * lay.pipeline_parallel
+    work = lay.gpus * compute_days  # GPU-days without failures
+
+    def whole(n: float) -> int:
+        return group * max(1, math.ceil(n / group - 1e-9))
+
+    how = (
+        f"at the chosen layout's throughput per GPU (TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} groups; "
+        "assumes it scales linearly"
+    )
+    n = whole(work / target_days)
+    if rel is None:
+        return n, f"GPUs for {target_days:g} days: {n:,} {how}; failures left out)"
+    for _ in range(MAX_TARGET_STEPS):
+        goodput = rel(n, work / n * 24).goodput or 0.0
+        if goodput <= 0:
+            return None, (
+                f"GPUs for {target_days:g} days: none; at {n:,} GPUs failures and checkpoints leave no progress "
+                "(goodput 0)"
+            )
+        nxt = whole(work / (target_days * goodput))
+        if nxt <= n:
+            return n, f"GPUs for {target_days:g} days: {n:,} {how}; goodput {goodput:.1%} at that scale)"
+        n = nxt
+    return None, f"GPUs for {target_days:g} days: none found; goodput falls faster than GPUs are added"
+
+
+def _spot_notes(pools: Sequence[PoolFacts]) -> list[str]:
+    return [
+        f"pool {p.name} is on the spot market: reclaims are not modelled (failures use the hardware interruption "
+        "rate only), so days, goodput and cost are optimistic for it"
+        for p in pools
+        if p.market == "spot"
+    ]
 
 
 def estimate_workload(
@@ -179,7 +298,7 @@ def estimate_workload(
     target_gpus = workload.targets.gpus
     gpus = min(available, target_gpus) if target_gpus else available
     if target_gpus and target_gpus > available:
-        notes.append(f"targets.gpus {target_gpus} is more than the pools' {available} GPUs: sized on {available}")
+        notes.append(f"targets.gpus {target_gpus:,} is more than the pools' {available:,} GPUs: sized on {available:,}")
     training = workload.training
     if training.tensor_parallel != "auto" and training.tensor_parallel > first.gpus_per_node:
         raise WorkloadError(
@@ -201,7 +320,13 @@ def estimate_workload(
     comm, comm_sources = make_comm(catalog, first)
     found = search(shape, training, hw, priors, comm)
     chosen = found.chosen
-    reason = None if chosen else _nothing_fits(catalog, shape, workload, hw, priors, found)
+    acc = catalog.accelerator_of(catalog.instance_type(first.provider, first.instance_type))  # type: ignore[arg-type]
+    assert acc is not None
+    reason = (
+        None
+        if chosen
+        else _nothing_fits(catalog, shape, workload, hw, priors, found, available=available, accelerator=acc)
+    )
 
     seqs = max(1, round(training.global_batch_tokens / shape.sequence))
     lay: Layout | None = chosen.layout if chosen else None
@@ -216,38 +341,55 @@ def estimate_workload(
             f"{training.global_batch_tokens:,}"
         )
     steps = math.ceil(training.tokens / batch_tokens)
-    days = gpu_hours = cost = energy = None
+    days = compute_days = gpu_hours = cost = energy = None
     gpus_for_target = None
     reliability: Reliability | None = None
     if chosen is not None and chosen.step is not None and lay is not None:
-        seconds = steps * chosen.step.total_s
-        hours = seconds / 3600
-        days = hours / 24
-        gpu_hours = hours * lay.gpus
-        nodes_used = math.ceil(lay.gpus / first.gpus_per_node)
-        if first.usd_per_node_hour is not None:
-            cost = first.usd_per_node_hour * nodes_used * hours
-        energy = first.node_power_kw * first.pue * nodes_used * hours / 1000
-        if workload.targets.days is not None:
-            group = lay.tensor_parallel * lay.pipeline_parallel
-            need = lay.gpus * days / workload.targets.days
-            gpus_for_target = group * math.ceil(need / group)
-            notes.append(
-                f"GPUs for {workload.targets.days:g} days: {gpus_for_target} at the chosen layout's throughput per GPU "
-                f"(TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} groups; assumes it scales linearly)"
-            )
+        compute_hours = steps * chosen.step.total_s / 3600
+        compute_days = compute_hours / 24
         size = _reliability.checkpoint_bytes(
             catalog, parameters=shape.parameters, optimizer=training.optimizer, precision=training.precision
         )
-        reliability = _reliability.reliability(
-            catalog, gpus=lay.gpus, checkpoint_bytes=size, filesystems=filesystems, run_hours=hours
-        )
+
+        def rel(gpus: int, hours: float) -> Reliability:
+            return _reliability.reliability(
+                catalog, gpus=gpus, checkpoint_bytes=size, filesystems=filesystems, run_hours=hours
+            )
+
+        reliability = rel(lay.gpus, compute_hours)
+        hours: float | None = compute_hours
+        if reliability.goodput is None:
+            notes.append(
+                "days, GPU-hours and cost leave out failures and restarts: with no parallel file system to "
+                "checkpoint to, goodput is unknown (add a Lustre file system on the pools' network)"
+            )
+        elif reliability.goodput > 0:
+            hours = compute_hours / reliability.goodput
+            reliability = rel(lay.gpus, hours)  # the interruptions of the wall-clock run
+        else:
+            hours = None
+            notes.append(
+                f"no progress: at {lay.gpus:,} GPUs checkpoint writes, rework and restarts take all the time "
+                "(goodput 0); a faster file system or fewer GPUs"
+            )
+        if hours is not None:
+            days = hours / 24
+            gpu_hours = hours * lay.gpus
+            nodes_used = math.ceil(lay.gpus / first.gpus_per_node)
+            if first.usd_per_node_hour is not None:
+                cost = first.usd_per_node_hour * nodes_used * hours
+            energy = first.node_power_kw * first.pue * nodes_used * hours / 1000
+        if workload.targets.days is not None:
+            gpus_for_target, target_note = _gpus_for_target(
+                lay, compute_days, workload.targets.days, rel if reliability.goodput is not None else None
+            )
+            notes.append(target_note)
+        notes.extend(_spot_notes(mine))
     notes.append(
-        f"searched {found.considered} layouts; memory is the first pipeline stage's peak (1F1B); the stated overhead "
-        f"is {priors.overhead.fixed_bytes / 1e9:g} GB + {priors.overhead.fragmentation:.0%} of states and activations"
+        f"searched {found.considered:,} layouts; memory is the first pipeline stage's peak ({_schedule(lay)}); the "
+        f"stated overhead is {priors.overhead.fixed_bytes / 1e9:g} GB + {priors.overhead.fragmentation:.0%} of states "
+        "and activations"
     )
-    acc = catalog.accelerator_of(catalog.instance_type(first.provider, first.instance_type))  # type: ignore[arg-type]
-    assert acc is not None
     if reliability is not None:
         sources.extend(_reliability.sources(catalog, optimizer=training.optimizer, precision=training.precision))
     all_sources = tuple(dict.fromkeys([*sources, *sorted(comm_sources)]))
@@ -269,6 +411,7 @@ def estimate_workload(
         runners_up=found.runners_up,
         steps=steps,
         days=days,
+        compute_days=compute_days,
         gpu_hours=gpu_hours,
         cost_usd=cost,
         energy_mwh=energy,

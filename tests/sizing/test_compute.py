@@ -61,8 +61,10 @@ def test_llama3_405b_training_flops() -> None:
 def test_llama3_405b_gpu_hours_against_the_model_card() -> None:
     """The Llama 3.1 model card: 30.84M H100 GPU-hours for the 405B run. Our estimate for the Table 4 layout
     (TP8 PP16 DP64 on 8,192 GPUs, no recompute) prices only steps: no downtime, no long-context phase (which
-    the card includes and which would add), but a plain 1F1B bubble of (p-1)/m = 15/32 (Llama 3 used an
-    interleaved schedule, which shrinks it). Tolerance: within 45% either way; the sign of the gap is reported."""
+    the card includes and which would add), but a plain 1F1B bubble of (p-1)/m = 15/32: Llama 3 interleaved its
+    126 layers over uneven stages, and the model interleaves only when the layers split evenly into p x v chunks
+    (126 over 16 stages do not), so its bubble is larger. No file system here, so days are failure-free. Tolerance:
+    within 45% either way; the sign of the gap is reported."""
     est = estimate_workload(
         _workload({"tensor_parallel": 8, "pipeline_parallel": 16, "recompute": "none"}, gpus=8192),
         [_pool(1024)],
@@ -123,3 +125,29 @@ def test_dense_70b_step_time_matches_the_reference_arithmetic() -> None:
     attn = 12 * 80 * 8192 * 4096 / (6 * 70e9)
     expected = 6 * 70e9 * 4e6 / (1024 * 989e12 * 0.43) * (1 + attn) * (est.global_batch_tokens / 4e6)
     assert est.chosen.step.compute_s == pytest.approx(expected, rel=0.02)
+
+
+def test_llama3_405b_wall_clock_days_at_16384_gpus_keep_llama3s_effective_training_time() -> None:
+    """Llama 3 (arXiv:2407.21783 section 3.3.4): >90% effective training time on 16,384 H100 with 419 unexpected
+    interruptions in 54 days, checkpointing to Tectonic at 2 TB/s sustained (section 3.3.1, the project's sizing
+    reference). The model's goodput there must be above 90% (Meta's figure counts more losses than ours: diagnosis,
+    stragglers) and below 100%; the wall-clock days are the failure-free days over it, and GPU-hours follow them."""
+    from aicluster.sizing.models import FilesystemFacts
+
+    tectonic = FilesystemFacts(name="tectonic", kind="lustre", parallel=True, throughput_mb_s=2_000_000)
+    est = estimate_workload(
+        _workload({"tensor_parallel": 8, "pipeline_parallel": 16, "recompute": "none"}, gpus=16384),
+        [_pool(2048)],
+        [tectonic],
+        load_catalog(),
+    )
+    assert est.chosen is not None
+    assert est.chosen.layout.gpus == 16384
+    assert est.reliability is not None
+    goodput = est.reliability.goodput
+    assert goodput is not None
+    assert 0.90 < goodput < 1.0
+    assert est.reliability.mtbf_h == pytest.approx(54 * 24 / 419, rel=0.005)  # 3.09 h, the paper's rate
+    assert est.compute_days is not None
+    assert est.days == pytest.approx(est.compute_days / goodput)
+    assert est.gpu_hours == pytest.approx(est.days * 24 * 16384)
