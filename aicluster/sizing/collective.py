@@ -109,6 +109,12 @@ def gpu_instance_types(catalog: Catalog) -> list[tuple[str, str]]:
     return sorted(_index(catalog).platforms)
 
 
+def fabric_domain_limit(catalog: Catalog, instance_type: str, provider: str | None = None) -> int | None:
+    """The most nodes one fabric domain of the type holds where its fabric stops at a domain (an Azure ND
+    InfiniBand scale set: 100 VMs unless raised); None where the fabric reaches every node of the pool."""
+    return _resolve(catalog, instance_type, provider).network.max_nodes
+
+
 def _resolve(catalog: Catalog, instance_type: str, provider: str | None) -> _Platform:
     index = _index(catalog)
     known = sorted({p for p, _ in catalog.instance_types})

@@ -77,6 +77,10 @@ def step_time(
         per_node = max(1, gpus_per_node // (t * p))
         per_node = min(per_node, d)
         nodes = -(-d // per_node)
+        used = -(-layout.gpus // gpus_per_node)
+        if nodes > used:  # t x p does not divide a node: a node holds ranks of two replicas, so the group spans fewer
+            nodes = used
+            per_node = -(-d // nodes)
         shard = 2.0 * (shape.parameters - shape.expert_parameters) / (t * p)
         volume = comm("all_reduce", nodes, per_node, shard)
         if shape.expert_parameters and d // e > 1:

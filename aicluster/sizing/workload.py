@@ -14,7 +14,7 @@ from aicluster.catalog import Accelerator, Catalog
 from aicluster.spec.workload import Workload
 
 from . import reliability as _reliability
-from .collective import estimate_collective
+from .collective import estimate_collective, fabric_domain_limit
 from .compute import CommFn
 from .layout import Hardware, Priors, SearchResult, describe, gb, layout_memory, search
 from .models import CollectiveOp, FilesystemFacts, Layout, PoolFacts, Reliability, WorkloadEstimate
@@ -25,9 +25,10 @@ class WorkloadError(ValueError):
     """The workload cannot be sized on these pools (a message for the user, naming the fix)."""
 
 
-def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str]]:
+def make_comm(catalog: Catalog, pool: PoolFacts, max_nodes: int | None = None) -> tuple[CommFn, set[str]]:
     """The collective model bound to the pool's instance type, cached: (comm, the source ids of the collective
-    estimates it made, filled as it is called)."""
+    estimates it made, filled as it is called). `max_nodes`: the pool's fabric domain where the fabric stops at one
+    (the plan's scale-set size, which may be a raised limit)."""
     sources: set[str] = set()
 
     @cache
@@ -41,6 +42,7 @@ def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str]]:
                 max(1, int(nbytes)),
                 ranks_per_node=ranks_per_node,
                 provider=pool.provider,
+                max_nodes=max_nodes,
             )
         except ValueError as exc:  # CollectiveError: a one-line message for the user
             raise WorkloadError(f"pool {pool.name}: {exc}") from None
@@ -48,6 +50,19 @@ def make_comm(catalog: Catalog, pool: PoolFacts) -> tuple[CommFn, set[str]]:
         return float(est.time_s)
 
     return comm, sources
+
+
+def _domain_nodes(catalog: Catalog, pools: Sequence[PoolFacts]) -> int | None:
+    """The nodes one job can reach where the type's fabric stops at a domain (Azure ND: one scale set): the plan's
+    largest domain of the pools; None where the fabric reaches every node."""
+    first = pools[0]
+    try:
+        limit = fabric_domain_limit(catalog, first.instance_type, first.provider)
+    except ValueError:  # not a GPU type the model covers: _hardware says so
+        return None
+    if limit is None:
+        return None
+    return max(n for p in pools for n in (p.fabric_domain_nodes or (p.nodes,)))
 
 
 def _pools(workload: Workload, pools: Sequence[PoolFacts]) -> tuple[list[PoolFacts], list[str]]:
@@ -299,6 +314,14 @@ def estimate_workload(
     gpus = min(available, target_gpus) if target_gpus else available
     if target_gpus and target_gpus > available:
         notes.append(f"targets.gpus {target_gpus:,} is more than the pools' {available:,} GPUs: sized on {available:,}")
+    domain_nodes = _domain_nodes(catalog, mine)
+    if domain_nodes is not None and gpus > domain_nodes * first.gpus_per_node:
+        gpus = domain_nodes * first.gpus_per_node
+        notes.append(
+            f"one job stays inside one InfiniBand domain of {first.instance_type} (a scale set, {domain_nodes:,} "
+            f"nodes here): sized on its {gpus:,} GPUs; NCCL has no InfiniBand path to the pools' other domains, so "
+            "give each domain its own workload"
+        )
     training = workload.training
     if training.tensor_parallel != "auto" and training.tensor_parallel > first.gpus_per_node:
         raise WorkloadError(
@@ -317,7 +340,7 @@ def estimate_workload(
     )
     sources += [opt.source, catalog.sizing.overhead.source, catalog.sizing.dp_overlap_source]
     sources.append(catalog.sizing.tp_overlap_source)
-    comm, comm_sources = make_comm(catalog, first)
+    comm, comm_sources = make_comm(catalog, first, domain_nodes)
     found = search(shape, training, hw, priors, comm)
     chosen = found.chosen
     acc = catalog.accelerator_of(catalog.instance_type(first.provider, first.instance_type))  # type: ignore[arg-type]

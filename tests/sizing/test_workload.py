@@ -294,3 +294,43 @@ def test_a_runner_up_as_fast_per_token_names_the_tie_break_it_lost() -> None:
         assert c.why.startswith("as fast per token; the chosen has a lower ZeRO stage")
         assert c.layout.zero_stage > est.chosen.layout.zero_stage
     assert not any(c.why.startswith("0% slower") for c in est.runners_up)
+
+
+def _azure_pool(nodes: int, domains: tuple[int, ...]) -> PoolFacts:
+    return PoolFacts(
+        name="h100",
+        provider="azure",
+        region="eastus",
+        instance_type="Standard_ND96isr_H100_v5",
+        nodes=nodes,
+        gpus_per_node=8,
+        usd_per_node_hour=98.32,
+        node_power_kw=10.2,
+        pue=1.2,
+        fabric_domain_nodes=domains,
+    )
+
+
+def test_an_azure_job_stays_inside_one_infiniband_scale_set() -> None:
+    """An Azure ND InfiniBand domain is one scale set (100 VMs by default) and NCCL has no InfiniBand path between
+    them: a 256-node pool in scale sets of 100, 100 and 56 runs one job on at most 100 nodes."""
+    est = estimate_workload(_wl(LLAMA3_70B), [_azure_pool(256, (100, 100, 56))], [], load_catalog())
+    assert est.fits
+    assert est.gpus_available == 800
+    assert est.chosen is not None
+    assert est.chosen.layout.gpus <= 800
+    assert any("one job stays inside one InfiniBand domain" in n and "800 GPUs" in n for n in est.notes)
+
+
+def test_a_raised_scale_set_is_one_larger_domain() -> None:
+    """Azure support can raise a scale set to 300 VMs (the pool's ib_domain_max_vms): the plan's domain size is the
+    limit, and the collective model is told so instead of refusing beyond 100 nodes."""
+    est = estimate_workload(_wl(LLAMA3_70B), [_azure_pool(250, (250,))], [], load_catalog())
+    assert est.fits
+    assert est.gpus_available == 2000
+    assert not any("InfiniBand domain" in n for n in est.notes)
+
+
+def test_an_aws_pool_has_no_domain_cap() -> None:
+    est = estimate_workload(_wl(LLAMA3_70B), [_pool(256)], [], load_catalog())
+    assert est.gpus_available == 2048
