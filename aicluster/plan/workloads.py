@@ -189,6 +189,6 @@ def _warn(ctx: PlanCtx, est: WorkloadEstimate) -> None:
         gpus = est.chosen.layout.gpus if est.chosen is not None else est.gpus_available
         need = f"; about {est.gpus_for_target_days:,} GPUs would meet it" if est.gpus_for_target_days else ""
         ctx.warnings.append(
-            f"workload {est.name}: {est.days:,.1f} days on {gpus:,} GPUs ({est.instance_type}), over its "
+            f"workload {est.name}: {est.days:,.1f} calendar days on {gpus:,} GPUs ({est.instance_type}), over its "
             f"target of {est.target_days:g} days{need}"
         )

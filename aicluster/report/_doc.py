@@ -301,6 +301,7 @@ class Workload:
     gpus_for_target_days: int | None
     sources: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    compute_days: float | None = None  # failure-free days; `days` are calendar days (divided by the goodput)
 
 
 @dataclass(frozen=True)
@@ -633,6 +634,7 @@ def _workload(r: _Reader) -> Workload:
         gpus_for_target_days=r.optional_whole("gpus_for_target_days"),
         sources=r.texts("sources"),
         notes=r.optional_texts("notes"),
+        compute_days=r.optional_number("compute_days") if r.has("compute_days") else None,
     )
 
 

@@ -191,6 +191,10 @@ def _run_facts(w: Workload) -> list[Fact]:
         Fact("Global batch", f"{count(w.global_batch_tokens)} tokens"),
         Fact("Steps", whole(w.steps) if w.fits else "—"),
         Fact("Days", days_text(w)),
+        Fact(
+            "Failure-free days",
+            "—" if w.compute_days is None else f"{days(w.compute_days)} (days above: divided by the goodput)",
+        ),
     ]
     if w.gpus_for_target_days is not None:
         facts.append(Fact("GPUs for the target days", whole(w.gpus_for_target_days)))

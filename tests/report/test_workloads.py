@@ -456,3 +456,16 @@ document.body.appendChild(r);
 </script>"""
     (tmp_path / "inside").mkdir()
     assert dom_check(report.read_text(), inside, "inside", width, tmp_path / "inside") == []
+
+
+def test_failure_free_days_are_shown_beside_the_calendar_days() -> None:
+    """`days` are calendar days (the failure-free step time divided by the goodput); `compute_days` keeps the
+    failure-free figure, and the reports show both so a reader sees what failures cost."""
+    doc = all_four()
+    w = doc["workloads"][0]
+    w["compute_days"] = w["days"] * 0.95
+    md = render(doc, "md")
+    assert f"| Failure-free days | {w['compute_days']:,.1f} days (days above: divided by the goodput) |" in md
+    assert json.loads(render(doc, "json"))["workloads"][0]["compute_days"] == pytest.approx(w["compute_days"])
+    del w["compute_days"]  # a preview written before the field: shown as unknown, not as zero
+    assert "| Failure-free days | — |" in render(doc, "md")
