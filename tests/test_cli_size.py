@@ -152,20 +152,9 @@ def test_step_block_shows_expert_parallel_for_moe() -> None:
     from aicluster.catalog import load_catalog
     from aicluster.commands.size import _step_rows
     from aicluster.sizing.workload import estimate_workload
-    from tests.sizing.test_workload import LLAMA3_70B, _pool, _wl
+    from tests.sizing.test_workload import LLAMA3_70B, MIXTRAL_8X7B, _pool, _wl
 
-    mixtral = {
-        "layers": 32,
-        "hidden_size": 4096,
-        "heads": 32,
-        "kv_heads": 8,
-        "ffn_size": 14336,
-        "vocabulary": 32000,
-        "sequence_length": 4096,
-        "kind": "moe",
-        "experts": 8,
-        "experts_per_token": 2,
-    }
+    mixtral = MIXTRAL_8X7B
     est = estimate_workload(_wl(mixtral), [_pool(32)], [], load_catalog())
     assert est.chosen is not None
     assert est.chosen.step is not None

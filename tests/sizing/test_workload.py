@@ -56,6 +56,22 @@ LLAMA3_70B = {
 }
 
 
+# Mixtral 8x7B (arXiv:2401.04088): 46.7B parameters, 12.9B active; 32 layers, 4096 hidden, 32 heads, 8 KV heads,
+# FFN 14336, 8 experts, top-2, vocabulary 32000
+MIXTRAL_8X7B: dict[str, Any] = {
+    "layers": 32,
+    "hidden_size": 4096,
+    "heads": 32,
+    "kv_heads": 8,
+    "ffn_size": 14336,
+    "vocabulary": 32000,
+    "sequence_length": 4096,
+    "kind": "moe",
+    "experts": 8,
+    "experts_per_token": 2,
+}
+
+
 def test_a_70b_run_on_1024_h100_gets_a_layout_days_cost_and_energy() -> None:
     est = estimate_workload(_wl(LLAMA3_70B, targets={"days": 30}), [_pool(128)], [], load_catalog())
     assert est.fits
@@ -120,18 +136,7 @@ def test_parameters_alone_derive_a_stated_shape() -> None:
 def test_moe_uses_active_parameters_for_flops_and_shards_experts() -> None:
     # Mixtral 8x7B (arXiv:2401.04088): 46.7B parameters, 12.9B active; 32 layers, 4096 hidden, 32 heads, 8 KV
     # heads, FFN 14336, 8 experts, top-2, vocabulary 32000
-    mixtral = {
-        "layers": 32,
-        "hidden_size": 4096,
-        "heads": 32,
-        "kv_heads": 8,
-        "ffn_size": 14336,
-        "vocabulary": 32000,
-        "sequence_length": 4096,
-        "kind": "moe",
-        "experts": 8,
-        "experts_per_token": 2,
-    }
+    mixtral = MIXTRAL_8X7B
     est = estimate_workload(_wl(mixtral), [_pool(32)], [], load_catalog())
     assert est.parameters == pytest.approx(46.7e9, rel=0.01)
     assert est.active_parameters == pytest.approx(12.9e9, rel=0.01)
