@@ -6,27 +6,39 @@ Pulumi config and never recompute what the plan decided.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
 
 from aicluster.plan import ClusterPlan
 
-from . import aws, azure, gcp, onprem, workload
-from .kubernetes import KubernetesAddons, KubernetesAddonsArgs
+from . import workload
 from .tags import tagging
-from .vpn import build_vpns
+
+if TYPE_CHECKING:
+    from .kubernetes import KubernetesAddonsArgs
 
 __all__ = ["AiCluster", "AiClusterArgs"]
 
-# One builder per provider; on-prem registers its own here.
-BUILDERS: dict[str, Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, Any]]] = {
-    "aws": aws.build,
-    "azure": azure.build,
-    "gcp": gcp.build,
-    "onprem": onprem.build,
+Builder = Callable[[ClusterPlan, pulumi.ComponentResource], dict[str, Any]]
+
+# One builder per provider: the module whose `build(plan, parent)` creates that provider's part; on-prem registers
+# its own here. A module (and its provider SDK) is imported only when a plan has that provider: importing
+# pulumi_gcp alone costs a stack with no GCP pool over a second.
+BUILDERS: dict[str, str] = {
+    "aws": "components.aws",
+    "azure": "components.azure",
+    "gcp": "components.gcp",
+    "onprem": "components.onprem",
 }
+
+
+def builder(provider: str) -> Builder:
+    """The `build` function of `provider`'s components, importing them on first use."""
+    build: Builder = importlib.import_module(BUILDERS[provider]).build
+    return build
 
 
 def _burst_groups(plan: ClusterPlan) -> dict[str, int]:
@@ -88,7 +100,7 @@ class AiCluster(pulumi.ComponentResource):
         }
         handles: dict[str, Any] = {}  # network key -> the network component its builder made
         for provider in plan.providers():
-            part = BUILDERS[provider](plan, self)
+            part = builder(provider)(plan, self)
             for key in ("pools", "filesystems", "networks"):
                 merged[key].update(part.get(key, {}))
             if "sites" in part:  # only stacks with sites output them
@@ -99,11 +111,15 @@ class AiCluster(pulumi.ComponentResource):
             handles.update(part.get("network_handles", {}))
         # Cross-site links need every provider's networks (and each other's public addresses): built last.
         if plan.vpns:
+            from .vpn import build_vpns  # pulumi_random and the VPN modules of the providers the links use
+
             merged["vpns"] = build_vpns(plan, self, handles)
         # A Kubernetes stack: its cloud's builder made the control plane; the add-ons and Kueue go onto it through
         # the kubeconfig that builder returned (a secret stack output, which `aicluster kubeconfig` writes out).
         kube = plan.kubernetes
         if kube is not None:
+            from .kubernetes import KubernetesAddons  # pulumi_kubernetes: only Kubernetes stacks
+
             addons: KubernetesAddonsArgs = {"plan": plan, "kubeconfig": merged["kubeconfig"]}
             net = handles.get(kube.network)
             if net is not None and hasattr(net, "vpc_ids"):  # GKE: the GPU VPCs' real (suffixed) names

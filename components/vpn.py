@@ -12,6 +12,7 @@ only into the tunnels' secret inputs and never into an output.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -22,13 +23,21 @@ import pulumi_random as random
 from aicluster.plan import ClusterPlan
 from aicluster.plan.models import PlannedVpn, VpnSide
 
-from .aws import vpn as aws_vpn
-from .azure import vpn as azure_vpn
-from .gcp import vpn as gcp_vpn
+__all__ = ["PSK_LENGTH", "VPN_PROVIDERS", "build_vpns", "vpn_module"]
 
-__all__ = ["PSK_LENGTH", "VPN_PROVIDERS", "build_vpns"]
+# Each cloud's VPN module (gateway, link, IPS_FROM_LINK), imported when a link has an end there: importing one
+# imports its provider's components and SDK.
+VPN_PROVIDERS: dict[str, str] = {
+    "aws": "components.aws.vpn",
+    "azure": "components.azure.vpn",
+    "gcp": "components.gcp.vpn",
+}
 
-VPN_PROVIDERS: dict[str, ModuleType] = {"aws": aws_vpn, "azure": azure_vpn, "gcp": gcp_vpn}
+
+def vpn_module(provider: str) -> ModuleType:
+    return importlib.import_module(VPN_PROVIDERS[provider])
+
+
 PSK_LENGTH = 40
 
 Ips = Sequence[pulumi.Input[str]]
@@ -57,7 +66,7 @@ def build_vpns(plan: ClusterPlan, parent: pulumi.ComponentResource, handles: dic
     for n in plan.networks:
         links = [v for v in plan.vpns if n.key in (v.a.key, v.b.key)]
         if links:
-            module = VPN_PROVIDERS[n.provider]
+            module = vpn_module(n.provider)
             gateways[n.key] = module.gateway(f"{plan.name}-{n.region}-vpn", n, links, handles[n.key], opts)
 
     def fixed_ips(side: VpnSide) -> Ips | None:
@@ -65,7 +74,7 @@ def build_vpns(plan: ClusterPlan, parent: pulumi.ComponentResource, handles: dic
         if side.kind == "site":
             assert side.public_ip is not None
             return [side.public_ip]
-        if VPN_PROVIDERS[side.provider].IPS_FROM_LINK:
+        if vpn_module(side.provider).IPS_FROM_LINK:
             return None
         gateway_ips: Ips = gateways[side.key].public_ips
         return gateway_ips
@@ -85,7 +94,7 @@ def build_vpns(plan: ClusterPlan, parent: pulumi.ComponentResource, handles: dic
             other = "b" if s == "a" else "a"
             peer_ips = ips[other]
             assert peer_ips is not None, f"{vpn.name}: both ends' addresses come from their links"
-            build: Callable[..., list[pulumi.Output[str]]] = VPN_PROVIDERS[side.provider].link
+            build: Callable[..., list[pulumi.Output[str]]] = vpn_module(side.provider).link
             ips[s] = build(f"{name}-{side.provider}", vpn, s, gateways[side.key], peer_ips, keys, opts)
         outputs[vpn.name] = {
             "a": vpn.a.key,

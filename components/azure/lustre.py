@@ -10,7 +10,6 @@ import pulumi_azure_native as azure
 from aicluster.plan import PlannedFilesystem
 
 # A 30-minute weekly window in which Azure may patch the file system: Sunday 02:00 UTC.
-MAINTENANCE_DAY = azure.storagecache.MaintenanceDayOfWeekType.SUNDAY
 MAINTENANCE_TIME_UTC = "02:00"
 
 
@@ -40,7 +39,8 @@ class AzureManagedLustre(pulumi.ComponentResource):
             storage_capacity_ti_b=fs.capacity_gib / 1024,
             filesystem_subnet=args["subnet_id"],
             maintenance_window=azure.storagecache.AmlFilesystemMaintenanceWindowArgs(
-                day_of_week=MAINTENANCE_DAY, time_of_day_utc=MAINTENANCE_TIME_UTC
+                day_of_week=azure.storagecache.MaintenanceDayOfWeekType.SUNDAY,
+                time_of_day_utc=MAINTENANCE_TIME_UTC,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -23,11 +23,11 @@ import pulumi_gcp as gcp
 from aicluster.plan import PlannedNetwork
 from aicluster.providers.gcp.pool import IAP_SSH_RANGE
 
-ALLOW_ALL = [
-    gcp.compute.FirewallAllowArgs(protocol="tcp"),
-    gcp.compute.FirewallAllowArgs(protocol="udp"),
-    gcp.compute.FirewallAllowArgs(protocol="icmp"),
-]
+
+def allow_all() -> list[gcp.compute.FirewallAllowArgs]:
+    """Every TCP, UDP and ICMP port: a fresh list per firewall (built on use, not at import: building it loads
+    pulumi_gcp.compute)."""
+    return [gcp.compute.FirewallAllowArgs(protocol=p) for p in ("tcp", "udp", "icmp")]
 
 
 def roce_profile(project: pulumi.Output[str], zone: str) -> pulumi.Output[str]:
@@ -86,7 +86,7 @@ class GcpNetwork(pulumi.ComponentResource):
             network=host.id,
             direction="INGRESS",
             source_ranges=[n.cidr],
-            allows=ALLOW_ALL,
+            allows=allow_all(),
             description="Node, controller and file-system traffic inside the cluster network",
             opts=child,
         )
@@ -138,7 +138,7 @@ class GcpNetwork(pulumi.ComponentResource):
                     network=net.id,
                     direction="INGRESS",
                     source_ranges=ranges,
-                    allows=ALLOW_ALL,
+                    allows=allow_all(),
                     description="GPU-to-GPU traffic between the nodes' NICs on this network",
                     opts=child,
                 )

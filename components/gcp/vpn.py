@@ -17,7 +17,7 @@ import pulumi_gcp as gcp
 
 from aicluster.plan.models import PlannedNetwork, PlannedVpn, VpnSide
 
-from .network import ALLOW_ALL, GcpNetwork
+from .network import GcpNetwork, allow_all
 
 # External VPN gateway redundancy by the number of the peer's public endpoints.
 REDUNDANCY = {1: "SINGLE_IP_INTERNALLY_REDUNDANT", 2: "TWO_IPS_REDUNDANCY", 4: "FOUR_IPS_REDUNDANCY"}
@@ -58,7 +58,7 @@ class GcpVpnGateway(pulumi.ComponentResource):
             network=args["network_id"],
             direction="INGRESS",
             source_ranges=sorted(args["remote_cidrs"]),
-            allows=ALLOW_ALL,
+            allows=allow_all(),
             description="Sites and other clouds of the cluster, over the VPN tunnels",
             opts=child,
         )
