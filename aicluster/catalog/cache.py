@@ -68,19 +68,30 @@ def cache_dir() -> Path | None:
         return None
 
 
-def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+def _files(root: Path) -> list[tuple[str, str]]:
+    """(relative posix path, full path) of every file under `root`, sorted (os.walk: Path.rglob compiles a
+    pattern per call, which costs more than hashing the files)."""
+    out: list[tuple[str, str]] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(folder, root)
+        out.extend(
+            (name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"), os.path.join(folder, name)) for name in names
+        )
+    return sorted(out)
 
 
 def catalog_key(data_dir: Path) -> str:
     """Hash of every data file (path and bytes), this package's source and the versions the pickle relies on."""
     h = hashlib.sha256(_FORMAT)
     h.update(f"{sys.version_info[:2]} {pydantic.VERSION}\n".encode())
-    for base, paths in ((_PACKAGE, sorted(_PACKAGE.glob("*.py"))), (data_dir, _files(data_dir))):
+    code = sorted((n, os.path.join(_PACKAGE, n)) for n in os.listdir(_PACKAGE) if n.endswith(".py"))
+    for files in (code, _files(data_dir)):
         h.update(b"\0dir\0")
-        for path in paths:
-            body = path.read_bytes()
-            h.update(f"{path.relative_to(base).as_posix()}\0{len(body)}\0".encode())
+        for rel, path in files:
+            with open(path, "rb") as fh:
+                body = fh.read()
+            h.update(f"{rel}\0{len(body)}\0".encode())
             h.update(body)
     return h.hexdigest()
 
