@@ -35,7 +35,6 @@ import os
 import pickle
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -157,6 +156,8 @@ def write(key: str, obj: Any) -> None:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _private(os.stat(folder), want_dir=True):
             return
+        import tempfile  # only here: a cache hit does not pay for it (it imports shutil, random, bz2, lzma)
+
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=_SUFFIX, dir=folder)  # mode 0600
         try:
             with os.fdopen(fd, "wb") as fh:
