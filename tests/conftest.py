@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,9 @@ import yaml
 from aicluster.catalog import Catalog, load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
+# The catalog cache of this test session (its subprocesses inherit it): never the user's own cache dir.
+os.environ["AICLUSTER_CACHE_DIR"] = tempfile.mkdtemp(prefix="aicluster-test-cache-")
+atexit.register(shutil.rmtree, os.environ["AICLUSTER_CACHE_DIR"], ignore_errors=True)
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 IN_CI = os.environ.get("CI") == "true"
 

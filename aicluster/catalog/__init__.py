@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from . import cache as _cache
 from .collectives import CollectivesData, collective_problems
 from .models import (
     Accelerator,
@@ -176,13 +176,23 @@ class Catalog:
 
 
 def _read(path: Path) -> Any:
+    # yaml is imported here, not at the top: a cached catalog needs no YAML at all. The C loader (libyaml) parses
+    # the catalog about 4x faster than the pure-Python one and builds the same data (same SafeConstructor).
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open(encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=loader)  # a safe loader: plain data only
+
+
+@functools.cache
+def _list_adapter(model: type[T]) -> TypeAdapter[list[T]]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
 def _records(model: type[T], raw: Iterable[Any], where: Path) -> list[T]:
     try:
-        return TypeAdapter(list[model]).validate_python(list(raw))  # type: ignore[valid-type]
+        return _list_adapter(model).validate_python(list(raw))
     except ValidationError as exc:
         raise CatalogError(f"{where}: {exc}") from exc
 
@@ -391,7 +401,26 @@ def _unique(items: Iterable[tuple[Any, T]], what: str) -> dict[Any, T]:
 
 @functools.cache
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
-    """Load and cross-check the catalog (cached per directory)."""
+    """Load and cross-check the catalog (cached per directory in the process, and per content on disk).
+
+    The on-disk cache (:mod:`aicluster.catalog.cache`) is keyed by a hash of every data file and of this
+    package's source; a missing, stale or unusable cache just means the files are parsed again."""
+    key = None
+    if _cache.cache_dir() is not None:
+        try:
+            key = _cache.catalog_key(data_dir)
+        except OSError:
+            key = None
+    if key is not None and (cached := _cache.read(key, Catalog)) is not None:
+        return cached
+    cat = _load(data_dir)
+    if key is not None:
+        _cache.write(key, cat)
+    return cat
+
+
+def _load(data_dir: Path) -> Catalog:
+    """Parse, validate and cross-check the catalog's data files."""
     sources = _unique(((s.id, s) for s in _load_dir(Source, data_dir / "sources")), "source")
     accelerators = _unique(
         ((a.id, a) for a in _records(Accelerator, _read(data_dir / "accelerators.yaml") or [], data_dir)),

@@ -28,7 +28,9 @@ Fabric = Literal[
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: a record's validator is built on its first validation, not at import. A catalog read from
+    # the on-disk cache (cache.py) validates nothing, so a warm process never builds the ~45 validators.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Source(_Record):
