@@ -39,9 +39,10 @@ PROBE = textwrap.dedent(
 
 @pytest.fixture
 def probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path, sdkload.Finder]]:
-    """A package `aicl_sdkprobe_<n>` on sys.path and a finder for it; both removed afterwards. Bytecode is
-    written, as by default (the environment may say PYTHONDONTWRITEBYTECODE)."""
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    """A package `aicl_sdkprobe_<n>` on sys.path and a finder for it, with its own cache folder; all removed
+    afterwards."""
+    monkeypatch.setenv("AICLUSTER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("AICLUSTER_NO_CACHE", raising=False)
     name = f"aicl_sdkprobe_{os.getpid()}_{len(list(tmp_path.parent.iterdir()))}"
     package = tmp_path / name
     package.mkdir()
@@ -59,6 +60,12 @@ def probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str
             del sys.modules[key]
 
 
+def _cache_file(source: Path) -> Path:
+    folder = sdkload._folder()
+    assert folder is not None
+    return sdkload._cache_path(folder, str(source))
+
+
 def _fresh(name: str) -> object:
     sys.modules.pop(f"{name}.mod", None)
     importlib.invalidate_caches()
@@ -73,7 +80,8 @@ def test_annotations_are_postponed_and_resolve_to_the_same_types(probe: tuple[st
     import typing
 
     assert typing.get_type_hints(mod.Args) == {"size": int | None}  # type: ignore[attr-defined]
-    assert Path(sdkload._cache_path(str(package / "mod.py"))).is_file()
+    assert _cache_file(package / "mod.py").is_file()
+    assert _cache_file(package / "mod.py").stat().st_mode & 0o777 == 0o600
 
 
 def test_a_changed_source_is_compiled_again(probe: tuple[str, Path, sdkload.Finder]) -> None:
@@ -91,26 +99,44 @@ def test_a_truncated_or_foreign_cache_file_is_ignored_and_rewritten(
 ) -> None:
     name, package, _ = probe
     _fresh(name)
-    cache = Path(sdkload._cache_path(str(package / "mod.py")))
+    cache = _cache_file(package / "mod.py")
     good = cache.read_bytes()
     cache.write_bytes(good[: len(good) // 2] if damage is None else damage)
     assert _fresh(name).EVALUATED == []  # type: ignore[attr-defined]
     assert cache.read_bytes() == good
 
 
-def test_an_unwritable_cache_folder_loads_the_module_as_usual(probe: tuple[str, Path, sdkload.Finder]) -> None:
-    name, package, _ = probe
-    (package / "__pycache__").write_text("a file where the folder would be: nothing can be written there")
+def test_an_unwritable_cache_folder_loads_the_module_as_usual(
+    probe: tuple[str, Path, sdkload.Finder], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name, _, _ = probe
+    (tmp_path / "a-file").write_text("a file where the folder would be: nothing can be written under it")
+    monkeypatch.setenv("AICLUSTER_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
     assert _fresh(name).EVALUATED == ["size", "value"]  # type: ignore[attr-defined]
 
 
-def test_without_bytecode_writing_the_module_loads_as_usual(
+def test_with_the_cache_turned_off_the_module_loads_as_usual(
     probe: tuple[str, Path, sdkload.Finder], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name, package, _ = probe
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    name, _, _ = probe
+    _fresh(name)  # cached while the cache was on
+    monkeypatch.setenv("AICLUSTER_NO_CACHE", "1")
     assert _fresh(name).EVALUATED == ["size", "value"]  # type: ignore[attr-defined]
-    assert not Path(sdkload._cache_path(str(package / "mod.py"))).exists()
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_cache_others_can_write_is_not_loaded(probe: tuple[str, Path, sdkload.Finder], where: str) -> None:
+    """Loading the cache runs its code: a file or folder writable by others is never read."""
+    name, package, _ = probe
+    _fresh(name)
+    cache = _cache_file(package / "mod.py")
+    (cache if where == "file" else cache.parent).chmod(0o666 if where == "file" else 0o777)
+    evaluated = _fresh(name).EVALUATED  # type: ignore[attr-defined]
+    if where == "folder":  # nothing is read from or written to it: the module loads as usual
+        assert evaluated == ["size", "value"]
+    else:  # the file is ignored, compiled again and replaced by a private one
+        assert evaluated == []
+        assert cache.stat().st_mode & 0o777 == 0o600
 
 
 def test_only_the_provider_sdks_are_loaded_this_way() -> None:
@@ -141,7 +167,7 @@ def test_an_sdk_resource_class_keeps_its_output_types() -> None:
         print(type(ec2.LaunchTemplate.__dict__["network_interfaces"].fget.__annotations__["return"]).__name__)
         """
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     usual, postponed = (
         subprocess.run(
             [sys.executable, "-c", script, how], capture_output=True, text=True, check=True, env=env, timeout=120

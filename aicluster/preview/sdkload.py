@@ -11,26 +11,34 @@ annotations`, the SDK defines the same classes, properties, names and enums, and
 strings that are resolved only for the few types a preview uses. tests/test_preview_golden.py holds the
 preview JSON of every example stack byte-identical.
 
-The compiled code is kept beside the interpreter's own bytecode (`__pycache__/<module>.<tag>.opt-pep563.pyc`,
-the header Python writes: magic number, source mtime and size), and used only while it matches the source.
-Where that folder cannot be written, the module loads as usual: compiling the large SDK modules on every run
-would cost more than it saves. Only the offline engine installs this: `pulumi up` runs the program under the
-Pulumi CLI's own language host, which loads the SDKs as usual.
+The compiled code is cached per user with the catalog's cache (aicluster/catalog/cache.py: AICLUSTER_CACHE_DIR,
+else $XDG_CACHE_HOME/aicluster or ~/.cache/aicluster; AICLUSTER_NO_CACHE=1 turns it off), one file per SDK
+module named by a hash of its path, with the header Python gives its own bytecode (magic number, source mtime
+and size). It is used only while that header matches the source, and only from a folder and file owned by the
+user and not writable by others, as the catalog's cache is: loading it runs its code. Where nothing can be
+cached, the module loads as usual: compiling the large SDK modules on every run would cost more than it
+saves. Only the offline engine installs this: `pulumi up` runs the program under the Pulumi CLI's own
+language host, which loads the SDKs as usual.
 """
 
 from __future__ import annotations
 import __future__
 
 import contextlib
+import hashlib
 import importlib.machinery
 import importlib.util
 import marshal
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
+from pathlib import Path
 from types import CodeType, ModuleType
+
+from aicluster.catalog import cache
 
 # The provider SDKs (generated code); never pulumi itself, pulumi_policy or our own code.
 PACKAGES = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_kubernetes", "pulumi_random")
@@ -38,8 +46,13 @@ _FLAGS = __future__.annotations.compiler_flag
 _OPTIMIZATION = "pep563"
 
 
-def _cache_path(source: str) -> str:
-    return importlib.util.cache_from_source(source, optimization=_OPTIMIZATION)
+def _folder() -> Path | None:
+    root = cache.cache_dir()
+    return None if root is None else root / f"sdk-{sys.implementation.cache_tag}-{_OPTIMIZATION}"
+
+
+def _cache_path(folder: Path, source: str) -> Path:
+    return folder / f"{hashlib.sha256(os.fsencode(source)).hexdigest()[:32]}.pyc"
 
 
 def _header(source: str) -> bytes:
@@ -52,11 +65,16 @@ def _header(source: str) -> bytes:
     )
 
 
-def _cached(source: str) -> CodeType | None:
-    """The code compiled with postponed annotations for `source`, when a current one is cached."""
+def _cached(folder: Path, source: str) -> CodeType | None:
+    """The code compiled with postponed annotations for `source`, when a current, private one is cached."""
     try:
+        if not cache.private(os.stat(folder), want_dir=True):
+            return None
         header = _header(source)
-        with open(_cache_path(source), "rb") as fh:
+        fd = os.open(_cache_path(folder, source), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not cache.private(os.fstat(fh.fileno()), want_dir=False):
+                return None
             data = fh.read()
     except OSError:
         return None
@@ -69,23 +87,22 @@ def _cached(source: str) -> CodeType | None:
     return code if isinstance(code, CodeType) else None
 
 
-def _compile(source: str) -> CodeType | None:
+def _compile(folder: Path, source: str) -> CodeType | None:
     """Compile `source` with postponed annotations and cache it; None when the cache cannot be written."""
-    if sys.dont_write_bytecode:
-        return None
-    target = _cache_path(source)
     try:
         header = _header(source)
         with open(source, "rb") as fh:
             code: CodeType = compile(fh.read(), source, "exec", flags=_FLAGS, dont_inherit=True)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not cache.private(os.stat(folder), want_dir=True):
+            return None
+        fd, partial = tempfile.mkstemp(prefix=".tmp-", suffix=".pyc", dir=folder)  # mode 0600
     except OSError:
         return None
-    partial = f"{target}.{os.getpid()}.tmp"
     try:
-        with open(partial, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:
             fh.write(header + marshal.dumps(code))
-        os.replace(partial, target)  # atomic: a concurrent reader sees the whole file or none
+        os.replace(partial, _cache_path(folder, source))  # atomic: a reader sees the whole file or none
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(partial)
@@ -116,7 +133,10 @@ class Finder(MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader or not spec.origin:
             return spec
-        code = _cached(spec.origin) or _compile(spec.origin)
+        folder = _folder()
+        if folder is None:
+            return spec
+        code = _cached(folder, spec.origin) or _compile(folder, spec.origin)
         if code is not None:
             spec.loader = _Loader(fullname, spec.origin, code)
         return spec
