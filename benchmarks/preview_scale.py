@@ -1,4 +1,4 @@
-"""Offline preview at 8, 64, 512 and 3,072 nodes: wall time and peak memory.
+"""Offline preview at 8, 64, 512 and 3,072 nodes: cold wall time, peak memory, and where the time went.
 
 AWS fleets are groups (one launch template + Auto Scaling group per pool), so the resource count and
 the preview time should not grow with the node count; Azure pools are one scale set per 100 VMs
@@ -6,10 +6,19 @@ the preview time should not grow with the node count; Azure pools are one scale 
 policy, instance template and MIG per 1,500 VMs (the GCP base pins a /14 network so that 3,072 A3 Mega
 nodes fit its GPU NIC subnets). A Kubernetes base (eks-p5, gke-a3mega, aks-nd-h100) grows node groups the same way
 (EKS: one per 450 nodes, the managed node group limit), plus the control plane, the add-ons' Helm releases and
-the Kueue objects. For each size this prints:
-- cold: a fresh `python` process running the whole preview (imports included), median of N runs;
-- warm: the preview alone inside an already-warm process, median of N runs;
+the Kueue objects.
+
+For each size this runs the real command, `python -m aicluster.cli -q --timings preview STACK --json FILE`, as
+a fresh process (median of N runs), and prints:
+- cold: its wall time, from the fork to the exit, as a user waits for it;
+- the breakdown from its `--timings` line: startup (interpreter and imports), catalog, plan, program (the
+  Pulumi program under the mocks, the provider SDKs' imports included), policies, output (the JSON and the
+  tables), other (the rest of main: arguments, reading the stack, imports made on the way), and exit (from
+  main's end to the process's: the interpreter's teardown, unless the command skips it);
+- warm: the program alone, run again inside a process that has run it once (what a long-running process
+  would repeat), median of N runs;
 - peak RSS of the cold process.
+At the largest size it also times cold `aicluster validate` and `aicluster plan`.
 
 Usage: python benchmarks/preview_scale.py [--runs 5] [--base p5-small | azure-nd-h100 | gcp-a3mega-slurm | eks-p5 | ...]
 Prints figures; asserts nothing (timings belong in notes, not tests).
@@ -19,40 +28,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (8, 64, 512, 3072)
+PHASES = ("startup", "catalog", "plan", "program", "policies", "output", "other", "exit")
 
-CHILD = r"""
-import json, resource, statistics, sys, time
-t0 = time.perf_counter()
+# The program alone, warm: run once (imports, first registrations), then time N more runs in the same process.
+WARM = r"""
+import json, statistics, sys, time
+from aicluster.preview.engine import run_program
 from aicluster.stackfile import find_project, read_stack
-from aicluster.preview import preview_stack
-project = find_project()
-stack = read_stack(project, sys.argv[1])
-result = preview_stack(stack)
-cold = time.perf_counter() - t0
-warm = []
+stack = read_stack(find_project(), sys.argv[1])
+args = (stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
+capture = run_program(*args)
+runs = []
 for _ in range(int(sys.argv[2])):
     t = time.perf_counter()
-    preview_stack(stack)
-    warm.append(time.perf_counter() - t)
-print(json.dumps({
-    "cold": cold,
-    "warm": statistics.median(warm),
-    "resources": len(result.capture.resources),
-    "gpus": result.plan.totals.gpus,
-    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-}))
+    run_program(*args)
+    runs.append(time.perf_counter() - t)
+print(json.dumps({"warm": statistics.median(runs), "resources": len(capture.resources)}))
 """
+
+TIMING = re.compile(r"([a-z][a-z ]*?) (\d+\.\d+) s")
 
 
 def make_project(where: Path, base_stack: str) -> None:
@@ -71,6 +79,61 @@ def make_project(where: Path, base_stack: str) -> None:
         (where / "stacks" / f"Pulumi.bench-{nodes}.yaml").write_text(yaml.safe_dump(cfg))
 
 
+def _env() -> dict[str, str]:
+    """This checkout's code, whichever venv runs it; bytecode cached as Python does by default (an installed
+    aicluster has its .pyc files: PYTHONDONTWRITEBYTECODE would time the compiler, not the tool)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    return env
+
+
+def cold(project: Path, argv: list[str]) -> dict[str, float]:
+    """One fresh `aicluster` process: wall, peak RSS (MB) and the phases of its --timings line."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aicluster.cli", "-q", "--timings", *argv],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    assert proc.stderr is not None
+    stderr = proc.stderr.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # 1: a mandatory policy failed, still a whole preview
+        raise SystemExit(f"aicluster {' '.join(argv)} exited {code}:\n{stderr}")
+    line = next(x for x in stderr.splitlines() if x.startswith("timings: "))
+    found = {name: float(value) for name, value in TIMING.findall(line.removeprefix("timings: "))}
+    row = {"wall": wall, "rss_mb": usage.ru_maxrss / 1024}
+    row["startup"] = found.pop("startup and imports", 0.0)
+    main = found.pop("main")
+    for name in PHASES[1:-2]:
+        row[name] = found.pop(name, 0.0)
+    row["other"] = max(0.0, main - sum(row[n] for n in PHASES[1:-2]))
+    row["exit"] = max(0.0, wall - row["startup"] - main)
+    return row
+
+
+def warm(project: Path, stack: str, runs: int) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", WARM, stack, str(runs)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(),
+    )
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def median_row(rows: list[dict[str, float]]) -> dict[str, float]:
+    out = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+    out["rss_mb"] = max(r["rss_mb"] for r in rows)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -80,37 +143,38 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         make_project(project, args.base)
+        out = project / "preview.json"
         for nodes in SIZES:
-            runs = []
-            for _ in range(args.runs):
-                proc = subprocess.run(
-                    [sys.executable, "-c", CHILD, f"bench-{nodes}", str(args.runs)],
-                    cwd=project,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                runs.append(json.loads(proc.stdout))
-            rows.append(
-                {
-                    "nodes": nodes,
-                    "gpus": runs[0]["gpus"],
-                    "resources": runs[0]["resources"],
-                    "cold_s": statistics.median(r["cold"] for r in runs),
-                    "warm_s": statistics.median(r["warm"] for r in runs),
-                    "rss_mb": max(r["rss_mb"] for r in runs),
-                }
-            )
-    print(f"offline preview of {args.base} resized, {args.runs} runs each (median; peak RSS is the max)")
-    print(f"{'nodes':>6} {'GPUs':>6} {'resources':>9} {'cold s':>8} {'warm s':>8} {'peak RSS MB':>12}")
+            stack = f"bench-{nodes}"
+            row = median_row([cold(project, ["preview", stack, "--json", str(out)]) for _ in range(args.runs)])
+            row.update(warm(project, stack, args.runs))
+            row["nodes"], row["gpus"] = nodes, json.loads(out.read_text())["summary"]["gpus"]
+            rows.append(row)
+        largest = f"bench-{SIZES[-1]}"
+        others = {
+            command: median_row([cold(project, [command, largest]) for _ in range(args.runs)])
+            for command in ("validate", "plan")
+        }
+    print(f"offline preview of {args.base} resized: cold process, median of {args.runs} runs (peak RSS: the max)")
+    print("(bytecode cached as by default: the first run of a checkout writes it)")
+    head = f"{'nodes':>6} {'GPUs':>6} {'res.':>5} {'cold s':>7} {'RSS MB':>7} |"
+    head += "".join(f" {name:>8}" for name in PHASES) + f" | {'warm program s':>14}"
+    print(head)
     for r in rows:
-        counts = f"{r['nodes']:>6} {r['gpus']:>6} {r['resources']:>9}"
-        print(f"{counts} {r['cold_s']:>8.3f} {r['warm_s']:>8.3f} {r['rss_mb']:>12.1f}")
+        line = f"{r['nodes']:>6} {r['gpus']:>6} {r['resources']:>5.0f} {r['wall']:>7.3f} {r['rss_mb']:>7.1f} |"
+        line += "".join(f" {r[name]:>8.3f}" for name in PHASES) + f" | {r['warm']:>14.3f}"
+        print(line)
     first, last = rows[0], rows[-1]
     print(
-        f"ratio {last['nodes']}/{first['nodes']} nodes: cold {last['cold_s'] / first['cold_s']:.2f}x, "
-        f"warm {last['warm_s'] / first['warm_s']:.2f}x"
+        f"ratio {last['nodes']}/{first['nodes']} nodes: cold {last['wall'] / first['wall']:.2f}x, "
+        f"warm program {last['warm'] / first['warm']:.2f}x"
     )
+    for command, r in others.items():
+        print(
+            f"aicluster {command} at {SIZES[-1]} nodes: cold {r['wall']:.3f} s, {r['rss_mb']:.1f} MB "
+            f"(startup {r['startup']:.3f}, catalog {r['catalog']:.3f}, plan {r['plan']:.3f}, other {r['other']:.3f}, "
+            f"exit {r['exit']:.3f})"
+        )
 
 
 if __name__ == "__main__":

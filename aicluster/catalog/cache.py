@@ -95,7 +95,7 @@ def catalog_key(data_dir: Path) -> str:
     return h.hexdigest()
 
 
-def _private(st: os.stat_result, want_dir: bool) -> bool:
+def private(st: os.stat_result, want_dir: bool) -> bool:
     """Owned by us, not writable by group or others, and of the expected kind."""
     kind_ok = stat.S_ISDIR(st.st_mode) if want_dir else stat.S_ISREG(st.st_mode)
     return kind_ok and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
@@ -124,14 +124,14 @@ def read(key: str, expect: type[T]) -> T | None:
     if folder is None:
         return None
     try:
-        if not _private(os.stat(folder), want_dir=True):
+        if not private(os.stat(folder), want_dir=True):
             return None
         fd = os.open(_path(folder, key), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:
         with os.fdopen(fd, "rb") as fh:
-            if not _private(os.fstat(fh.fileno()), want_dir=False):
+            if not private(os.fstat(fh.fileno()), want_dir=False):
                 return None
             blob = fh.read()
     except OSError:
@@ -154,7 +154,7 @@ def write(key: str, obj: Any) -> None:
     try:
         blob = _FORMAT + key.encode() + b"\n" + pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(os.stat(folder), want_dir=True):
+        if not private(os.stat(folder), want_dir=True):
             return
         import tempfile  # only here: a cache hit does not pay for it (it imports shutil, random, bz2, lzma)
 

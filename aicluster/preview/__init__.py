@@ -9,6 +9,7 @@ from typing import Any
 
 from aicluster.plan import ClusterPlan
 from aicluster.stackfile import CLUSTER_KEY, StackConfig
+from aicluster.timings import phase
 
 from .check import check_stack
 from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource, jsonable, run_program
@@ -154,5 +155,10 @@ def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = 
     # What `aicluster policy-config` hands the Pulumi CLI (resource policies cannot read the AiCluster there),
     # so the offline preview judges exactly as `pulumi preview --policy-pack-config` would.
     config = with_stack_config(stack_pack_config(cluster_plan), policy_config)
-    capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
-    return Preview(stack, cluster_plan, capture, evaluate(capture, config))
+    with phase("program"):
+        capture = run_program(
+            stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys
+        )
+    with phase("policies"):
+        policy = evaluate(capture, config)
+    return Preview(stack, cluster_plan, capture, policy)

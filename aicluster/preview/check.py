@@ -16,6 +16,7 @@ from aicluster.plan import ClusterPlan, plan
 from aicluster.spec import ClusterSpec, Problem, SpecError, check_cluster, gcp_label
 from aicluster.spec import Path as SpecPath
 from aicluster.stackfile import StackConfig, cluster_data
+from aicluster.timings import phase
 from policies.compliance import allowed_regions, azure_required_tags, gcp_required_labels, required_tags
 from policies.cost import monthly_budget, spot_checkpoints
 from policies.power import power_budget
@@ -25,6 +26,13 @@ from .policy import waiver_problems
 
 def check_stack(stack: StackConfig, *, policy_checks: bool = False) -> ClusterPlan:
     """The stack's plan, or SpecError listing every problem of every layer (file, line, field, fix)."""
+    with phase("catalog"):
+        load_catalog()
+    with phase("plan"):
+        return _check_stack(stack, policy_checks=policy_checks)
+
+
+def _check_stack(stack: StackConfig, *, policy_checks: bool) -> ClusterPlan:
     checked = check_cluster(cluster_data(stack))
     problems = list(checked.problems)
     spec = checked.spec

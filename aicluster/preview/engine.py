@@ -31,6 +31,8 @@ from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
+from . import sdkload
+
 # Pulumi's wire sentinel for values unknown during preview (what policies receive).
 UNKNOWN = rpc.UNKNOWN
 SECRET = "[secret]"
@@ -289,6 +291,7 @@ def run(
 ) -> Capture:
     """Run a Pulumi program function under the capturing mocks, in preview mode."""
     start = time.perf_counter()
+    sdkload.install()
     loop = asyncio.new_event_loop()  # this run's own, closed when it ends
     asyncio.set_event_loop(loop)
     monitor = _Monitor(project, stack, dict(config or {}), secret_keys)
