@@ -22,6 +22,7 @@ import yaml
 from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 
 from ..tags import tagging
+from .aliases import azure_component_opts
 from .audit import RETENTION_DAYS as COMPLIANCE_RETENTION_DAYS
 
 # Built-in Azure role definitions (their ids are the same in every subscription and cloud).
@@ -180,7 +181,7 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
     oidc_issuer_url: pulumi.Output[str]
 
     def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:KubernetesCluster", name, {}, opts)
+        super().__init__("aicluster:azure:KubernetesCluster", name, {}, azure_component_opts(opts))
         plan = args["plan"]
         k = plan.kubernetes
         assert k is not None, "AzureKubernetesCluster needs a Kubernetes plan"

@@ -7,6 +7,8 @@ from typing import TypedDict
 import pulumi
 import pulumi_azure_native as azure
 
+from .aliases import azure_component_opts
+
 # Activity-log categories (who changed what, security and policy events); all of them are kept.
 CATEGORIES = (
     "Administrative",
@@ -35,7 +37,7 @@ class AzureAuditLog(pulumi.ComponentResource):
     workspace_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: AuditLogArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:AuditLog", name, {}, opts)
+        super().__init__("aicluster:azure:AuditLog", name, {}, azure_component_opts(opts))
         child = pulumi.ResourceOptions(parent=self)
         workspace = azure.operationalinsights.Workspace(
             f"{name}-logs",

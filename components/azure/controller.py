@@ -10,6 +10,7 @@ import pulumi_azure_native as azure
 
 from aicluster.plan import ClusterPlan
 
+from .aliases import azure_component_opts
 from .common import image_reference, linux_configuration
 
 OS_DISK_TYPE = "Premium_LRS"
@@ -29,7 +30,7 @@ class AzureSlurmController(pulumi.ComponentResource):
     vm_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: ControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:SlurmController", name, {}, opts)
+        super().__init__("aicluster:azure:SlurmController", name, {}, azure_component_opts(opts))
         plan = args["plan"]
         c = plan.controller
         assert c is not None

@@ -10,6 +10,7 @@ import pulumi_azure_native as azure
 
 from aicluster.plan import ClusterPlan, PlannedPool, ScaleSet
 
+from .aliases import azure_component_opts
 from .common import image_reference, linux_configuration
 
 
@@ -89,7 +90,7 @@ class AzureGpuPool(pulumi.ComponentResource):
     scale_set_names: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: GpuPoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:GpuPool", name, {}, opts)
+        super().__init__("aicluster:azure:GpuPool", name, {}, azure_component_opts(opts))
         pool = args["pool"]
         d = pool.azure
         assert d is not None, f"pool {pool.name} has no Azure details"

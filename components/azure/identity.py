@@ -7,6 +7,8 @@ from typing import TypedDict
 import pulumi
 import pulumi_azure_native as azure
 
+from .aliases import azure_component_opts
+
 
 class NodeIdentityArgs(TypedDict):
     location: str
@@ -21,7 +23,7 @@ class AzureNodeIdentity(pulumi.ComponentResource):
     client_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: NodeIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:NodeIdentity", name, {}, opts)
+        super().__init__("aicluster:azure:NodeIdentity", name, {}, azure_component_opts(opts))
         identity = azure.managedidentity.UserAssignedIdentity(
             f"{name}-id",
             resource_group_name=args["resource_group_name"],

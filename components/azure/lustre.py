@@ -9,6 +9,8 @@ import pulumi_azure_native as azure
 
 from aicluster.plan import PlannedFilesystem
 
+from .aliases import azure_component_opts
+
 # A 30-minute weekly window in which Azure may patch the file system: Sunday 02:00 UTC.
 MAINTENANCE_TIME_UTC = "02:00"
 
@@ -28,7 +30,7 @@ class AzureManagedLustre(pulumi.ComponentResource):
     mount_command: pulumi.Output[str]
 
     def __init__(self, name: str, args: AzureFilesystemArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:ManagedLustre", name, {}, opts)
+        super().__init__("aicluster:azure:ManagedLustre", name, {}, azure_component_opts(opts))
         fs = args["filesystem"]
         amlfs = azure.storagecache.AmlFilesystem(
             f"{name}-amlfs",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_azure_native as azure
 
+from .aliases import azure_component_opts
 from .lustre import AzureFilesystemArgs
 
 GIB = 2**30
@@ -20,7 +21,7 @@ class AzureNetAppFiles(pulumi.ComponentResource):
     export_path: pulumi.Output[str]
 
     def __init__(self, name: str, args: AzureFilesystemArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:NetAppFiles", name, {}, opts)
+        super().__init__("aicluster:azure:NetAppFiles", name, {}, azure_component_opts(opts))
         fs = args["filesystem"]
         child = pulumi.ResourceOptions(parent=self)
         rg = args["resource_group_name"]

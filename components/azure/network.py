@@ -9,6 +9,8 @@ import pulumi_azure_native as azure
 
 from aicluster.plan import PlannedNetwork
 
+from .aliases import azure_component_opts
+
 # Managed Lustre clients and servers talk on 988 (LNet) and 1019-1023 (azure-amlfs-prereqs).
 LUSTRE_PORTS = ["988", "1019-1023"]
 ADMIN_PORTS = ["22", "3389"]
@@ -56,7 +58,7 @@ class AzureNetwork(pulumi.ComponentResource):
     node_security_group_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:Network", name, {}, opts)
+        super().__init__("aicluster:azure:Network", name, {}, azure_component_opts(opts))
         net = args["network"]
         child = pulumi.ResourceOptions(parent=self)
         location = net.region

@@ -18,6 +18,7 @@ import pulumi_azure_native as azure
 
 from aicluster.plan.models import IkePhase, PlannedNetwork, PlannedVpn
 
+from .aliases import azure_component_opts
 from .network import AzureNetwork
 
 SKU = "VpnGw1AZ"  # priced as vpn-gateway-vpngw1az in the catalog
@@ -86,7 +87,7 @@ class AzureVpnGateway(pulumi.ComponentResource):
     ip_configuration_ids: list[pulumi.Output[str]]  # per instance
 
     def __init__(self, name: str, args: AzureVpnGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:VpnGateway", name, {}, opts)
+        super().__init__("aicluster:azure:VpnGateway", name, {}, azure_component_opts(opts))
         net = args["network"]
         child = pulumi.ResourceOptions(parent=self)
         rg = args["resource_group_name"]
@@ -162,7 +163,7 @@ class AzureVpnLink(pulumi.ComponentResource):
     connection (IKEv2, the IPsec policy, the shared key, BGP with the gateway's custom APIPA addresses)."""
 
     def __init__(self, name: str, args: AzureVpnLinkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aicluster:azure:VpnLink", name, {}, opts)
+        super().__init__("aicluster:azure:VpnLink", name, {}, azure_component_opts(opts))
         vpn, gw, side = args["vpn"], args["gateway"], args["side"]
         me, peer = (vpn.a, vpn.b) if side == "a" else (vpn.b, vpn.a)
         child = pulumi.ResourceOptions(parent=self)
