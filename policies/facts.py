@@ -135,9 +135,12 @@ def get(value: Any, *path: str | int, default: Any = None) -> Any:
                     return default
                 cur = cur[key]
             else:
-                if not isinstance(cur, Mapping) or key not in cur:
+                if not isinstance(cur, Mapping):
                     return default
-                cur = cur[key]
+                try:  # one read, not `key in cur` and then `cur[key]` (each a read through the SDK's proxy)
+                    cur = cur[key]
+                except KeyError:
+                    return default
     except UnknownValueError:
         return UNKNOWN
     if isinstance(cur, str) and cur in _SENTINELS:
