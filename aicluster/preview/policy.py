@@ -17,6 +17,7 @@ import inspect
 import json
 import math
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeGuard
@@ -38,7 +39,8 @@ from aicluster.plan import ClusterPlan
 from aicluster.spec import Budgets, Problem, Waiver, clip, did_you_mean, model_problems, number_bounds
 from aicluster.spec import Path as SpecPath
 from policies import PACK_NAME, POLICIES, ResourceRule, Rule, Waived, pack_version
-from policies.rule import WAIVED, forget_stack
+from policies.facts import Res
+from policies.rule import WAIVED, NotApplicable, forget_stack
 
 from .engine import SECRET_VALUE, Capture, Resource
 
@@ -468,7 +470,9 @@ def wired_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _screens(policy: Rule) -> TypeGuard[ResourceRule]:
-    """A ResourceRule whose validate begins `if not self.applies(type): args.not_applicable(self.scope)`."""
+    """A ResourceRule with its own validate: `if not self.applies(type): args.not_applicable(self.scope)`, then
+    `self.run(Res(...), config, report)` with NotApplicable as not applicable; the engine here does the same
+    without the SDK's per-call arguments."""
     return isinstance(policy, ResourceRule) and type(policy)._validate is ResourceRule._validate
 
 
@@ -500,23 +504,53 @@ class _Loop:
                 self._loop = None
 
 
+@dataclass
+class Timings:
+    """Where a run's time went (what benchmarks/policy_scale.py prints): seconds per phase, in run order
+    (setup: config, policy list, props wiring; resource policies; stack resources; stack policies; findings), and
+    per policy. A stack policy's time includes the stack facts it is the first to ask for."""
+
+    phases: dict[str, float] = field(default_factory=dict)
+    policies: dict[str, float] = field(default_factory=dict)
+
+    def add(self, key: str, seconds: float, into: str = "policies") -> None:
+        table = self.policies if into == "policies" else self.phases
+        table[key] = table.get(key, 0.0) + seconds
+
+
 def evaluate(
-    capture: Capture, config: Mapping[str, Any] | None = None, policies: Sequence[Rule] = POLICIES
+    capture: Capture,
+    config: Mapping[str, Any] | None = None,
+    policies: Sequence[Rule] = POLICIES,
+    timings: Timings | None = None,
 ) -> PolicyResult:
-    """Run the pack over a capture as the engine would (see the module's docstring)."""
+    """Run the pack over a capture as the engine would (see the module's docstring); `timings`, when given, is
+    filled with where the time went."""
     collecting = gc.isenabled()
     # No cycle collection while the pack runs: it makes many small objects that live until the run ends (props
     # read, facts, findings), and the collections they set off walk them, and every full one the whole heap, the
     # capture included (at 10,000 resources that was half the run). Cycles the run leaves are collected after it.
     gc.disable()
     try:
-        return _evaluate(capture, config, policies)
+        return _evaluate(capture, config, policies, timings)
     finally:
         if collecting:
             gc.enable()
 
 
-def _evaluate(capture: Capture, config: Mapping[str, Any] | None, policies: Sequence[Rule]) -> PolicyResult:
+def _evaluate(
+    capture: Capture, config: Mapping[str, Any] | None, policies: Sequence[Rule], timings: Timings | None
+) -> PolicyResult:
+    clock = time.perf_counter
+    started = clock()
+
+    def lap(phase: str) -> None:
+        nonlocal started
+        if timings is not None:
+            now = clock()
+            timings.add(phase, now - started, into="phases")
+            started = now
+
     levels, props = resolve_config(config, policies)
     result = PolicyResult(
         pack={"name": PACK_NAME, "version": pack_version()},
@@ -552,18 +586,29 @@ def _evaluate(capture: Capture, config: Mapping[str, Any] | None, policies: Sequ
 
     judged: set[str] = set()  # resource policies that judged at least one resource
 
-    def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, args: Any) -> None:
+    def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, *args: Any) -> None:
+        if timings is not None:
+            begun = clock()
+            try:
+                judge(policy, level, res, fn, *args)
+            finally:
+                timings.add(policy.name, clock() - begun)
+        else:
+            judge(policy, level, res, fn, *args)
+
+    def judge(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, *args: Any) -> None:
         try:
-            loop.call(fn, args, reporter(policy, level, res))
+            loop.call(fn, *args, reporter(policy, level, res))
             judged.add(policy.name)
         except UnknownValueError as e:
             judged.add(policy.name)
             pack = f"{PACK_NAME}@v{result.pack['version']}"
             report = reporter(policy, EnforcementLevel.ADVISORY, res)
             report(f"can't run policy '{policy.name}' from policy pack '{pack}' during preview: {e.message}")
-        except _NotApplicableError as e:
+        except (_NotApplicableError, NotApplicable) as e:
             not_applicable.setdefault(policy.name, e.reason or "")
 
+    lap("setup")
     loop = _Loop()
     token = WAIVED.set(result.waived)
     try:
@@ -587,9 +632,12 @@ def _evaluate(capture: Capture, config: Mapping[str, Any] | None, policies: Sequ
             provider = providers.get(r.provider or "")
             opts = _opts(r.parent)
             for rule in todo:
-                args = ResourceValidationArgs(
-                    r.type, wired[r.urn], r.urn, r.name, opts, provider, props.get(rule.name, {}), {}
-                )
+                config = props.get(rule.name, {})
+                if _screens(rule):  # what its validate does once it applies, without the SDK's arguments
+                    res = Res(r.type, r.name, r.urn, wired[r.urn], provider.props if provider is not None else None)
+                    guarded(rule, levels[rule.name], r, rule.run, res, config)
+                    continue
+                args = ResourceValidationArgs(r.type, wired[r.urn], r.urn, r.name, opts, provider, config, {})
                 guarded(rule, levels[rule.name], r, rule.validate, args)
         # As the engine sums up the per-resource answers: a resource policy is not applicable to the stack
         # when it judged none of its resources (each said not applicable, or there were none), else it ran.
@@ -598,7 +646,9 @@ def _evaluate(capture: Capture, config: Mapping[str, Any] | None, policies: Sequ
                 not_applicable.pop(rp.name, None)
             else:
                 not_applicable.setdefault(rp.name, getattr(rp, "scope", "no resource it judges in the stack"))
+        lap("resource policies")
         stack_resources = _policy_resources(capture, wired, providers)
+        lap("stack resources")
         for sp in active:
             if isinstance(sp, ResourceValidationPolicy):
                 continue
@@ -608,10 +658,12 @@ def _evaluate(capture: Capture, config: Mapping[str, Any] | None, policies: Sequ
         WAIVED.reset(token)
         loop.close()
         forget_stack()
+    lap("stack policies")
     result.violations.sort(key=lambda v: (v.policy, v.urn, v.message))
     result.waived.sort(key=lambda w: (w.policy, w.urn, w.message))
     result.passed = sorted(p.name for p in active if p.name not in failed and p.name not in not_applicable)
     result.not_applicable = [{"policy": k, "reason": v} for k, v in sorted(not_applicable.items())]
+    lap("findings")
     return result
 
 
