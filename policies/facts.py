@@ -201,6 +201,7 @@ class Res:
     provider_props: Any = None
     parent: Res | None = None
     property_dependencies: dict[str, list[Res]] = field(default_factory=dict)
+    provider: str = field(init=False, repr=False)  # the type token's package (aws, azure-native, gcp, ...)
 
     def get(self, *path: str | int, default: Any = None) -> Any:
         return get(self.props, *path, default=default)
@@ -208,9 +209,8 @@ class Res:
     def linked(self, prop: str, type_: str | None = None) -> list[Res]:
         return [r for r in self.property_dependencies.get(prop, []) if type_ is None or r.type == type_]
 
-    @cached_property
-    def provider(self) -> str:
-        return self.type.split(":", 1)[0]
+    def __post_init__(self) -> None:
+        self.provider = self.type.split(":", 1)[0]  # read by many rules for every resource: worked out once
 
     @property
     def catalog_provider(self) -> str:

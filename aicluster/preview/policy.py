@@ -376,6 +376,16 @@ def _checked(key: Any, value: Any, path: list[str]) -> Any:
     return value
 
 
+# Whether values of a type are containers a policy reads into (what `_wire` rebuilds and the SDK proxies): decided
+# once per type, as an ABC isinstance on every scalar read costs more than the read.
+_NESTS: dict[type, bool] = {}
+
+
+def _nests(t: type) -> bool:
+    _NESTS[t] = nests = issubclass(t, Mapping) or issubclass(t, list)
+    return nests
+
+
 def _lazy(value: Any, path: list[str]) -> Any:
     """`unknown_checking_proxy(_wire(value))` of one value, one level at a time (containers on first read)."""
     if value is SECRET_VALUE:
@@ -408,7 +418,10 @@ class _WiredMap(Mapping[str, Any]):
         if key in made:
             return made[key]
         value = self._target[key]
-        if isinstance(value, Mapping | list):
+        nests = _NESTS.get(type(value))
+        if nests is None:
+            nests = _nests(type(value))
+        if nests:
             made[key] = value = _lazy(value, [*self._path, str(key)])
             return value
         return _checked(key, "[secret]" if value is SECRET_VALUE else value, self._path)
@@ -450,7 +463,10 @@ class _WiredList(Sequence[Any]):
         if isinstance(key, slice):  # as the SDK's: a plain list of wired items, unknowns not checked
             return [self._item(i) for i in range(len(target))[key]]
         value = target[key]
-        if isinstance(value, Mapping | list):
+        nests = _NESTS.get(type(value))
+        if nests is None:
+            nests = _nests(type(value))
+        if nests:
             return self._item(key + len(target) if key < 0 else key)
         return _checked(key, "[secret]" if value is SECRET_VALUE else value, self._path)
 
