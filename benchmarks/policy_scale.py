@@ -3,7 +3,9 @@
 Builds a stack of N resources by replicating the p5-small example's captured resources (each copy
 renamed, its URNs, parents and property dependencies remapped, so stack policies see N/38 whole
 clusters: that many launch templates, groups, security groups and file systems), then runs the
-whole pack in-process exactly as `aicluster preview` does. Prints the median of several runs.
+whole pack in-process exactly as `aicluster preview` does. Prints the median of several runs, then where the
+time goes (from separate runs with `evaluate(..., timings=...)`): setup (config, props wiring), resource
+policies, stack resources, stack policies, findings, and the slowest policies, so a regression shows its place.
 
 Usage: python benchmarks/policy_scale.py [--resources 10000] [--runs 5]
 Prints figures; asserts nothing (timings belong in notes, not tests).
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aicluster.preview.engine import Capture, Resource, run_program  # noqa: E402
-from aicluster.preview.policy import evaluate  # noqa: E402
+from aicluster.preview.policy import Timings, evaluate  # noqa: E402
 from aicluster.stackfile import find_project, read_stack  # noqa: E402
 from policies import POLICIES  # noqa: E402
 
@@ -71,6 +73,11 @@ def main() -> None:
         t0 = time.perf_counter()
         evaluate(base)
         small[i] = time.perf_counter() - t0
+    # Where the time goes, from separate runs (the timing itself costs a little): phases in run order, then the
+    # policies that take longest. A stack policy's figure includes the stack facts it is the first to ask for.
+    laps = [Timings() for _ in range(args.runs)]
+    for t in laps:
+        evaluate(big, timings=t)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     n = len(big.resources)
     print(f"policies: {len(POLICIES)}  resources: {n:,} ({n // len(base.resources)} copies of p5-small)")
@@ -79,6 +86,14 @@ def main() -> None:
     print(f"evaluate {n:,} resources: median {statistics.median(times):.2f} s (runs: {runs})")
     print(f"per resource: {statistics.median(times) / n * 1e6:,.0f} us")
     print(f"violations: {len(result.violations)}  passed: {len(result.passed)}  peak RSS: {rss_mb:,.0f} MB")
+    phases = ", ".join(f"{k} {_median_ms(laps, 'phases', k):,.1f}" for k in laps[0].phases)
+    print(f"breakdown of {n:,} resources (ms, median of {args.runs}): {phases}")
+    slowest = sorted(laps[0].policies, key=lambda k: -_median_ms(laps, "policies", k))[:8]
+    print("slowest policies (ms): " + ", ".join(f"{k} {_median_ms(laps, 'policies', k):,.1f}" for k in slowest))
+
+
+def _median_ms(laps: list[Timings], table: str, key: str) -> float:
+    return statistics.median(getattr(t, table).get(key, 0.0) for t in laps) * 1000
 
 
 if __name__ == "__main__":

@@ -54,7 +54,12 @@ Line = CostLine  # one item of the bill; None: not priced (named in the findings
 
 def bill(stack: Stack) -> list[CostLine]:
     """The stack's monthly cost, line by line, with the planner's cost model (aicluster.catalog.pricing):
-    the same prices, 730-hour months and rounding per item, so the budget judges the total the plan shows."""
+    the same prices, 730-hour months and rounding per item, so the budget judges the total the plan shows.
+    Worked out once per stack (the budget and the unpriced-items rules both read it); each caller gets its own list."""
+    return list(stack.memo("bill", _bill))
+
+
+def _bill(stack: Stack) -> list[CostLine]:
     lines: list[CostLine] = []
     for f in stack.fleets:
         what = (

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pulumi_policy.proxy import UnknownValueError
 
@@ -28,6 +28,8 @@ from aicluster.catalog.pricing import (
     storage_month,
     storage_price,
 )
+
+T = TypeVar("T")
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
 ONPREM_SITE = "aicluster:onprem:Site"  # an owned site as aicluster records it (one resource per site)
@@ -122,22 +124,41 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
+# What a value is to `get` and `items`, by its type: worked out once per type, since the SDK's proxies are
+# Mapping/Sequence by ABC, and an ABC isinstance is several times dearer than a dict lookup.
+_STR, _MAP, _SEQ, _OTHER = 1, 2, 3, 0
+_KINDS: dict[type, int] = {}
+
+
+def _kind(t: type) -> int:
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _KINDS[t] = (
+            _STR if issubclass(t, str) else _MAP if issubclass(t, Mapping) else _SEQ if issubclass(t, Sequence) else 0
+        )
+    return kind
+
+
 def get(value: Any, *path: str | int, default: Any = None) -> Any:
     """`value[path[0]][path[1]]...`: `default` when a key is absent or null, `UNKNOWN` when a value on
     the way is not known during preview. Works on plain dicts and on the SDK's unknown-checking proxy."""
     cur = value
     try:
         for key in path:
-            if isinstance(cur, str) and cur in _SENTINELS:
-                return UNKNOWN
+            kind = _KINDS.get(type(cur)) or _kind(type(cur))
+            if kind == _STR:  # no key or index reads into a string: unknown, or absent
+                return UNKNOWN if cur in _SENTINELS else default
             if isinstance(key, int):
-                if not isinstance(cur, Sequence) or isinstance(cur, str) or not -len(cur) <= key < len(cur):
+                if kind != _SEQ or not -len(cur) <= key < len(cur):
                     return default
                 cur = cur[key]
             else:
-                if not isinstance(cur, Mapping) or key not in cur:
+                if kind != _MAP:
                     return default
-                cur = cur[key]
+                try:  # one read, not `key in cur` and then `cur[key]` (each a read through the SDK's proxy)
+                    cur = cur[key]
+                except KeyError:
+                    return default
     except UnknownValueError:
         return UNKNOWN
     if isinstance(cur, str) and cur in _SENTINELS:
@@ -148,7 +169,7 @@ def get(value: Any, *path: str | int, default: Any = None) -> Any:
 def items(value: Any, *path: str) -> list[Any]:
     """A list-valued prop as a list; empty when absent or unknown."""
     found = get(value, *path)
-    if found is UNKNOWN or not isinstance(found, Sequence) or isinstance(found, str):
+    if found is UNKNOWN or (_KINDS.get(type(found)) or _kind(type(found))) != _SEQ:
         return []
     out = []
     for i in range(len(found)):
@@ -180,6 +201,7 @@ class Res:
     provider_props: Any = None
     parent: Res | None = None
     property_dependencies: dict[str, list[Res]] = field(default_factory=dict)
+    provider: str = field(init=False, repr=False)  # the type token's package (aws, azure-native, gcp, ...)
 
     def get(self, *path: str | int, default: Any = None) -> Any:
         return get(self.props, *path, default=default)
@@ -187,9 +209,8 @@ class Res:
     def linked(self, prop: str, type_: str | None = None) -> list[Res]:
         return [r for r in self.property_dependencies.get(prop, []) if type_ is None or r.type == type_]
 
-    @property
-    def provider(self) -> str:
-        return self.type.split(":", 1)[0]
+    def __post_init__(self) -> None:
+        self.provider = self.type.split(":", 1)[0]  # read by many rules for every resource: worked out once
 
     @property
     def catalog_provider(self) -> str:
@@ -465,11 +486,19 @@ class Stack:
         self.resources = list(resources)
         self.catalog = catalog or load_catalog()
         self.by_type: dict[str, list[Res]] = {}
+        self._memo: dict[str, Any] = {}
         for r in self.resources:
             self.by_type.setdefault(r.type, []).append(r)
 
     def of(self, *types: str) -> list[Res]:
         return [r for t in types for r in self.by_type.get(t, [])]
+
+    def memo(self, key: str, make: Callable[[Stack], T]) -> T:
+        """A fact of the whole stack worked out once (e.g. the bill, which two cost rules read): a stack's
+        resources do not change while the pack judges it."""
+        if key not in self._memo:
+            self._memo[key] = make(self)
+        return cast(T, self._memo[key])
 
     @cached_property
     def cluster(self) -> Res | None:

@@ -246,3 +246,9 @@ def _stack_of(resources: Sequence[Any]) -> Stack:
     stack = Stack(list(walk(resources)))
     _LAST_STACK[:] = [(resources, stack)]
     return stack
+
+
+def forget_stack() -> None:
+    """Drop the last stack's facts: the offline engine calls it when a run ends, so that they (and the props they
+    hold) do not outlive the run until the next one."""
+    _LAST_STACK.clear()

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gc
 import inspect
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -28,19 +30,33 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
     StackValidationArgs,
+    proxy,
 )
 from pulumi_policy.policy import PolicyCustomTimeouts, _NotApplicableError
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import UnknownValueError
 
 from aicluster.plan import ClusterPlan
 from aicluster.spec import Budgets, Problem, Waiver, clip, did_you_mean, model_problems, number_bounds
 from aicluster.spec import Path as SpecPath
-from policies import PACK_NAME, POLICIES, Rule, Waived, pack_version
-from policies.rule import WAIVED
+from policies import PACK_NAME, POLICIES, ResourceRule, Rule, Waived, pack_version
+from policies.facts import Res
+from policies.rule import WAIVED, NotApplicable, forget_stack
 
 from .engine import SECRET_VALUE, Capture, Resource
 
 _LEVELS = {level.value: level for level in EnforcementLevel}
+# The engine's sentinels for values unknown during preview, as the SDK's proxy checks them.
+_UNKNOWNS = frozenset(
+    {
+        proxy.UNKNOWN_BOOLEAN_VALUE,
+        proxy.UNKNOWN_NUMBER_VALUE,
+        proxy.UNKNOWN_STRING_VALUE,
+        proxy.UNKNOWN_ARRAY_VALUE,
+        proxy.UNKNOWN_ASSET_VALUE,
+        proxy.UNKNOWN_ARCHIVE_VALUE,
+        proxy.UNKNOWN_OBJECT_VALUE,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -353,6 +369,129 @@ def _wire(value: Any) -> Any:
     return value
 
 
+def _checked(key: Any, value: Any, path: list[str]) -> Any:
+    """A value read from wired props: an unknown raises the SDK's error, naming its path as the SDK does."""
+    if isinstance(value, str) and value in _UNKNOWNS:
+        raise UnknownValueError(value, [*path, str(key)])
+    return value
+
+
+# Whether values of a type are containers a policy reads into (what `_wire` rebuilds and the SDK proxies): decided
+# once per type, as an ABC isinstance on every scalar read costs more than the read.
+_NESTS: dict[type, bool] = {}
+
+
+def _nests(t: type) -> bool:
+    _NESTS[t] = nests = issubclass(t, Mapping) or issubclass(t, list)
+    return nests
+
+
+def _lazy(value: Any, path: list[str]) -> Any:
+    """`unknown_checking_proxy(_wire(value))` of one value, one level at a time (containers on first read)."""
+    if value is SECRET_VALUE:
+        return "[secret]"
+    if isinstance(value, Mapping):
+        return _WiredMap(value, path)
+    if isinstance(value, list):
+        return _WiredList(value, path)
+    return value
+
+
+class _WiredMap(Mapping[str, Any]):
+    """What `unknown_checking_proxy(_wire(inputs))` gives a policy, built as it is read rather than up front.
+
+    The SDK's proxy copies every resource's inputs twice (wiring, then proxying) before any policy runs, though
+    most policies read a few keys of a few resource types; this wires and proxies a container the first time it
+    is read, and then hands out the same object (as the eager copy did). Reads behave as the SDK's proxy: an
+    unknown raises `UnknownValueError` with the same path, secrets read "[secret]", a missing key is a KeyError.
+    """
+
+    __slots__ = ("_made", "_path", "_target")
+
+    def __init__(self, target: Mapping[str, Any], path: list[str]) -> None:
+        self._target = target
+        self._path = path
+        self._made: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        made = self._made
+        if key in made:
+            return made[key]
+        value = self._target[key]
+        nests = _NESTS.get(type(value))
+        if nests is None:
+            nests = _nests(type(value))
+        if nests:
+            made[key] = value = _lazy(value, [*self._path, str(key)])
+            return value
+        return _checked(key, "[secret]" if value is SECRET_VALUE else value, self._path)
+
+    def __contains__(self, key: Any) -> bool:  # as Mapping's (a read: an unknown raises), without building the value
+        if key in self._made:
+            return True
+        try:
+            value = self._target[key]
+        except KeyError:
+            return False
+        _checked(key, value, self._path)
+        return True
+
+    def __setitem__(self, key: Any, value: Any) -> None:  # the SDK's proxy allows it; the capture stays as it was
+        if key not in self._target:
+            self._target = {**self._target, key: None}
+        self._made[key] = value
+
+    def __len__(self) -> int:
+        return len(self._target)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._target)
+
+
+class _WiredList(Sequence[Any]):
+    """The list counterpart of `_WiredMap` (the SDK's `_ListProxy`)."""
+
+    __slots__ = ("_made", "_path", "_target")
+
+    def __init__(self, target: list[Any], path: list[str]) -> None:
+        self._target = target
+        self._path = path
+        self._made: dict[int, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        target = self._target
+        if isinstance(key, slice):  # as the SDK's: a plain list of wired items, unknowns not checked
+            return [self._item(i) for i in range(len(target))[key]]
+        value = target[key]
+        nests = _NESTS.get(type(value))
+        if nests is None:
+            nests = _nests(type(value))
+        if nests:
+            return self._item(key + len(target) if key < 0 else key)
+        return _checked(key, "[secret]" if value is SECRET_VALUE else value, self._path)
+
+    def _item(self, index: int) -> Any:
+        made = self._made
+        if index not in made:
+            made[index] = _lazy(self._target[index], [*self._path, str(index)])
+        return made[index]
+
+    def __len__(self) -> int:
+        return len(self._target)
+
+
+def wired_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A resource's inputs as a policy reads them (`unknown_checking_proxy(_wire(inputs))`), wired lazily."""
+    return _WiredMap(inputs, [])
+
+
+def _screens(policy: Rule) -> TypeGuard[ResourceRule]:
+    """A ResourceRule with its own validate: `if not self.applies(type): args.not_applicable(self.scope)`, then
+    `self.run(Res(...), config, report)` with NotApplicable as not applicable; the engine here does the same
+    without the SDK's per-call arguments."""
+    return isinstance(policy, ResourceRule) and type(policy)._validate is ResourceRule._validate
+
+
 def _opts(parent: str | None) -> PolicyResourceOptions:
     return PolicyResourceOptions(False, [], False, [], PolicyCustomTimeouts(0, 0, 0), [], parent=parent)
 
@@ -381,16 +520,60 @@ class _Loop:
                 self._loop = None
 
 
+@dataclass
+class Timings:
+    """Where a run's time went (what benchmarks/policy_scale.py prints): seconds per phase, in run order
+    (setup: config, policy list, props wiring; resource policies; stack resources; stack policies; findings), and
+    per policy. A stack policy's time includes the stack facts it is the first to ask for."""
+
+    phases: dict[str, float] = field(default_factory=dict)
+    policies: dict[str, float] = field(default_factory=dict)
+
+    def add(self, key: str, seconds: float, into: str = "policies") -> None:
+        table = self.policies if into == "policies" else self.phases
+        table[key] = table.get(key, 0.0) + seconds
+
+
 def evaluate(
-    capture: Capture, config: Mapping[str, Any] | None = None, policies: Sequence[Rule] = POLICIES
+    capture: Capture,
+    config: Mapping[str, Any] | None = None,
+    policies: Sequence[Rule] = POLICIES,
+    timings: Timings | None = None,
 ) -> PolicyResult:
+    """Run the pack over a capture as the engine would (see the module's docstring); `timings`, when given, is
+    filled with where the time went."""
+    collecting = gc.isenabled()
+    # No cycle collection while the pack runs: it makes many small objects that live until the run ends (props
+    # read, facts, findings), and the collections they set off walk them, and every full one the whole heap, the
+    # capture included (at 10,000 resources that was half the run). Cycles the run leaves are collected after it.
+    gc.disable()
+    try:
+        return _evaluate(capture, config, policies, timings)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _evaluate(
+    capture: Capture, config: Mapping[str, Any] | None, policies: Sequence[Rule], timings: Timings | None
+) -> PolicyResult:
+    clock = time.perf_counter
+    started = clock()
+
+    def lap(phase: str) -> None:
+        nonlocal started
+        if timings is not None:
+            now = clock()
+            timings.add(phase, now - started, into="phases")
+            started = now
+
     levels, props = resolve_config(config, policies)
     result = PolicyResult(
         pack={"name": PACK_NAME, "version": pack_version()},
         policies=sorted((describe(p, levels[p.name]) for p in policies), key=lambda d: d["name"]),
     )
     by_urn = {r.urn: r for r in capture.resources}
-    wired = {r.urn: unknown_checking_proxy(_wire(r.inputs)) for r in capture.resources}
+    wired = {r.urn: wired_props(r.inputs) for r in capture.resources}
     providers = {
         r.urn: PolicyProviderResource(r.type, wired[r.urn], r.urn, r.name)
         for r in capture.resources
@@ -419,32 +602,59 @@ def evaluate(
 
     judged: set[str] = set()  # resource policies that judged at least one resource
 
-    def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, args: Any) -> None:
+    def guarded(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, *args: Any) -> None:
+        if timings is not None:
+            begun = clock()
+            try:
+                judge(policy, level, res, fn, *args)
+            finally:
+                timings.add(policy.name, clock() - begun)
+        else:
+            judge(policy, level, res, fn, *args)
+
+    def judge(policy: Rule, level: EnforcementLevel, res: Resource | None, fn: Any, *args: Any) -> None:
         try:
-            loop.call(fn, args, reporter(policy, level, res))
+            loop.call(fn, *args, reporter(policy, level, res))
             judged.add(policy.name)
         except UnknownValueError as e:
             judged.add(policy.name)
             pack = f"{PACK_NAME}@v{result.pack['version']}"
             report = reporter(policy, EnforcementLevel.ADVISORY, res)
             report(f"can't run policy '{policy.name}' from policy pack '{pack}' during preview: {e.message}")
-        except _NotApplicableError as e:
+        except (_NotApplicableError, NotApplicable) as e:
             not_applicable.setdefault(policy.name, e.reason or "")
 
+    lap("setup")
     loop = _Loop()
     token = WAIVED.set(result.waived)
     try:
         active = [p for p in policies if levels[p.name] != EnforcementLevel.DISABLED]
         resource_policies = [p for p in active if isinstance(p, ResourceValidationPolicy)]
+        # Which resource policies judge a type, worked out once per type: a rule says "not applicable" (its scope)
+        # to every resource of a type it does not judge, before it reads anything, so that answer is recorded at
+        # the type's first resource (as the first of those answers would be) and the rule is not called again.
+        judging: dict[str, list[Rule]] = {}
         for r in capture.resources:
             if not r.custom or r.type.startswith("pulumi:providers:"):
                 continue
+            todo = judging.get(r.type)
+            if todo is None:
+                todo = judging[r.type] = []
+                for p in resource_policies:
+                    if _screens(p) and not p.applies(r.type):
+                        not_applicable.setdefault(p.name, p.scope)
+                    else:
+                        todo.append(p)
             provider = providers.get(r.provider or "")
-            for p in resource_policies:
-                args = ResourceValidationArgs(
-                    r.type, wired[r.urn], r.urn, r.name, _opts(r.parent), provider, props.get(p.name, {}), {}
-                )
-                guarded(p, levels[p.name], r, p.validate, args)
+            opts = _opts(r.parent)
+            for rule in todo:
+                config = props.get(rule.name, {})
+                if _screens(rule):  # what its validate does once it applies, without the SDK's arguments
+                    res = Res(r.type, r.name, r.urn, wired[r.urn], provider.props if provider is not None else None)
+                    guarded(rule, levels[rule.name], r, rule.run, res, config)
+                    continue
+                args = ResourceValidationArgs(r.type, wired[r.urn], r.urn, r.name, opts, provider, config, {})
+                guarded(rule, levels[rule.name], r, rule.validate, args)
         # As the engine sums up the per-resource answers: a resource policy is not applicable to the stack
         # when it judged none of its resources (each said not applicable, or there were none), else it ran.
         for rp in resource_policies:
@@ -452,7 +662,9 @@ def evaluate(
                 not_applicable.pop(rp.name, None)
             else:
                 not_applicable.setdefault(rp.name, getattr(rp, "scope", "no resource it judges in the stack"))
+        lap("resource policies")
         stack_resources = _policy_resources(capture, wired, providers)
+        lap("stack resources")
         for sp in active:
             if isinstance(sp, ResourceValidationPolicy):
                 continue
@@ -461,10 +673,13 @@ def evaluate(
     finally:
         WAIVED.reset(token)
         loop.close()
+        forget_stack()
+    lap("stack policies")
     result.violations.sort(key=lambda v: (v.policy, v.urn, v.message))
     result.waived.sort(key=lambda w: (w.policy, w.urn, w.message))
     result.passed = sorted(p.name for p in active if p.name not in failed and p.name not in not_applicable)
     result.not_applicable = [{"policy": k, "reason": v} for k, v in sorted(not_applicable.items())]
+    lap("findings")
     return result
 
 
