@@ -8,7 +8,7 @@ nodes fit its GPU NIC subnets). A Kubernetes base (eks-p5, gke-a3mega, aks-nd-h1
 (EKS: one per 450 nodes, the managed node group limit), plus the control plane, the add-ons' Helm releases and
 the Kueue objects.
 
-For each size this runs the real command, `python -m aicluster.cli -q --timings preview STACK --json FILE`, as
+For each size this runs the real command, `python -m aicluster -q --timings preview STACK --json FILE`, as
 a fresh process (median of N runs), and prints:
 - cold: its wall time, from the fork to the exit, as a user waits for it;
 - the breakdown from its `--timings` line: startup (interpreter and imports), catalog, plan, program (the
@@ -91,7 +91,7 @@ def cold(project: Path, argv: list[str]) -> dict[str, float]:
     """One fresh `aicluster` process: wall, peak RSS (MB) and the phases of its --timings line."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aicluster.cli", "-q", "--timings", *argv],
+        [sys.executable, "-m", "aicluster", "-q", "--timings", *argv],
         cwd=project,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

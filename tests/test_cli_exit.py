@@ -14,10 +14,13 @@ from tests.conftest import ROOT
 GOLDEN = ROOT / "tests" / "golden" / "previews" / "p5-small.json"
 
 
-def _aicluster(*argv: str, cwd: Path = ROOT, timeout: int = 180) -> subprocess.CompletedProcess[bytes]:
+def _aicluster(
+    *argv: str, cwd: Path = ROOT, timeout: int = 180, module: str = "aicluster"
+) -> subprocess.CompletedProcess[bytes]:
+    """`python -m aicluster` runs what the console script runs (aicluster.__main__:main)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "aicluster.cli", *argv],
+        [sys.executable, "-m", module, *argv],
         cwd=cwd,
         capture_output=True,
         env=env,
@@ -41,7 +44,7 @@ def test_a_preview_writes_its_whole_file_and_table_then_exits_0(tmp_path: Path) 
 
 
 def test_a_preview_to_stdout_is_whole_json() -> None:
-    proc = _aicluster("-C", str(ROOT), "-q", "preview", "p5-small", "--json", "-")
+    proc = _aicluster("-C", str(ROOT), "-q", "preview", "p5-small", "--json", "-", module="aicluster.cli")
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == GOLDEN.read_bytes()
 
@@ -80,3 +83,24 @@ def test_timings_of_validate_name_its_phases() -> None:
     assert names[-1] == "main"
     assert {"catalog", "plan"} <= set(names)
     assert all(float(part.rsplit(" ", 2)[1]) >= 0 for part in line.removeprefix("timings: ").split(", "))
+
+
+def test_the_console_entry_turns_the_cyclic_collector_off_and_importing_the_cli_does_not(tmp_path: Path) -> None:
+    import gc
+
+    import aicluster.cli  # noqa: F401  # as the tests and other programs import it
+
+    assert gc.isenabled()
+    script = textwrap.dedent(
+        f"""
+        import atexit, gc, sys
+        import aicluster.__main__
+        atexit.register(lambda: print("collector on:", gc.isenabled()))
+        sys.argv = ["aicluster", "-C", {str(ROOT)!r}, "stacks"]
+        aicluster.__main__.main()
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"collector on: False" in proc.stdout

@@ -86,3 +86,30 @@ def test_data_source_calls_are_refused_offline(tmp_path: Path) -> None:
 def test_runs_are_independent(project: Path) -> None:
     first, second = capture(project), capture(project)
     assert [r.urn for r in first.resources] == [r.urn for r in second.resources]
+
+
+def test_the_root_stack_registers_its_outputs_once_and_they_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """set_mocks used to make a second root stack whose empty outputs could land after the program's and wipe
+    them (30 of 40 in-process runs of onprem-dgx-h100 lost every stack output)."""
+    from aicluster.preview import engine
+    from aicluster.stackfile import find_project, read_stack
+    from tests.conftest import ROOT
+
+    root_outputs: list[int] = []
+    register = engine._Monitor.RegisterResourceOutputs
+
+    def counting(self: engine._Monitor, request: object) -> object:
+        if request.urn == self.root_urn:  # type: ignore[attr-defined]
+            root_outputs.append(len(request.outputs.fields))  # type: ignore[attr-defined]
+        return register(self, request)
+
+    monkeypatch.setattr(engine._Monitor, "RegisterResourceOutputs", counting)
+    stack = read_stack(find_project(ROOT), "onprem-dgx-h100")
+    for _ in range(5):
+        root_outputs.clear()
+        capture = run_program(
+            stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys
+        )
+        assert len(root_outputs) == 1
+        assert root_outputs[0] > 0
+        assert set(capture.outputs) >= {"cluster", "sites"}

@@ -15,12 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import _html, _markdown
-from ._diff import render_diff
 from ._doc import PolicyResults, PreviewDoc, parse
-from ._jsonreport import render_json
-from ._junit import render_junit
-from ._sarif import render_sarif
 from ._views import FindingGroup, group_findings, group_waived, in_groups, waived_in_groups
 
 __all__ = [
@@ -47,20 +42,27 @@ def _needs_policy(render_with: Callable[[PreviewDoc, PolicyResults], str], fmt: 
     return render_doc
 
 
-_RENDERERS: dict[str, Callable[[PreviewDoc], str]] = {
-    "md": _markdown.render_report,
-    "html": _html.render_report,
-    "sarif": _needs_policy(render_sarif, "SARIF"),
-    "junit": _needs_policy(render_junit, "JUnit"),
-    "json": render_json,
-}
+def _renderers() -> dict[str, Callable[[PreviewDoc], str]]:
+    """The renderers, imported when a report is rendered: `aicluster preview` needs only the finding views."""
+    from . import _html, _markdown
+    from ._jsonreport import render_json
+    from ._junit import render_junit
+    from ._sarif import render_sarif
+
+    return {
+        "md": _markdown.render_report,
+        "html": _html.render_report,
+        "sarif": _needs_policy(render_sarif, "SARIF"),
+        "junit": _needs_policy(render_junit, "JUnit"),
+        "json": render_json,
+    }
 
 
 def render(doc: Mapping[str, Any], fmt: str) -> str:
     """The report of one preview in `fmt` (one of FORMATS)."""
-    if fmt not in _RENDERERS:
+    if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return _RENDERERS[fmt](parse(doc))
+    return _renderers()[fmt](parse(doc))
 
 
 class DiffInputError(ValueError):
@@ -81,4 +83,6 @@ def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
             docs.append(parse(doc))
         except ValueError as exc:
             raise DiffInputError(side, str(exc).removeprefix("preview JSON: ")) from None
+    from ._diff import render_diff
+
     return render_diff(*docs)
