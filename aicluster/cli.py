@@ -7,10 +7,12 @@ Bad input never prints a traceback and never writes a file.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -1573,6 +1575,9 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_tune,
         "write the inventory and run playbooks/site.yml over it with ansible-runner (exit 1 if any host failed)",
     )
+    # a run over many hosts handles an event per task and host, each leaving a few reference cycles (json's
+    # encoder closures): it needs the cyclic collector that the console entry turns off (aicluster/__main__.py)
+    p.set_defaults(collect_cycles=True)
     p.add_argument("--limit", metavar="HOSTS", help="only these hosts or groups (Ansible --limit)")
     p.add_argument("--tags", metavar="TAGS", help="only these roles/tags (comma-separated)")
     p.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
@@ -1631,6 +1636,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings.quiet = bool(args.quiet)
+    if getattr(args, "collect_cycles", False):
+        gc.enable()
     try:
         return _run(args)
     finally:
@@ -1682,12 +1689,22 @@ def entry() -> None:
     reported, or when a stream cannot be flushed (a closed pipe), it exits normally."""
     code = main()
     if code == EXIT_OK and _flushed():
-        import atexit
+        _after_output()
+        if threading.active_count() == 1:  # a normal exit would wait for other non-daemon threads
+            import atexit
 
-        atexit._run_exitfuncs()
-        if _flushed():
-            os._exit(EXIT_OK)
+            atexit._run_exitfuncs()
+            if _flushed():
+                os._exit(EXIT_OK)
     sys.exit(code)
+
+
+def _after_output() -> None:
+    """Work that may wait until the command's output is complete: cache the provider SDK modules a preview
+    loaded without a cached copy (aicluster/preview/sdkload.py), so that the next preview is faster."""
+    sdkload = sys.modules.get("aicluster.preview.sdkload")
+    if sdkload is not None:
+        sdkload.fill()
 
 
 def _flushed() -> bool:

@@ -104,3 +104,21 @@ def test_the_console_entry_turns_the_cyclic_collector_off_and_importing_the_cli_
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
     assert b"collector on: False" in proc.stdout
+
+
+def test_tune_turns_the_cyclic_collector_back_on() -> None:
+    """tune handles an Ansible event per task and host, each leaving reference cycles: it needs the collector
+    that the console entry turns off."""
+    import gc
+
+    from aicluster.cli import main
+
+    gc.disable()
+    try:
+        assert main(["-C", str(ROOT), "tune", "no-such-stack"]) == 2
+        assert gc.isenabled()
+        gc.disable()
+        assert main(["-C", str(ROOT), "validate", "no-such-stack"]) == 2
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

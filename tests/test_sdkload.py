@@ -43,6 +43,7 @@ def probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str
     afterwards."""
     monkeypatch.setenv("AICLUSTER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("AICLUSTER_NO_CACHE", raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as by default (this environment may say otherwise)
     name = f"aicl_sdkprobe_{os.getpid()}_{len(list(tmp_path.parent.iterdir()))}"
     package = tmp_path / name
     package.mkdir()
@@ -61,82 +62,140 @@ def probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str
 
 
 def _cache_file(source: Path) -> Path:
-    folder = sdkload._folder()
+    folder = sdkload._environment_folder()
     assert folder is not None
     return sdkload._cache_path(folder, str(source))
 
 
-def _fresh(name: str) -> object:
+def _fresh(name: str, finder: sdkload.Finder) -> object:
     sys.modules.pop(f"{name}.mod", None)
     importlib.invalidate_caches()
+    finder._folder = None  # a new process would look at the folder again
     return importlib.import_module(f"{name}.mod")
 
 
-def test_annotations_are_postponed_and_resolve_to_the_same_types(probe: tuple[str, Path, sdkload.Finder]) -> None:
-    name, package, _ = probe
-    mod = _fresh(name)
+def _usual(mod: object) -> bool:
+    """The module ran as usual: its annotations were evaluated when its class was defined."""
+    return mod.EVALUATED == ["size", "value"]  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_first_run_loads_as_usual_and_later_runs_from_the_filled_cache(
+    probe: tuple[str, Path, sdkload.Finder],
+) -> None:
+    name, package, finder = probe
+    assert _usual(_fresh(name, finder))  # nothing cached yet: Python's own loading, no compile on the way
+    assert finder.missed == [str(package / "__init__.py"), str(package / "mod.py")]
+    assert finder.fill() == 2
+    assert _cache_file(package / "mod.py").stat().st_mode & 0o777 == 0o600
+    mod = _fresh(name, finder)
     assert mod.EVALUATED == []  # type: ignore[attr-defined]  # nothing evaluated when the class was defined
     assert mod.Args.__annotations__ == {"size": "seen('size')"}  # type: ignore[attr-defined]
     import typing
 
     assert typing.get_type_hints(mod.Args) == {"size": int | None}  # type: ignore[attr-defined]
-    assert _cache_file(package / "mod.py").is_file()
-    assert _cache_file(package / "mod.py").stat().st_mode & 0o777 == 0o600
+    assert finder.missed == []
 
 
-def test_a_changed_source_is_compiled_again(probe: tuple[str, Path, sdkload.Finder]) -> None:
-    name, package, _ = probe
-    _fresh(name)
+def test_a_fill_stops_at_its_budget_and_a_later_run_goes_on(probe: tuple[str, Path, sdkload.Finder]) -> None:
+    name, package, finder = probe
+    _fresh(name, finder)
+    assert finder.fill(budget_s=0) == 0
+    assert not _cache_file(package / "mod.py").exists()
+    assert _usual(_fresh(name, finder))  # missed again, so the next fill has it
+    assert finder.fill() == 1  # the package's __init__ ran once, in the first run only
+
+
+def test_a_changed_source_loads_as_usual_until_filled_again(probe: tuple[str, Path, sdkload.Finder]) -> None:
+    name, package, finder = probe
+    _fresh(name, finder)
+    finder.fill()
     source = package / "mod.py"
     source.write_text(PROBE + "\nADDED = 1\n")
     os.utime(source, (1, 1))  # a different mtime and size from the cached header's
-    assert _fresh(name).ADDED == 1  # type: ignore[attr-defined]
+    mod = _fresh(name, finder)
+    assert mod.ADDED == 1  # type: ignore[attr-defined]
+    assert _usual(mod)
+    assert finder.fill() == 1
+    assert _fresh(name, finder).EVALUATED == []  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("damage", [b"", b"garbage", None])
 def test_a_truncated_or_foreign_cache_file_is_ignored_and_rewritten(
     probe: tuple[str, Path, sdkload.Finder], damage: bytes | None
 ) -> None:
-    name, package, _ = probe
-    _fresh(name)
+    name, package, finder = probe
+    _fresh(name, finder)
+    finder.fill()
     cache = _cache_file(package / "mod.py")
     good = cache.read_bytes()
     cache.write_bytes(good[: len(good) // 2] if damage is None else damage)
-    assert _fresh(name).EVALUATED == []  # type: ignore[attr-defined]
+    assert _usual(_fresh(name, finder))
+    assert finder.fill() == 1
     assert cache.read_bytes() == good
 
 
 def test_an_unwritable_cache_folder_loads_the_module_as_usual(
     probe: tuple[str, Path, sdkload.Finder], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name, _, _ = probe
+    name, _, finder = probe
     (tmp_path / "a-file").write_text("a file where the folder would be: nothing can be written under it")
     monkeypatch.setenv("AICLUSTER_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
-    assert _fresh(name).EVALUATED == ["size", "value"]  # type: ignore[attr-defined]
+    assert _usual(_fresh(name, finder))
+    assert finder.fill() == 0
 
 
 def test_with_the_cache_turned_off_the_module_loads_as_usual(
     probe: tuple[str, Path, sdkload.Finder], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name, _, _ = probe
-    _fresh(name)  # cached while the cache was on
+    name, _, finder = probe
+    _fresh(name, finder)
+    finder.fill()  # cached while the cache was on
     monkeypatch.setenv("AICLUSTER_NO_CACHE", "1")
-    assert _fresh(name).EVALUATED == ["size", "value"]  # type: ignore[attr-defined]
+    assert _usual(_fresh(name, finder))
+    assert finder.fill() == 0
+
+
+def test_nothing_is_written_where_python_writes_no_bytecode(
+    probe: tuple[str, Path, sdkload.Finder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name, package, finder = probe
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert _usual(_fresh(name, finder))
+    assert finder.fill() == 0
+    assert not _cache_file(package / "mod.py").exists()
 
 
 @pytest.mark.parametrize("where", ["file", "folder"])
 def test_a_cache_others_can_write_is_not_loaded(probe: tuple[str, Path, sdkload.Finder], where: str) -> None:
     """Loading the cache runs its code: a file or folder writable by others is never read."""
-    name, package, _ = probe
-    _fresh(name)
+    name, package, finder = probe
+    _fresh(name, finder)
+    finder.fill()
     cache = _cache_file(package / "mod.py")
     (cache if where == "file" else cache.parent).chmod(0o666 if where == "file" else 0o777)
-    evaluated = _fresh(name).EVALUATED  # type: ignore[attr-defined]
-    if where == "folder":  # nothing is read from or written to it: the module loads as usual
-        assert evaluated == ["size", "value"]
-    else:  # the file is ignored, compiled again and replaced by a private one
-        assert evaluated == []
+    assert _usual(_fresh(name, finder))
+    if where == "folder":  # nothing is read from or written to it
+        assert finder.fill() == 0
+    else:  # the file is replaced by a private one
+        assert finder.fill() == 1
         assert cache.stat().st_mode & 0o777 == 0o600
+
+
+def test_only_the_newest_environments_are_kept(probe: tuple[str, Path, sdkload.Finder]) -> None:
+    name, _, finder = probe
+    current = sdkload._environment_folder()
+    assert current is not None
+    for i in range(6):  # other venvs' folders, older than this one
+        old = current.parent / f"old{i}"
+        old.mkdir(parents=True, mode=0o700)
+        (old / "x.pyc").write_bytes(b"")
+        os.utime(old, (1000 + i, 1000 + i))
+    _fresh(name, finder)
+    finder.fill()
+    kept = sorted(p.name for p in current.parent.iterdir())
+    assert len(kept) == sdkload._KEEP_ENVIRONMENTS
+    assert current.name in kept
+    assert {"old5", "old4", "old3"} <= set(kept)
 
 
 def test_only_the_provider_sdks_are_loaded_this_way() -> None:
@@ -146,17 +205,30 @@ def test_only_the_provider_sdks_are_loaded_this_way() -> None:
     assert finder.find_spec("aicluster", None) is None
     spec = finder.find_spec("pulumi_random", None)
     assert spec is not None
-    assert spec.loader is not None
+    assert isinstance(spec.loader, sdkload._Loader)
 
 
-def test_an_sdk_resource_class_keeps_its_output_types() -> None:
-    """In a fresh interpreter, the SDK loaded with postponed annotations gives pulumi the same resolved output
-    types for a resource as the SDK loaded as usual (what the engine translates outputs with)."""
+def test_nothing_of_ours_reads_typeddict_key_sets() -> None:
+    """The one thing postponed annotations change in the SDKs: their TypedDicts' required and optional key sets
+    (NotRequired[...] is a string to their metaclass). Neither pulumi's preview path nor our code reads them."""
+    for folder in ("aicluster", "components", "policies"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.name == "sdkload.py":  # its docstring names them
+                continue
+            text = path.read_text()
+            assert "__required_keys__" not in text, path
+            assert "__optional_keys__" not in text, path
+    assert (ROOT / "__main__.py").read_text().count("_keys__") == 0
+
+
+def test_an_sdk_resource_class_keeps_its_output_types(tmp_path: Path) -> None:
+    """In fresh interpreters, the SDK loaded from the filled cache gives pulumi the same resolved output types for
+    a resource as the SDK loaded as usual (what the engine translates outputs with)."""
     script = textwrap.dedent(
         """
         import sys
         from aicluster.preview import sdkload
-        if sys.argv[1] == "postponed":
+        if sys.argv[1] != "usual":
             sdkload.install()
         import pulumi._types as t
         import pulumi_aws.ec2 as ec2
@@ -165,16 +237,19 @@ def test_an_sdk_resource_class_keeps_its_output_types() -> None:
             for name, typ in sorted(t._types_from_py_properties(cls).items()):
                 print(cls.__name__, name, typ)
         print(type(ec2.LaunchTemplate.__dict__["network_interfaces"].fget.__annotations__["return"]).__name__)
+        sdkload.fill(budget_s=600)
         """
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    usual, postponed = (
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env |= {"PYTHONPATH": str(ROOT), "AICLUSTER_CACHE_DIR": str(tmp_path / "cache")}
+    usual, filling, postponed = (
         subprocess.run(
-            [sys.executable, "-c", script, how], capture_output=True, text=True, check=True, env=env, timeout=120
+            [sys.executable, "-c", script, how], capture_output=True, text=True, check=True, env=env, timeout=180
         ).stdout.splitlines()
-        for how in ("usual", "postponed")
+        for how in ("usual", "filling", "postponed")
     )
     assert len(usual) > 50
+    assert usual == filling  # the run that fills the cache loads as usual
     assert usual[:-1] == postponed[:-1]
-    assert (usual[-1], postponed[-1]) != ("str", "str")  # the postponed one did load as strings
-    assert postponed[-1] == "str"
+    assert usual[-1] != "str"
+    assert postponed[-1] == "str"  # the annotations were postponed

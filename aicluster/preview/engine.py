@@ -305,8 +305,10 @@ def run(
     # (a race: 30 of 40 in-process runs of a two-resource stack lost their outputs). Hold a placeholder root
     # while it runs, so the only root stack is the one run_in_stack makes, as under the language host.
     settings.set_root_resource(_NO_ROOT_YET)  # type: ignore[arg-type]
-    mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=True, monitor=monitor)
-    settings.set_root_resource(None)  # type: ignore[arg-type]  # run_in_stack creates the root, as the host does
+    try:
+        mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    finally:
+        settings.set_root_resource(None)  # type: ignore[arg-type]  # run_in_stack creates the root, as the host does
     try:
         _sync_await(run_in_stack(program))  # type: ignore[arg-type]
     except pulumi.RunError as err:  # the program's own, user-facing error: its message only

@@ -4,21 +4,27 @@ A provider SDK module is mostly classes whose every property carries a type anno
 `Optional[pulumi.Input[Sequence[pulumi.Input['LaunchTemplateNetworkInterfaceArgs']]]]`. Python evaluates each
 of them when the class is defined, and building those `typing` objects is about half the time it takes to
 import a module such as pulumi_aws.ec2, pulumi_gcp.compute or pulumi_azure_native.network (the largest part
-of a cold preview after the imports of our own code). The SDK reads the annotations only through
-`typing.get_type_hints` (pulumi/_types.py), which resolves them as well from strings: the same types, when a
-resource's outputs are translated. Compiled as if each module began with `from __future__ import
-annotations`, the SDK defines the same classes, properties, names and enums, and the annotations become
-strings that are resolved only for the few types a preview uses. tests/test_preview_golden.py holds the
+of a cold preview after the imports of our own code). Pulumi reads the annotations only through
+`typing.get_type_hints` (pulumi/_types.py), which resolves strings to the same types: for every class the
+SDKs define, its resource, input and output types, return hints, required properties and enum members come out
+identical either way. Compiled as if each module began with `from __future__ import annotations`, the SDK
+defines the same classes, properties, names and enums, and the annotations are resolved only for the few types
+a preview uses. One difference: the SDKs' `...ArgsDict` TypedDicts, whose `NotRequired[...]` is then a string
+their metaclass cannot see, list every key in `__required_keys__`; nothing in Pulumi's preview path or in
+this project reads those (tests/test_sdkload.py checks our code). tests/test_preview_golden.py holds the
 preview JSON of every example stack byte-identical.
 
-The compiled code is cached per user with the catalog's cache (aicluster/catalog/cache.py: AICLUSTER_CACHE_DIR,
-else $XDG_CACHE_HOME/aicluster or ~/.cache/aicluster; AICLUSTER_NO_CACHE=1 turns it off), one file per SDK
-module named by a hash of its path, with the header Python gives its own bytecode (magic number, source mtime
-and size). It is used only while that header matches the source, and only from a folder and file owned by the
-user and not writable by others, as the catalog's cache is: loading it runs its code. Where nothing can be
-cached, the module loads as usual: compiling the large SDK modules on every run would cost more than it
-saves. Only the offline engine installs this: `pulumi up` runs the program under the Pulumi CLI's own
-language host, which loads the SDKs as usual.
+The cache: one file per SDK module, under the per-user cache folder (aicluster/catalog/cache.py:
+AICLUSTER_CACHE_DIR, else $XDG_CACHE_HOME/aicluster or ~/.cache/aicluster; AICLUSTER_NO_CACHE=1 turns it off),
+in a subfolder per Python environment (the newest few are kept), with the header Python gives its own bytecode
+(magic number, source mtime and size). A file is used only while that header matches the source, and only from
+a folder and file owned by the user and not writable by others, as the catalog's cache is: loading it runs its
+code. A module without a current copy loads as usual, from Python's own bytecode, and is noted; `fill()`
+compiles noted modules after a command has written all its output (aicluster.cli.entry), for at most
+FILL_BUDGET_S seconds a run: a run without the cache is never slower to show its output, and exits at most that
+much later, until the cache holds what the stack uses. Nothing is written where Python writes no bytecode
+(PYTHONDONTWRITEBYTECODE, -B) or the folder cannot be made private. Only the offline engine installs this:
+`pulumi up` runs the program under the Pulumi CLI's language host, which loads the SDKs as usual.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import marshal
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
@@ -43,16 +50,23 @@ from aicluster.catalog import cache
 # The provider SDKs (generated code); never pulumi itself, pulumi_policy or our own code.
 PACKAGES = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_kubernetes", "pulumi_random")
 _FLAGS = __future__.annotations.compiler_flag
-_OPTIMIZATION = "pep563"
+_KEEP_ENVIRONMENTS = 4  # subfolders of Python environments kept; older ones are removed when one is filled
+# Seconds one command may spend after its output compiling what it missed: a stack's SDK modules take 1.5-6.5 s
+# to compile, so the first few previews on a machine fill the cache a part each, and none waits long.
+FILL_BUDGET_S = 0.5
 
 
-def _folder() -> Path | None:
+def _environment_folder() -> Path | None:
+    """This Python environment's subfolder of the cache (not created here); None: the cache is off."""
     root = cache.cache_dir()
-    return None if root is None else root / f"sdk-{sys.implementation.cache_tag}-{_OPTIMIZATION}"
+    if root is None:
+        return None
+    env = hashlib.sha256(os.fsencode(os.path.realpath(sys.prefix))).hexdigest()[:16]
+    return root / f"sdk-{sys.implementation.cache_tag}-pep563" / env
 
 
 def _cache_path(folder: Path, source: str) -> Path:
-    return folder / f"{hashlib.sha256(os.fsencode(source)).hexdigest()[:32]}.pyc"
+    return folder / f"{hashlib.sha256(os.fsencode(os.path.realpath(source))).hexdigest()[:32]}.pyc"
 
 
 def _header(source: str) -> bytes:
@@ -65,11 +79,16 @@ def _header(source: str) -> bytes:
     )
 
 
+def _private_folder(folder: Path) -> bool:
+    try:
+        return cache.private(os.stat(folder), want_dir=True)
+    except OSError:
+        return False
+
+
 def _cached(folder: Path, source: str) -> CodeType | None:
     """The code compiled with postponed annotations for `source`, when a current, private one is cached."""
     try:
-        if not cache.private(os.stat(folder), want_dir=True):
-            return None
         header = _header(source)
         fd = os.open(_cache_path(folder, source), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
@@ -82,23 +101,20 @@ def _cached(folder: Path, source: str) -> CodeType | None:
         return None
     try:
         code = marshal.loads(data[len(header) :])
-    except (EOFError, ValueError, TypeError):  # a truncated or foreign file: compile it again
+    except (EOFError, ValueError, TypeError):  # a truncated or foreign file: compiled again by fill()
         return None
     return code if isinstance(code, CodeType) else None
 
 
-def _compile(folder: Path, source: str) -> CodeType | None:
-    """Compile `source` with postponed annotations and cache it; None when the cache cannot be written."""
+def _write(folder: Path, source: str) -> bool:
+    """Compile `source` with postponed annotations into the cache; False where it cannot be."""
     try:
         header = _header(source)
         with open(source, "rb") as fh:
-            code: CodeType = compile(fh.read(), source, "exec", flags=_FLAGS, dont_inherit=True)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not cache.private(os.stat(folder), want_dir=True):
-            return None
+            code = compile(fh.read(), source, "exec", flags=_FLAGS, dont_inherit=True)
         fd, partial = tempfile.mkstemp(prefix=".tmp-", suffix=".pyc", dir=folder)  # mode 0600
-    except OSError:
-        return None
+    except (OSError, SyntaxError, ValueError):
+        return False
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(header + marshal.dumps(code))
@@ -106,24 +122,48 @@ def _compile(folder: Path, source: str) -> CodeType | None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(partial)
-        return None
-    return code
+        return False
+    except BaseException:  # interrupted: leave no partial file behind
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+    return True
 
 
 class _Loader(importlib.machinery.SourceFileLoader):
-    def __init__(self, fullname: str, path: str, code: CodeType) -> None:
-        super().__init__(fullname, path)
-        self._code = code
+    """Runs a module from the cache when it holds a current copy, else as the path finder's loader would."""
 
-    def get_code(self, fullname: str) -> CodeType:
-        return self._code
+    def __init__(self, fullname: str, path: str, finder: Finder) -> None:
+        super().__init__(fullname, path)
+        self._finder = finder
+
+    def get_code(self, fullname: str) -> CodeType | None:
+        folder, readable = self._finder.folder()
+        if folder is not None:
+            code = _cached(folder, self.path) if readable else None
+            if code is not None:
+                return code
+            self._finder.missed.append(self.path)
+        return super().get_code(fullname)
 
 
 class Finder(MetaPathFinder):
-    """Finds the modules of `packages` as the path finder does, and loads them with postponed annotations."""
+    """Finds the modules of `packages` as the path finder does; they load from the postponed-annotation cache
+    when it has them (looked up when a module runs, not when it is found: the SDKs find every submodule of a
+    package for their lazy imports, and most never run)."""
 
     def __init__(self, packages: Sequence[str]) -> None:
         self.packages = frozenset(packages)
+        self.missed: list[str] = []
+        self._folder: tuple[Path | None, bool] | None = None  # None: not looked at yet
+
+    def folder(self) -> tuple[Path | None, bool]:
+        """This environment's cache folder (None: the cache is off) and whether it can be read (it exists and
+        is private); looked at once per process."""
+        if self._folder is None:
+            found = _environment_folder()
+            self._folder = (found, found is not None and _private_folder(found))
+        return self._folder
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -133,13 +173,50 @@ class Finder(MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader or not spec.origin:
             return spec
-        folder = _folder()
-        if folder is None:
-            return spec
-        code = _cached(folder, spec.origin) or _compile(folder, spec.origin)
-        if code is not None:
-            spec.loader = _Loader(fullname, spec.origin, code)
+        spec.loader = _Loader(fullname, spec.origin, self)
         return spec
+
+    def fill(self, budget_s: float = FILL_BUDGET_S) -> int:
+        """Compile the modules that ran without a current cached copy, in the order they ran, until `budget_s`
+        seconds are spent; how many were written (the rest are compiled by later runs). Nothing is written where
+        Python writes no bytecode or the folder cannot be made private."""
+        missed, self.missed = self.missed, []
+        target = _environment_folder()
+        if not missed or target is None or sys.dont_write_bytecode:
+            return 0
+        try:
+            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            return 0
+        if not _private_folder(target) or not _private_folder(target.parent):
+            return 0
+        deadline = time.perf_counter() + budget_s
+        written = 0
+        for source in dict.fromkeys(missed):
+            if time.perf_counter() >= deadline:
+                break
+            written += _write(target, source)
+        _prune(target)
+        self._folder = None  # look again: it exists now
+        return written
+
+
+def _prune(keep: Path) -> None:
+    """Remove all but the newest few environments' subfolders (other venvs, older checkouts); errors are ignored."""
+    with contextlib.suppress(OSError):
+        os.utime(keep)
+        folders = sorted(
+            (p for p in keep.parent.iterdir() if p.is_dir() and not p.is_symlink()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for old in folders[_KEEP_ENVIRONMENTS:]:
+            if old != keep:
+                for f in old.iterdir():
+                    with contextlib.suppress(OSError):
+                        f.unlink()
+                with contextlib.suppress(OSError):
+                    old.rmdir()
 
 
 _FINDER = Finder(PACKAGES)
@@ -149,3 +226,8 @@ def install() -> None:
     """Load the provider SDKs' modules not yet imported with postponed annotations (idempotent)."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+
+
+def fill(budget_s: float = FILL_BUDGET_S) -> int:
+    """Cache the SDK modules this process loaded without a cached copy (after a command's output is complete)."""
+    return _FINDER.fill(budget_s)
