@@ -30,7 +30,7 @@ test: $(STAMP)  ## the whole suite (lint, types, schema freshness, tests)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --maxschedchunk=1  # one test at a time to each worker: tests/conftest.py starts the longest first
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

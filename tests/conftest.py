@@ -60,3 +60,39 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aicluster.cli", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
     )
+
+
+# The tests that take longest (real apt installs in a chroot, ansible-lint, SSH hosts in network namespaces, a
+# bursting Slurm site): together more than half of the suite's time on 2 cores. `make test` starts them first and
+# hands tests to the workers one at a time (pytest-xdist's --maxschedchunk=1), so that the two workers share them and
+# the short tests fill the gaps, instead of one worker ending on a queue of them while the other is idle. xdist
+# still gives each worker its first two tests at once: with -n 2, the first worker gets entries 1-2 and the second
+# 3-4, so the list pairs the longest with the fourth and the second with the third (relative cost in a loaded CI-like
+# run: 365, 120 | 310, 200 s; then 150, 86, ...). Only the order changes: every test runs, whatever this list says.
+LONGEST_FIRST = (
+    "tests/playbooks/test_chroot_burst.py::",
+    "tests/tune/test_tune_hosts.py::",
+    "tests/playbooks/test_lint.py::test_ansible_lint_production_profile_passes",
+    "tests/playbooks/test_chroot.py::test_roles_apply_to_a_debian_rootfs_and_a_second_run_changes_nothing",
+    "tests/tune/test_slurm_hosts.py::",
+    "tests/integration/test_burst.py::",
+    "tests/playbooks/test_chroot.py::",
+    "tests/integration/test_discover_aws.py::",
+    "tests/tune/test_tune_local.py::",
+    "tests/playbooks/test_lint.py::",
+    "tests/playbooks/test_defaults.py::",
+    "tests/test_inventory.py::",
+)
+
+
+def _start_rank(item: pytest.Item) -> int:
+    for rank, prefix in enumerate(LONGEST_FIRST):
+        if item.nodeid.startswith(prefix):
+            return rank
+    return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest tests first (LONGEST_FIRST, then the other `slow` ones), the rest in their order (a stable sort)."""
+    items.sort(key=_start_rank)

@@ -16,10 +16,17 @@ from policies import POLICIES, ResourceRule, Rule, StackRule
 from policies.facts import Res, Stack
 from tests.conftest import ROOT
 
+_CAPTURES: dict[str, Capture] = {}
+
 
 def capture_of(stack: str) -> Capture:
-    st = read_stack(find_project(ROOT), stack)
-    return run_program(st.project.root, st.project.name, st.stack, st.engine_config(), st.secret_keys)
+    """The example stack's program run under the capturing mocks, as the pack receives it: a fresh deep copy each
+    call (tests may mutate it), of one run per stack per test process (a pure function of the stack and the code;
+    many tests judge the same example stacks)."""
+    if stack not in _CAPTURES:
+        st = read_stack(find_project(ROOT), stack)
+        _CAPTURES[stack] = run_program(st.project.root, st.project.name, st.stack, st.engine_config(), st.secret_keys)
+    return copy.deepcopy(_CAPTURES[stack])
 
 
 @pytest.fixture(scope="session")
