@@ -64,11 +64,11 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 # The tests that take longest (real apt installs in a chroot, ansible-lint, SSH hosts in network namespaces, a
 # bursting Slurm site): together more than half of the suite's time on 2 cores. `make test` starts them first and
-# hands tests to the workers one at a time (pytest-xdist's --maxschedchunk=1), so that the two workers share them and
-# the short tests fill the gaps, instead of one worker ending on a queue of them while the other is idle. xdist
-# still gives each worker its first two tests at once: with -n 2, the first worker gets entries 1-2 and the second
-# 3-4, so the list pairs the longest with the fourth and the second with the third (relative cost in a loaded CI-like
-# run: 365, 120 | 310, 200 s; then 150, 86, ...). Only the order changes: every test runs, whatever this list says.
+# hands tests to the workers one at a time (pytest-xdist's --maxschedchunk=1), so that the workers share them and
+# the short tests fill the gaps, instead of one worker ending on a queue of them while the others are idle. xdist
+# still gives each worker its first two tests at once: worker k gets entries 2k-1 and 2k, so the list pairs a long
+# test with a shorter one (with -n 3, a clean run: 257 + 69 | 21 + 179 | 190 + 63 s). Only the order changes:
+# every test runs, whatever this list says.
 LONGEST_FIRST = (
     "tests/playbooks/test_chroot_burst.py::",
     "tests/tune/test_tune_hosts.py::",
