@@ -302,7 +302,7 @@ def run(
     pulumi.runtime.set_all_config(dict(config or {}), sorted(secret_keys))
     # set_mocks makes a root Stack of its own when none is set, and registers its (empty) outputs on a task
     # that could run after the program's root stack registered the real ones, leaving the capture with none
-    # (a race: 30 of 40 in-process runs of a two-resource stack lost their outputs). Hold a placeholder root
+    # (a race: 30 of 40 in-process runs of a two-resource stack lost their outputs). Hold a stand-in root
     # while it runs, so the only root stack is the one run_in_stack makes, as under the language host.
     settings.set_root_resource(_NO_ROOT_YET)  # type: ignore[arg-type]
     try:
