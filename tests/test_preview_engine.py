@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import inspect
 import json
 import textwrap
 from pathlib import Path
@@ -113,3 +116,95 @@ def test_the_root_stack_registers_its_outputs_once_and_they_are_kept(monkeypatch
         assert len(root_outputs) == 1
         assert root_outputs[0] > 0
         assert set(capture.outputs) >= {"cluster", "sites"}
+
+
+# The offline engine drains outputs with its own copy of the SDK's wait_for_rpcs (linear in the pending outputs).
+SDK_WAIT_FOR_RPCS_SHA256 = "c0f9027f85ad09255ded0a1908033b490f76d303a3e40b50d3cf47a69265469d"
+
+LATE_OUTPUTS = textwrap.dedent(
+    """
+    import asyncio
+    import pulumi
+    import pulumi_aws as aws
+
+    async def later(value):
+        await asyncio.sleep(0.01)
+        return value
+
+    vpc = aws.ec2.Vpc("vpc", cidr_block="10.0.0.0/16")
+    # An apply whose result is an output made inside it, after the resources resolved: the drain must wait for it.
+    chained = vpc.urn.apply(lambda urn: pulumi.Output.from_input(later(urn)).apply(lambda u: u.split("::")[-1]))
+    pulumi.export("chained", chained)
+    pulumi.export("many", pulumi.Output.all(*[pulumi.Output.from_input(later(i)) for i in range(200)]))
+    """
+)
+
+FAILING_APPLY = textwrap.dedent(
+    """
+    import pulumi
+    import pulumi_aws as aws
+
+    def fail(urn):
+        raise ValueError("apply failed after " + urn.split("::")[-1])
+
+    vpc = aws.ec2.Vpc("vpc", cidr_block="10.0.0.0/16")
+    vpc.urn.apply(fail)
+    """
+)
+
+
+def _sdk_drain(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aicluster.preview import engine
+
+    monkeypatch.setattr(engine, "_linear_output_drain", contextlib.nullcontext)
+
+
+def test_the_sdk_wait_loop_is_the_one_the_engine_copies() -> None:
+    """If this fails, the Pulumi SDK changed wait_for_rpcs: compare engine._wait_for_rpcs with it, then update."""
+    from pulumi.runtime import stack
+
+    source = inspect.getsource(stack.wait_for_rpcs)
+    assert hashlib.sha256(source.encode()).hexdigest() == SDK_WAIT_FOR_RPCS_SHA256
+
+
+@pytest.mark.parametrize("drain", ["engine", "sdk"])
+def test_outputs_made_while_draining_are_awaited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drain: str) -> None:
+    from pulumi.runtime import stack
+
+    if drain == "sdk":
+        _sdk_drain(monkeypatch)
+    sdk_wait = stack.wait_for_rpcs
+    (tmp_path / "__main__.py").write_text(LATE_OUTPUTS)
+    cap = run_program(tmp_path, "proj", "dev", {})
+    assert cap.outputs["chained"] == "vpc"
+    assert cap.outputs["many"] == list(range(200))
+    assert stack.wait_for_rpcs is sdk_wait
+
+
+@pytest.mark.parametrize("drain", ["engine", "sdk"])
+def test_a_failing_apply_fails_the_preview(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drain: str) -> None:
+    from pulumi.runtime import stack
+
+    if drain == "sdk":
+        _sdk_drain(monkeypatch)
+    sdk_wait = stack.wait_for_rpcs
+    (tmp_path / "__main__.py").write_text(FAILING_APPLY)
+    with pytest.raises(ProgramError, match="ValueError: apply failed after vpc"):
+        run_program(tmp_path, "proj", "dev", {})
+    assert stack.wait_for_rpcs is sdk_wait
+
+
+def test_the_engine_drain_captures_what_the_sdk_drain_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aicluster.stackfile import find_project, read_stack
+    from tests.conftest import ROOT
+
+    stack = read_stack(find_project(ROOT), "azure-nd-h100")
+    args = (stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
+
+    def dump() -> str:
+        cap = run_program(*args)
+        return json.dumps([[r.to_json() for r in cap.resources], jsonable(cap.outputs)], sort_keys=True)
+
+    ours = dump()
+    _sdk_drain(monkeypatch)
+    assert dump() == ours

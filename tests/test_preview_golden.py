@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -110,3 +111,53 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         for path in regenerate(sys.argv[1:] or STACKS, Path(tmp)):
             print(f"wrote {path.relative_to(ROOT)}")
+
+
+# Run in fresh interpreters: the first previews every example stack with the SDK modules loaded as usual and then
+# fills the SDK cache; the second previews them again from the filled cache (postponed annotations, lazy packages),
+# as a developer's second preview runs, and compares each file with its golden.
+_FROM_CACHE = """
+import os
+import sys
+from pathlib import Path
+from aicluster.cli import main
+from aicluster.preview import sdkload
+from tests.test_preview_golden import GOLDEN, ROOT, STACKS, frozen_clock
+
+os.environ["AICLUSTER_CACHE_DIR"] = sys.argv[3]  # tests.conftest gave this process a cache of its own
+out = Path(sys.argv[2])
+for stack in STACKS:
+    with frozen_clock():
+        assert main(["-C", str(ROOT), "-q", "preview", stack, "--json", str(out / f"{stack}.json")]) == 0, stack
+if sys.argv[1] == "fill":
+    sdkload.fill(budget_s=3600)
+else:
+    print("@@ missed", len(sdkload._FINDER.missed))
+    for stack in STACKS:
+        print("@@", stack, (out / f"{stack}.json").read_bytes() == (GOLDEN / f"{stack}.json").read_bytes())
+"""
+
+
+@pytest.mark.slow
+def test_previews_from_the_filled_sdk_cache_are_byte_identical(tmp_path: Path) -> None:
+    if UPDATE:
+        pytest.skip("regenerating the goldens")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "AICLUSTER_NO_CACHE")}
+    env["PYTHONPATH"] = str(ROOT)
+    runs = []
+    for how in ("fill", "from-cache"):
+        (tmp_path / how).mkdir()
+        runs.append(
+            subprocess.run(
+                [sys.executable, "-c", _FROM_CACHE, how, str(tmp_path / how), str(tmp_path / "cache")],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+                check=False,
+                cwd=ROOT,
+            )
+        )
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-3000:] or runs[0].stderr[-3000:]
+    lines = [line for line in runs[1].stdout.splitlines() if line.startswith("@@ ")]  # not the previews' tables
+    assert lines == ["@@ missed 0", *(f"@@ {stack} True" for stack in STACKS)]

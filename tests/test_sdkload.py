@@ -253,3 +253,129 @@ def test_an_sdk_resource_class_keeps_its_output_types(tmp_path: Path) -> None:
     assert usual[:-1] == postponed[:-1]
     assert usual[-1] != "str"
     assert postponed[-1] == "str"  # the annotations were postponed
+
+
+LAZY_INIT = textwrap.dedent(
+    """
+    # generated: a package that only gathers its modules' names
+    import typing
+    from .first import *
+    from .second import *
+    from . import extra
+    """
+)
+
+
+def _package(package: Path, init: str = LAZY_INIT) -> None:
+    (package / "__init__.py").write_text(init)
+    (package / "first.py").write_text("__all__ = ['Shared', 'First']\nRAN = True\nShared = 'first'\nFirst = 1\n")
+    (package / "second.py").write_text("__all__ = ['Shared', 'Second']\nShared = 'second'\nSecond = 2\n")
+    (package / "extra.py").write_text("VALUE = 3\n")
+
+
+def _fresh_package(name: str, finder: sdkload.Finder) -> object:
+    for key in [k for k in sys.modules if k.partition(".")[0] == name]:
+        del sys.modules[key]
+    importlib.invalidate_caches()
+    finder._folder = None
+    return importlib.import_module(name)
+
+
+def test_a_package_that_only_gathers_its_modules_names_loads_them_when_asked(
+    probe: tuple[str, Path, sdkload.Finder],
+) -> None:
+    name, package, finder = probe
+    _package(package)
+    usual = _fresh_package(name, finder)
+    usual_names = {n: getattr(usual, n) for n in vars(usual) if not n.startswith("_")}
+    assert f"{name}.first" in sys.modules  # loaded as written, every module with it
+    assert finder.fill() >= 4
+    lazy = _fresh_package(name, finder)
+    assert f"{name}.first" not in sys.modules
+    assert f"{name}.second" not in sys.modules
+    assert f"{name}.extra" in sys.modules  # its own `from . import extra` still runs with it
+    assert lazy.Second == 2  # type: ignore[attr-defined]
+    assert f"{name}.second" in sys.modules
+    assert f"{name}.first" not in sys.modules
+    assert lazy.Shared == "second"  # type: ignore[attr-defined]  # the later module's name, as with star imports
+    assert lazy.first.RAN is True  # type: ignore[attr-defined]  # its modules are attributes, as when imported
+    star: dict[str, object] = {}
+    exec(f"from {name} import *", star)
+    assert {n: v for n, v in star.items() if n != "__builtins__"}.keys() == usual_names.keys()
+    assert {n: star[n] for n in ("Shared", "First", "Second")} == {"Shared": "second", "First": 1, "Second": 2}
+    assert set(usual_names) <= set(dir(lazy))
+    with pytest.raises(AttributeError, match="has no attribute 'Missing'"):
+        lazy.Missing  # type: ignore[attr-defined]  # noqa: B018
+    assert finder.missed == []
+
+
+def test_a_lazy_package_loads_as_written_when_a_module_changed(probe: tuple[str, Path, sdkload.Finder]) -> None:
+    name, package, finder = probe
+    _package(package)
+    _fresh_package(name, finder)
+    finder.fill()
+    (package / "second.py").write_text("__all__ = ['Shared', 'Second', 'Third']\nShared = Second = Third = 0\n")
+    mod = _fresh_package(name, finder)
+    assert f"{name}.first" in sys.modules  # its table of names is not current: the package ran as written
+    assert mod.Third == 0  # type: ignore[attr-defined]
+    assert str(package / "__init__.py") in finder.missed
+
+
+@pytest.mark.parametrize(
+    "init",
+    [
+        LAZY_INIT + "VERSION = Second\n",  # uses a name it gathered
+        LAZY_INIT.replace("from .second import *", "from .second import *\nfrom .nameless import *"),
+        LAZY_INIT + "Second = 5\n",
+    ],
+    ids=["other statements", "a module without a literal __all__", "a name bound twice"],
+)
+def test_a_package_that_does_more_loads_as_written(probe: tuple[str, Path, sdkload.Finder], init: str) -> None:
+    name, package, finder = probe
+    _package(package, init)
+    (package / "nameless.py").write_text("Nameless = 1\n")
+    _fresh_package(name, finder)
+    finder.fill()
+    _fresh_package(name, finder)
+    assert f"{name}.first" in sys.modules
+    assert finder.missed == []  # loaded from the cache, compiled as written
+
+
+def test_sdk_packages_offer_the_same_names_when_loaded_lazily(tmp_path: Path) -> None:
+    """The generated SDK packages a preview uses, loaded as usual and lazily from the filled cache (fresh
+    interpreters): the same public names, each the same kind of object from the same module."""
+    script = textwrap.dedent(
+        """
+        import importlib, sys
+        from aicluster.preview import sdkload
+        if sys.argv[1] != "usual":
+            sdkload.install()
+        for package in ("pulumi_aws.ec2", "pulumi_azure_native.network", "pulumi_gcp.compute"):
+            mod = importlib.import_module(package)
+            loaded = sum(1 for m in list(sys.modules) if m.startswith(package + "."))
+            if sys.argv[1] == "lazy":
+                print(package, "modules loaded with the package:", loaded < 10)
+            names = {}
+            exec(f"from {package} import *", names)
+            for name in sorted(n for n in names if n != "__builtins__"):
+                value = names[name]
+                print(package, name, type(value).__name__, getattr(value, "__module__", ""))
+        # the packages' own code is what loads lazily; their modules may load as usual (a faster fill)
+        sdkload._FINDER.missed = [m for m in sdkload._FINDER.missed if m.endswith("__init__.py")]
+        sdkload.fill(budget_s=600)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env |= {"PYTHONPATH": str(ROOT), "AICLUSTER_CACHE_DIR": str(tmp_path / "cache")}
+    usual, lazy = (
+        subprocess.run(
+            [sys.executable, "-c", script, how], capture_output=True, text=True, check=True, env=env, timeout=300
+        ).stdout.splitlines()
+        for how in ("usual", "lazy")
+    )
+    assert len(usual) > 3000
+    assert [line for line in lazy if "modules loaded" in line] == [
+        f"{p} modules loaded with the package: True"
+        for p in ("pulumi_aws.ec2", "pulumi_azure_native.network", "pulumi_gcp.compute")
+    ]
+    assert [line for line in lazy if "modules loaded" not in line] == usual

@@ -14,6 +14,16 @@ their metaclass cannot see, list every key in `__required_keys__`; nothing in Pu
 this project reads those (tests/test_sdkload.py checks our code). tests/test_preview_golden.py holds the
 preview JSON of every example stack byte-identical.
 
+The SDKs' generated packages (pulumi_aws.ec2, pulumi_azure_native.network, pulumi_gcp.compute, ...) do nothing but
+import every one of their modules' names (`from .vpc import *`, hundreds of lines); a stack uses a few of them.
+Where a package's `__init__` is exactly that (its other imports, a docstring, an `if typing.TYPE_CHECKING:` block)
+and each module declares its names in one literal `__all__`, its cached code keeps the other imports and gives
+the package a module `__getattr__` that imports the module defining a name when the name is first asked for, an
+`__all__` and a `__dir__` with every name: the names, the objects and `from package import *` are the same
+(tests/test_sdkload.py compares them for the SDK packages our components use), and only the modules a stack
+uses run (an Azure example preview ran 565 SDK modules, now 37). The cached package holds its modules' sizes and
+modification times, and runs as written when one of them changed.
+
 The cache: one file per SDK module, under the per-user cache folder (aicluster/catalog/cache.py:
 AICLUSTER_CACHE_DIR, else $XDG_CACHE_HOME/aicluster or ~/.cache/aicluster; AICLUSTER_NO_CACHE=1 turns it off),
 in a subfolder per Python environment (the newest few are kept), with the header Python gives its own bytecode
@@ -30,12 +40,14 @@ much later, until the cache holds what the stack uses. Nothing is written where 
 from __future__ import annotations
 import __future__
 
+import ast
 import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
 import marshal
 import os
+import re
 import sys
 import tempfile
 import time
@@ -44,6 +56,7 @@ from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import CodeType, ModuleType
+from typing import Any
 
 from aicluster.catalog import cache
 
@@ -103,7 +116,132 @@ def _cached(folder: Path, source: str) -> CodeType | None:
         code = marshal.loads(data[len(header) :])
     except (EOFError, ValueError, TypeError):  # a truncated or foreign file: compiled again by fill()
         return None
+    if isinstance(code, tuple) and len(code) == 2:  # a lazy package: its code holds its submodules' names
+        stamps, code = code
+        if not _current(Path(source).parent, stamps):
+            return None
     return code if isinstance(code, CodeType) else None
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return (path.name, int(st.st_mtime), st.st_size)
+
+
+def _current(folder: Path, stamps: Any) -> bool:
+    """Whether the submodules a lazy package's table was read from are as they were (name, mtime, size)."""
+    try:
+        return all(_stamp(folder / name) == (name, mtime, size) for name, mtime, size in stamps)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _static_all(path: Path) -> list[str] | None:
+    """A module's `__all__` where it is one top-level assignment of a literal list or tuple of strings (the
+    generated layout), else None. Only that statement is parsed: a resource module is thousands of lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = _ALL.search(text)
+    if found is None or text.count("__all__") != 1:  # added to, or bound elsewhere: not known without running it
+        return None
+    try:
+        tree = ast.parse(text[found.start() : text.index("]", found.end()) + 1])
+    except (SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, (ast.List, ast.Tuple))
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts)
+    ):
+        return [e.value for e in node.value.elts]  # type: ignore[attr-defined]
+    return None
+
+
+_ALL = re.compile(r"^__all__ = \[", re.MULTILINE)
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).partition(".")[0] for a in node.names]
+    return []
+
+
+_LAZY_TAIL = """
+import importlib as _aicluster_importlib
+
+
+def __getattr__(name):
+    module = _aicluster_lazy.get(name)
+    if module is not None:
+        value = getattr(_aicluster_importlib.import_module(__name__ + "." + module), name)
+    elif name in _aicluster_submodules:
+        value = _aicluster_importlib.import_module(__name__ + "." + name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_aicluster_lazy, *_aicluster_submodules})
+"""
+
+
+def _kept_as_written(node: ast.stmt) -> bool:
+    """Statements a lazy package keeps: its other imports, its docstring, its `if typing.TYPE_CHECKING:` block."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant)
+    return isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING"
+
+
+def _lazy_package(source: str, text: bytes) -> tuple[tuple[tuple[str, int, int], ...], CodeType] | None:
+    """The code of an SDK package whose `__init__` only imports its modules' names (`from .m import *`, the
+    generated layout): the same imports of other modules, and a module `__getattr__` that imports a module of
+    the package when one of its names is first asked for, as if it had been imported with the package. A
+    preview uses a few of each package's resources (pulumi_azure_native.network has 287 modules; an Azure stack
+    uses 5). None where the package does anything else, a module's names are not a literal `__all__`, or a name
+    is also bound otherwise: such a package loads as written."""
+    try:
+        tree = ast.parse(text, source)
+    except (SyntaxError, ValueError):
+        return None
+    folder = Path(source).parent
+    kept: list[ast.stmt] = []
+    lazy: dict[str, str] = {}
+    submodules: list[str] = []
+    stamps: list[tuple[str, int, int]] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and [a.name for a in node.names] == ["*"]:
+            module = node.module or ""
+            path = folder / f"{module}.py"
+            names = _static_all(path) if module.isidentifier() and path.is_file() else None
+            if names is None:
+                return None
+            for name in names:
+                lazy.pop(name, None)  # a later module's name wins, as with star imports in order
+                lazy[name] = module
+            submodules.append(module)
+            try:
+                stamps.append(_stamp(path))
+            except OSError:
+                return None
+        elif _kept_as_written(node):
+            kept.append(node)
+        else:
+            return None
+    eager = {name for node in kept for name in _bound_names(node)}
+    if not lazy or eager & (lazy.keys() | set(submodules)):
+        return None
+    public = [n for n in dict.fromkeys([*(n for n in eager if not n.startswith("_")), *lazy, *submodules])]
+    table = f"_aicluster_lazy = {lazy!r}\n_aicluster_submodules = frozenset({submodules!r})\n__all__ = {public!r}\n"
+    program = "\n".join(ast.unparse(node) for node in kept) + "\n" + table + _LAZY_TAIL
+    code = compile(program, source, "exec", flags=_FLAGS, dont_inherit=True)
+    return tuple(stamps), code
 
 
 def _write(folder: Path, source: str) -> bool:
@@ -111,13 +249,17 @@ def _write(folder: Path, source: str) -> bool:
     try:
         header = _header(source)
         with open(source, "rb") as fh:
-            code = compile(fh.read(), source, "exec", flags=_FLAGS, dont_inherit=True)
+            text = fh.read()
+        lazy = _lazy_package(source, text) if os.path.basename(source) == "__init__.py" else None
+        payload = marshal.dumps(
+            lazy if lazy is not None else compile(text, source, "exec", flags=_FLAGS, dont_inherit=True)
+        )
         fd, partial = tempfile.mkstemp(prefix=".tmp-", suffix=".pyc", dir=folder)  # mode 0600
     except (OSError, SyntaxError, ValueError):
         return False
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(header + marshal.dumps(code))
+            fh.write(header + payload)
         os.replace(partial, _cache_path(folder, source))  # atomic: a reader sees the whole file or none
     except OSError:
         with contextlib.suppress(OSError):
