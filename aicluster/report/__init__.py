@@ -13,10 +13,12 @@ checks were not run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._doc import PolicyResults, PreviewDoc, parse
 from ._views import FindingGroup, group_findings, group_waived, in_groups, waived_in_groups
+
+if TYPE_CHECKING:
+    from ._doc import PolicyResults, PreviewDoc
 
 __all__ = [
     "FORMATS",
@@ -62,6 +64,8 @@ def render(doc: Mapping[str, Any], fmt: str) -> str:
     """The report of one preview in `fmt` (one of FORMATS)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    from ._doc import parse
+
     return _renderers()[fmt](parse(doc))
 
 
@@ -77,6 +81,8 @@ class DiffInputError(ValueError):
 def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
     """Markdown for a PR comment: what changes from the base preview to the head preview.
     DiffInputError names the side whose document has the wrong shape."""
+    from ._doc import parse
+
     docs = []
     for side, doc in (("base", base), ("head", head)):
         try:

@@ -11,13 +11,9 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, cast, get_args
 
-Severity: TypeAlias = Literal["critical", "high", "medium", "low"]
-Enforcement: TypeAlias = Literal["mandatory", "advisory", "disabled"]
-FindingEnforcement: TypeAlias = Literal["mandatory", "advisory"]
-
-SEVERITIES: tuple[Severity, ...] = ("critical", "high", "medium", "low")
+from ._levels import Enforcement, FindingEnforcement, Severity
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ._doc import SEVERITIES, Policy, PolicyResults, PreviewDoc, Violation, Waived
+from ._doc import Policy, PolicyResults, PreviewDoc, Violation, Waived
+from ._levels import SEVERITIES
 from ._views import group_findings, plural, verdict
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
-from ._doc import SEVERITIES, PolicyResults, PreviewDoc, Severity, Violation
+from ._levels import SEVERITIES, Severity
+
+if TYPE_CHECKING:  # the records, loaded when a report is rendered (`aicluster preview` needs only the groups)
+    from ._doc import PolicyResults, PreviewDoc, Violation
 
 GENERAL = "general"
 
