@@ -14,18 +14,20 @@ import pytest
 from tests.conftest import ROOT
 
 HEAVY = ("pulumi", "pulumi_policy", "grpc")
+ESTIMATOR = "aicluster.sizing.workload"
 
 
-def _loaded_after(*argv: str) -> tuple[int, list[str]]:
-    """Run the CLI's main in a fresh interpreter; its exit code and which of HEAVY's packages it imported."""
+def _loaded_after(*argv: str, watch: tuple[str, ...] = HEAVY) -> tuple[int, list[str]]:
+    """Run the CLI's main in a fresh interpreter; its exit code and which of the `watch` modules (HEAVY: top-level
+    packages) it imported."""
     script = textwrap.dedent(
         f"""
         import contextlib, io, json, sys
         from aicluster.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
             code = main({list(argv)!r})
-        heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {set(HEAVY)!r})
-        print(json.dumps([code, heavy]))
+        loaded = set(sys.modules) | {{m.split(".")[0] for m in sys.modules}}
+        print(json.dumps([code, sorted(loaded & {set(watch)!r})]))
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -49,3 +51,8 @@ def test_a_preview_still_loads_the_engine_and_the_pack() -> None:
     code, heavy = _loaded_after("-C", str(ROOT), "-q", "preview", "p5-small")
     assert code == 0
     assert heavy == sorted(HEAVY)
+
+
+def test_the_workload_estimators_load_only_for_a_stack_with_workloads() -> None:
+    assert _loaded_after("-C", str(ROOT), "-q", "plan", "p5-small", watch=(ESTIMATOR,)) == (0, [])
+    assert _loaded_after("-C", str(ROOT), "-q", "plan", "p5-large", watch=(ESTIMATOR,)) == (0, [ESTIMATOR])
