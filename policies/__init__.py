@@ -3,33 +3,81 @@
 Policies judge resources as the Pulumi engine hands them (type tokens, camelCase props), so they
 also guard programs that do not use aicluster's components. They import only `aicluster.catalog`.
 Run by the Pulumi CLI as `pulumi preview --policy-pack policies`, and in-process by `aicluster preview`.
+
+The rules are `pulumi_policy` policies, so loading them loads the Pulumi SDK. This package loads them on first
+use of POLICIES (or of a rule module), not on import: `aicluster validate` reads only the policies' names
+(policies.names) and never needs the SDK.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from . import compliance, cost, fabric, kubernetes, onprem, power, storage, vpn, workloads
-from .rule import Meta, ResourceRule, Rule, StackRule, Waived
+if TYPE_CHECKING:
+    from . import compliance, cost, fabric, kubernetes, onprem, power, storage, vpn, workloads
+    from .rule import Meta, ResourceRule, Rule, StackRule, Waived
 
-__all__ = ["PACK_NAME", "POLICIES", "Meta", "ResourceRule", "Rule", "StackRule", "Waived", "pack_version"]
+    POLICIES: list[Rule]
+
+__all__ = [
+    "PACK_NAME",
+    "POLICIES",
+    "Meta",
+    "ResourceRule",
+    "Rule",
+    "StackRule",
+    "Waived",
+    "compliance",
+    "cost",
+    "fabric",
+    "kubernetes",
+    "onprem",
+    "pack_version",
+    "power",
+    "storage",
+    "vpn",
+    "workloads",
+]
 
 PACK_NAME = "aicluster"
 
-# The pack, in the order the engine runs it: one explicit list.
-POLICIES: list[Rule] = [
-    *cost.POLICIES,
-    *power.POLICIES,
-    *compliance.POLICIES,
-    *fabric.POLICIES,
-    *storage.POLICIES,
-    *onprem.POLICIES,
-    *vpn.POLICIES,
-    *kubernetes.POLICIES,
-    *workloads.POLICIES,
-]
+# The rule modules, in the order the engine runs the pack: POLICIES is their POLICIES, one explicit list.
+_CONCERNS = ("cost", "power", "compliance", "fabric", "storage", "onprem", "vpn", "kubernetes", "workloads")
+_RULE_TYPES = ("Meta", "ResourceRule", "Rule", "StackRule", "Waived")
+
+
+def _policies() -> list[Rule]:
+    from . import compliance, cost, fabric, kubernetes, onprem, power, storage, vpn, workloads
+
+    return [
+        *cost.POLICIES,
+        *power.POLICIES,
+        *compliance.POLICIES,
+        *fabric.POLICIES,
+        *storage.POLICIES,
+        *onprem.POLICIES,
+        *vpn.POLICIES,
+        *kubernetes.POLICIES,
+        *workloads.POLICIES,
+    ]
+
+
+def __getattr__(name: str) -> Any:
+    """POLICIES, the rule types and the rule modules, loaded on first use (PEP 562) and kept."""
+    if name == "POLICIES":
+        value: Any = _policies()
+    elif name in _RULE_TYPES:
+        value = getattr(importlib.import_module(".rule", __name__), name)
+    elif name in _CONCERNS:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def pack_version() -> str:

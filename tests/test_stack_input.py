@@ -370,3 +370,16 @@ def test_validate_finds_a_spot_pool_with_nowhere_to_checkpoint(
         ':17: pools[0].market: got "spot"; a spot pool with no shared file system in the stack to checkpoint to '
         "(policy aicluster-spot-missing-checkpoint-storage fails in preview)"
     ) in " ".join(err.split())
+
+
+def test_the_refused_characters_are_every_character_but_the_allowed_ones() -> None:
+    """stackfile._CONTROL lists the refused ranges (quick to compile); it is the complement of the allowed set."""
+    import re
+
+    from aicluster.stackfile import _CONTROL
+
+    negation = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    every = "".join(map(chr, range(0x110000)))
+    refused = [m.start() for m in _CONTROL.finditer(every)]
+    assert refused == [m.start() for m in negation.finditer(every)]
+    assert len(refused) == 2112  # C0 but tab/LF/CR, DEL and C1, surrogates, U+FFFE and U+FFFF

@@ -5,17 +5,16 @@ one fabric), hands the estimator what the plan knows of them (PoolFacts: nodes, 
 power, PUE, fabric domains) and of the file systems on their network (FilesystemFacts), and keeps the estimate.
 Problems are reported like every other planner problem (path, value, fix); a workload that fits no layout or misses
 its target is a warning of the plan (the policy pack judges it too).
+
+The estimators (aicluster.sizing's layout search, memory, step-time and reliability models) load when a stack has a
+workload to size, not with the planner: most stacks have none, and every validate and plan would pay for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aicluster.sizing.collective import CollectiveError
 from aicluster.sizing.models import FilesystemFacts, PoolFacts, WorkloadEstimate
-from aicluster.sizing.reliability import ReliabilityError
-from aicluster.sizing.shape import shape_of
-from aicluster.sizing.workload import WorkloadError, estimate_workload
 from aicluster.spec.workload import Workload
 
 from .context import PlanCtx
@@ -113,6 +112,8 @@ def _check_pools(ctx: PlanCtx, i: int, names: Sequence[str], by_name: dict[str, 
 def _check_degrees(ctx: PlanCtx, i: int, workload: Workload, mine: Sequence[PlannedPool]) -> bool:
     """A given pipeline_parallel the model or the pools cannot take (the spec checks it against model.layers when
     the layers are given; a shape derived from `parameters` and the pools' GPUs are known only here)."""
+    from aicluster.sizing.shape import shape_of
+
     pp = workload.training.pipeline_parallel
     if not isinstance(pp, int):
         return True
@@ -155,8 +156,12 @@ def plan_workloads(
     for i, wl, mine in checked:
         if mine:
             _check_degrees(ctx, i, wl, mine)
-    if ctx.problems:
+    if ctx.problems or not checked:
         return ()
+    from aicluster.sizing.collective import CollectiveError
+    from aicluster.sizing.reliability import ReliabilityError
+    from aicluster.sizing.workload import WorkloadError, estimate_workload
+
     out: list[WorkloadEstimate] = []
     for i, wl, mine in checked:
         if not mine:

@@ -1,28 +1,45 @@
-"""Offline preview: the stack's plan plus the resources its real program would register."""
+"""Offline preview: the stack's plan plus the resources its real program would register.
+
+The engine (.engine: the Pulumi SDK) and the policy pack (.policy: pulumi_policy) load on first use, not on
+import: `plan_stack` (validate, plan, and every command that only plans) needs neither, and loading them is
+most of such a command's time. Their names below (COMPUTED, ProgramError, PolicyResult, ...) resolve on first
+access (PEP 562).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aicluster.plan import ClusterPlan
 from aicluster.stackfile import CLUSTER_KEY, StackConfig
 from aicluster.timings import phase
 
 from .check import check_stack
-from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource, jsonable, run_program
 from .locate import dotted, stack_field, stack_line
-from .policy import (
-    PolicyConfigError,
-    PolicyResult,
-    Violation,
-    evaluate,
-    resolve_config,
-    stack_pack_config,
-    with_stack_config,
-)
+
+if TYPE_CHECKING:
+    from .engine import COMPUTED, SECRET, UNKNOWN, Capture, ProgramError, Resource
+    from .policy import PolicyConfigError, PolicyResult, Violation
+
+# what this package re-exports from its heavy modules, loaded on first access
+_LAZY = {
+    **dict.fromkeys(("COMPUTED", "SECRET", "UNKNOWN", "Capture", "ProgramError", "Resource"), ".engine"),
+    **dict.fromkeys(("PolicyConfigError", "PolicyResult", "Violation"), ".policy"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COMPUTED",
@@ -136,12 +153,16 @@ class Preview:
 
 
 def _outputs_json(value: Any) -> Any:
+    from .engine import jsonable
+
     return jsonable(value)
 
 
 def offline_outputs(stack: StackConfig) -> dict[str, Any]:
     """The stack outputs the program would export, from an offline run (no policy pack): values known only
     after `up` are the COMPUTED marker, secrets the SECRET marker."""
+    from .engine import run_program
+
     capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
     out = _outputs_json(capture.outputs)
     return out if isinstance(out, dict) else {}
@@ -150,6 +171,9 @@ def offline_outputs(stack: StackConfig) -> dict[str, Any]:
 def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = None) -> Preview:
     """Plan, run the program offline, and run the policy pack over what it registered.
     `policy_config` is a CrossGuard policy config (`--policy-pack-config`), checked before anything runs."""
+    from .engine import run_program
+    from .policy import evaluate, resolve_config, stack_pack_config, with_stack_config
+
     cluster_plan = plan_stack(stack)
     resolve_config(policy_config)  # PolicyConfigError before the program runs
     # What `aicluster policy-config` hands the Pulumi CLI (resource policies cannot read the AiCluster there),

@@ -4,24 +4,24 @@ The spec is checked with its wrong parts left out (spec.check_cluster), so a mis
 hides the rules of another; the waivers and the catalog (the planner) are checked on what is left. `validate`
 adds what the pack's mandatory data-residency and required-tag policies would fail in preview, found from the
 stack alone, with the stack file's line; `preview` leaves those to the pack, which reports them as findings.
+
+These checks need the pack's policy names (policies.names), never the pack itself: `validate` and `plan` do not
+load the policy engine or the Pulumi SDK.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from aicluster.catalog import REQUIRED_TAGS, load_catalog
 from aicluster.catalog.pricing import money
 from aicluster.plan import ClusterPlan, plan
-from aicluster.spec import ClusterSpec, Problem, SpecError, check_cluster, gcp_label
+from aicluster.spec import ClusterSpec, Problem, SpecError, Waiver, check_cluster, did_you_mean, gcp_label
 from aicluster.spec import Path as SpecPath
 from aicluster.stackfile import StackConfig, cluster_data
 from aicluster.timings import phase
-from policies.compliance import allowed_regions, azure_required_tags, gcp_required_labels, required_tags
-from policies.cost import monthly_budget, spot_checkpoints
-from policies.power import power_budget
-
-from .policy import waiver_problems
+from policies import names
 
 
 def check_stack(stack: StackConfig, *, policy_checks: bool = False) -> ClusterPlan:
@@ -59,6 +59,23 @@ def _check_stack(stack: StackConfig, *, policy_checks: bool) -> ClusterPlan:
     return cluster_plan
 
 
+def waiver_problems(waivers: Sequence[Waiver], policies: Sequence[str] = names.NAMES) -> list[Problem]:
+    """Waivers naming no policy of the pack (a typo would silently waive nothing)."""
+    out = []
+    for i, w in enumerate(waivers):
+        if w.policy not in policies:
+            out.append(
+                Problem(
+                    ("compliance", "waivers", i, "policy"),
+                    "no such policy in the pack; `aicluster policies` lists them",
+                    w.policy,
+                    True,
+                    did_you_mean(w.policy, list(policies)),
+                )
+            )
+    return out
+
+
 def _as_written(x: float) -> float | int:
     """A whole number as the stack wrote it (`1000`, not `1000.0`)."""
     return int(x) if x.is_integer() else x
@@ -73,7 +90,7 @@ def plan_policy_problems(spec: ClusterSpec, cluster_plan: ClusterPlan) -> list[P
     totals, budgets = cluster_plan.totals, spec.budgets
     if (
         budgets.monthly_usd is not None
-        and monthly_budget.meta.name not in waived
+        and names.MONTHLY_BUDGET not in waived
         and totals.cost_usd_per_month > budgets.monthly_usd
     ):
         over = totals.cost_usd_per_month - budgets.monthly_usd
@@ -81,7 +98,7 @@ def plan_policy_problems(spec: ClusterSpec, cluster_plan: ClusterPlan) -> list[P
             Problem(
                 ("budgets", "monthly_usd"),
                 f"the plan costs {money(totals.cost_usd_per_month, bool(totals.unpriced))}/month, "
-                f"{money(over)} over this budget (policy {monthly_budget.meta.name} fails in preview); "
+                f"{money(over)} over this budget (policy {names.MONTHLY_BUDGET} fails in preview); "
                 "shrink a pool, use spot or reserved capacity, or raise budgets.monthly_usd",
                 _as_written(budgets.monthly_usd),
                 True,
@@ -89,7 +106,7 @@ def plan_policy_problems(spec: ClusterSpec, cluster_plan: ClusterPlan) -> list[P
         )
     if (
         budgets.power_kw is not None
-        and power_budget.meta.name not in waived
+        and names.POWER_BUDGET not in waived
         and totals.power_kw_facility > budgets.power_kw
     ):
         problems.append(
@@ -97,19 +114,19 @@ def plan_policy_problems(spec: ClusterSpec, cluster_plan: ClusterPlan) -> list[P
                 ("budgets", "power_kw"),
                 f"the plan draws {totals.power_kw_facility:,.1f} kW at the facility (IT kW x PUE), "
                 f"{totals.power_kw_facility - budgets.power_kw:,.1f} kW over this budget (policy "
-                f"{power_budget.meta.name} fails in preview); shrink a pool or raise budgets.power_kw",
+                f"{names.POWER_BUDGET} fails in preview); shrink a pool or raise budgets.power_kw",
                 _as_written(budgets.power_kw),
                 True,
             )
         )
-    if not spec.storage and spot_checkpoints.meta.name not in waived:
+    if not spec.storage and names.SPOT_CHECKPOINTS not in waived:
         for i, p in enumerate(cluster_plan.pools):
             if p.market == "spot" and p.gpus:
                 problems.append(
                     Problem(
                         ("pools", i, "market"),
                         f"a spot pool with no shared file system in the stack to checkpoint to (policy "
-                        f"{spot_checkpoints.meta.name} fails in preview); add storage (kind: lustre) or use "
+                        f"{names.SPOT_CHECKPOINTS} fails in preview); add storage (kind: lustre) or use "
                         "on-demand",
                         p.market,
                         True,
@@ -125,7 +142,7 @@ def policy_problems(spec: ClusterSpec) -> list[Problem]:
     waived = {w.policy for w in spec.compliance.waivers}
     problems: list[Problem] = []
     allowed = list(spec.compliance.allowed_regions)
-    residency = allowed_regions.meta.name
+    residency = names.ALLOWED_REGIONS
     if allowed and residency not in waived:
         # cloud regions only: an owned site is the operator's own premises, not a cloud region
         placed: list[tuple[SpecPath, str | None]] = [
@@ -145,10 +162,10 @@ def policy_problems(spec: ClusterSpec) -> list[Problem]:
                         True,
                     )
                 )
-    rules = {"aws": required_tags, "azure": azure_required_tags, "gcp": gcp_required_labels}
+    rules = {"aws": names.AWS_REQUIRED_TAGS, "azure": names.AZURE_REQUIRED_TAGS, "gcp": names.GCP_REQUIRED_LABELS}
     for provider in sorted({p.provider for p in spec.pools}):
         rule = rules.get(provider)
-        if rule is None or rule.meta.name in waived:
+        if rule is None or rule in waived:
             continue
         if provider == "gcp":
             have = {gcp_label(k, key=True) for k in spec.tags}
@@ -159,7 +176,7 @@ def policy_problems(spec: ClusterSpec) -> list[Problem]:
             problems.append(
                 Problem(
                     ("tags",),
-                    f"missing the required tag(s) {', '.join(missing)} (policy {rule.meta.name} fails every "
+                    f"missing the required tag(s) {', '.join(missing)} (policy {rule} fails every "
                     f"{provider} resource in preview); add them, e.g. `{missing[0]}: ml-platform`",
                 )
             )

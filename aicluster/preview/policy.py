@@ -716,24 +716,6 @@ def describe(policy: Rule, level: EnforcementLevel) -> dict[str, Any]:
     }
 
 
-def waiver_problems(waivers: Sequence[Any], policies: Sequence[Rule] = POLICIES) -> list[Problem]:
-    """Waivers naming no policy of the pack (a typo would silently waive nothing)."""
-    names = [p.name for p in policies]
-    out = []
-    for i, w in enumerate(waivers):
-        if w.policy not in names:
-            out.append(
-                Problem(
-                    ("compliance", "waivers", i, "policy"),
-                    "no such policy in the pack; `aicluster policies` lists them",
-                    w.policy,
-                    True,
-                    did_you_mean(w.policy, names),
-                )
-            )
-    return out
-
-
 IB_SIZE_POLICY = "azure-compute-vmss-disallow-over-100-vms"
 
 

@@ -53,6 +53,7 @@ from .base import (
     Framework,
     GcpMarket,
     InstanceType,
+    LazyPattern,
     Market,
     MountPath,
     NetworkCidr,
@@ -396,7 +397,7 @@ class Access(Strict):
         ),
     ] = "aicluster"
     ssh_public_keys: Annotated[
-        list[Annotated[str, Field(pattern=_SSH_KEY)]],
+        list[Annotated[str, LazyPattern(_SSH_KEY)]],
         Field(description="OpenSSH public keys authorised for the admin account; password login stays off."),
     ] = []
 

@@ -15,6 +15,7 @@ from .base import (
     Count,
     DnsLabel,
     InstanceType,
+    LazyPattern,
     Problem,
     Strict,
     _pattern,
@@ -72,15 +73,20 @@ class AzurePool(Strict):
         ),
     ] = None
     resource_group: Annotated[
-        str | None,
-        Field(
-            pattern=_pattern(
-                r"^[-\w.()]{0,89}[-\w()]$",
-                (
-                    "must be a resource group name: 1 to 90 letters, digits, '_', '-', '.', '(' and ')', not ending in "
-                    "'.' (e.g. rg-ml-prod)"
-                ),
+        Annotated[
+            str,
+            LazyPattern(
+                _pattern(
+                    r"^[-\w.()]{0,89}[-\w()]$",
+                    (
+                        "must be a resource group name: 1 to 90 letters, digits, '_', '-', '.', '(' and ')', not "
+                        "ending in '.' (e.g. rg-ml-prod)"
+                    ),
+                )
             ),
+        ]
+        | None,
+        Field(
             description="Existing resource group to deploy into (e.g. `rg-ml-prod`). Default: the cluster creates "
             "one per region.",
         ),

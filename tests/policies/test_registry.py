@@ -16,6 +16,7 @@ from policies import (
     cost,
     fabric,
     kubernetes,
+    names,
     onprem,
     power,
     storage,
@@ -75,3 +76,15 @@ def test_main_builds_the_pack_from_the_explicit_list_only() -> None:
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
     assert [c.func.id for c in calls if isinstance(c.func, ast.Name)] == ["PolicyPack", "list"]
     assert not [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+
+
+def test_the_names_validate_reads_are_the_packs() -> None:
+    """policies.names: what `validate` knows of the pack without loading it (waivers, the checks it runs early)."""
+    assert list(names.NAMES) == [p.name for p in POLICIES]
+    assert cost.monthly_budget.name == names.MONTHLY_BUDGET
+    assert cost.spot_checkpoints.name == names.SPOT_CHECKPOINTS
+    assert power.power_budget.name == names.POWER_BUDGET
+    assert compliance.required_tags.name == names.AWS_REQUIRED_TAGS
+    assert compliance.azure_required_tags.name == names.AZURE_REQUIRED_TAGS
+    assert compliance.gcp_required_labels.name == names.GCP_REQUIRED_LABELS
+    assert compliance.allowed_regions.name == names.ALLOWED_REGIONS
