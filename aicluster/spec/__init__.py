@@ -397,7 +397,7 @@ class Access(Strict):
         ),
     ] = "aicluster"
     ssh_public_keys: Annotated[
-        list[Annotated[str, LazyPattern(_SSH_KEY)]],
+        list[Annotated[str, LazyPattern(_SSH_KEY, ascii_only=True)]],
         Field(description="OpenSSH public keys authorised for the admin account; password login stays off."),
     ] = []
 

@@ -183,9 +183,18 @@ class LazyPattern:
     repeated 90 times takes 35-70 ms, the SSH key's base64 class repeated up to 16,384 times 10-30 ms, most
     stacks using neither. The check is the one `pattern=` makes (pydantic-core's regex engine, on the str the
     field's own schema has validated), its error the one it raises (string_pattern_mismatch, same message and
-    pattern), and the JSON schema says `pattern` as before."""
+    pattern), and the JSON schema says `pattern` as before.
+
+    `ascii_only`: the regex is made of ASCII literals, ASCII classes and ranges, groups, alternations and repeats
+    (no `\\w`, `\\d`, `\\s`, `\\b`, no flags), where Python's `re.fullmatch` decides exactly as that engine does, and
+    compiles a bounded repeat without unrolling it (the SSH key's: 28 ms -> 0.1 ms, on every stack with a key)."""
 
     regex: str
+    ascii_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ascii_only and (not self.regex.isascii() or re.search(r"\\[wWdDsSbBAZ]|\(\?", self.regex)):
+            raise ValueError(f"not an ASCII-only pattern: {self.regex!r}")
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         return core_schema.no_info_after_validator_function(self._check, handler(source))
@@ -196,18 +205,29 @@ class LazyPattern:
         return {**handler(schema), "pattern": self.regex}
 
     def _check(self, value: str) -> str:
-        try:
-            _pattern_validator(self.regex).validate_python(value)
-        except ValidationError:
+        if self.ascii_only:
+            matched = _ascii_pattern(self.regex).fullmatch(value) is not None
+        else:
+            try:
+                _pattern_validator(self.regex).validate_python(value)
+                matched = True
+            except ValidationError:
+                matched = False
+        if not matched:
             raise PydanticCustomError(
                 "string_pattern_mismatch", "String should match pattern '{pattern}'", {"pattern": self.regex}
-            ) from None
+            )
         return value
 
 
 @cache
 def _pattern_validator(regex: str) -> SchemaValidator:
     return SchemaValidator(core_schema.str_schema(pattern=regex))
+
+
+@cache
+def _ascii_pattern(regex: str) -> re.Pattern[str]:
+    return re.compile(regex)
 
 
 def _cidr(value: str) -> str:
