@@ -153,6 +153,24 @@ FAILING_APPLY = textwrap.dedent(
 )
 
 
+# An output that never resolves (until 10 s pass), and an apply that makes an output which fails at once: the
+# drain must raise the late output's failure, as the SDK's does, not wait for the first.
+LATE_FAILURE = textwrap.dedent(
+    """
+    import asyncio
+    import pulumi
+
+    async def fail(what):
+        raise ValueError(what)
+
+    never = asyncio.get_event_loop().create_future()
+    asyncio.get_event_loop().call_later(10, never.set_exception, RuntimeError("10 s passed"))
+    pending = pulumi.Output.from_input(never)
+    pulumi.Output.from_input(1).apply(lambda _: pulumi.Output.from_input(fail("late output failed")))
+    """
+)
+
+
 def _sdk_drain(monkeypatch: pytest.MonkeyPatch) -> None:
     from aicluster.preview import engine
 
@@ -208,3 +226,18 @@ def test_the_engine_drain_captures_what_the_sdk_drain_captures(monkeypatch: pyte
     ours = dump()
     _sdk_drain(monkeypatch)
     assert dump() == ours
+
+
+@pytest.mark.parametrize("drain", ["engine", "sdk"])
+def test_an_output_made_while_draining_that_fails_fails_the_preview_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drain: str
+) -> None:
+    if drain == "sdk":
+        _sdk_drain(monkeypatch)
+    (tmp_path / "failing").mkdir()
+    (tmp_path / "failing" / "__main__.py").write_text(LATE_FAILURE)
+    with pytest.raises(ProgramError, match="ValueError: late output failed"):
+        run_program(tmp_path / "failing", "proj", "dev", {})
+    # The failed run's outputs do not stay behind for the next run in this process (they failed it, on a closed loop).
+    (tmp_path / "__main__.py").write_text(PROGRAM)
+    assert {r.name for r in capture(tmp_path).resources} >= {"box", "sn", "p"}

@@ -186,16 +186,20 @@ def test_only_the_newest_environments_are_kept(probe: tuple[str, Path, sdkload.F
     current = sdkload._environment_folder()
     assert current is not None
     for i in range(6):  # other venvs' folders, older than this one
-        old = current.parent / f"old{i}"
+        old = current.parent / f"old{i}-{sdkload._FORMAT}"
         old.mkdir(parents=True, mode=0o700)
         (old / "x.pyc").write_bytes(b"")
         os.utime(old, (1000 + i, 1000 + i))
+    earlier_format = current.parent / current.name.rsplit("-", 1)[0]  # this venv's, as an earlier version wrote it
+    earlier_format.mkdir(mode=0o700)
+    (earlier_format / "x.pyc").write_bytes(b"")
     _fresh(name, finder)
     finder.fill()
     kept = sorted(p.name for p in current.parent.iterdir())
     assert len(kept) == sdkload._KEEP_ENVIRONMENTS
     assert current.name in kept
-    assert {"old5", "old4", "old3"} <= set(kept)
+    assert {f"old{i}-{sdkload._FORMAT}" for i in (5, 4, 3)} <= set(kept)
+    assert not earlier_format.exists()
 
 
 def test_only_the_provider_sdks_are_loaded_this_way() -> None:
@@ -259,18 +263,37 @@ LAZY_INIT = textwrap.dedent(
     """
     # generated: a package that only gathers its modules' names
     import typing
+    from ._private import *
     from .first import *
     from .second import *
+    from .get_thing import *
+    from .exports_later import *
+    from .later import *
     from . import extra
+    if typing.TYPE_CHECKING:
+        import os as __v1
+        v1 = __v1
+    else:
+        v1 = "v1 at run time"
     """
 )
 
 
 def _package(package: Path, init: str = LAZY_INIT) -> None:
     (package / "__init__.py").write_text(init)
-    (package / "first.py").write_text("__all__ = ['Shared', 'First']\nRAN = True\nShared = 'first'\nFirst = 1\n")
-    (package / "second.py").write_text("__all__ = ['Shared', 'Second']\nShared = 'second'\nSecond = 2\n")
-    (package / "extra.py").write_text("VALUE = 3\n")
+    modules = {
+        "_private": "__all__ = ['Private']\nPrivate = 0\n",
+        "first": "__all__ = ['Shared', 'First']\nRAN = True\nShared = 'first'\nFirst = 1\n",
+        "second": "__all__ = ['Shared', 'Second']\nShared = 'second'\nSecond = 2\n",
+        # a module named as the function it exports (the SDKs' get_vpc, kubernetes' Namespace)
+        "get_thing": "__all__ = ['get_thing', 'get_thing_output']\ndef get_thing(): ...\ndef get_thing_output(): ...\n",
+        # exports a name that a module imported after it is named: the module wins, as its import binds it
+        "exports_later": "__all__ = ['later', 'early']\nlater = 'a name'\nearly = 'e'\n",
+        "later": "__all__ = ['Later']\nLater = 3\n",
+        "extra": "VALUE = 3\n",
+    }
+    for module, text in modules.items():
+        (package / f"{module}.py").write_text(text)
 
 
 def _fresh_package(name: str, finder: sdkload.Finder) -> object:
@@ -281,15 +304,21 @@ def _fresh_package(name: str, finder: sdkload.Finder) -> object:
     return importlib.import_module(name)
 
 
+def _kinds(namespace: dict[str, object]) -> dict[str, str]:
+    return {n: f"{type(v).__name__} {getattr(v, '__name__', v)}" for n, v in namespace.items() if n != "__builtins__"}
+
+
 def test_a_package_that_only_gathers_its_modules_names_loads_them_when_asked(
     probe: tuple[str, Path, sdkload.Finder],
 ) -> None:
     name, package, finder = probe
     _package(package)
     usual = _fresh_package(name, finder)
-    usual_names = {n: getattr(usual, n) for n in vars(usual) if not n.startswith("_")}
+    usual_names = _kinds({n: getattr(usual, n) for n in vars(usual) if not n.startswith("_")})
+    usual_star: dict[str, object] = {}
+    exec(f"from {name} import *", usual_star)
     assert f"{name}.first" in sys.modules  # loaded as written, every module with it
-    assert finder.fill() >= 4
+    assert finder.fill() >= 8
     lazy = _fresh_package(name, finder)
     assert f"{name}.first" not in sys.modules
     assert f"{name}.second" not in sys.modules
@@ -299,14 +328,37 @@ def test_a_package_that_only_gathers_its_modules_names_loads_them_when_asked(
     assert f"{name}.first" not in sys.modules
     assert lazy.Shared == "second"  # type: ignore[attr-defined]  # the later module's name, as with star imports
     assert lazy.first.RAN is True  # type: ignore[attr-defined]  # its modules are attributes, as when imported
+    lazy.get_thing_output  # type: ignore[attr-defined]  # noqa: B018  # imports the module named get_thing first
+    assert callable(lazy.get_thing)  # type: ignore[attr-defined]  # the function, not the module
+    importlib.import_module(f"{name}.later")
+    assert lazy.later.Later == 3  # type: ignore[attr-defined]
+    assert lazy.v1 == "v1 at run time"  # type: ignore[attr-defined]
+    assert lazy.Private == 0  # type: ignore[attr-defined]
     star: dict[str, object] = {}
     exec(f"from {name} import *", star)
-    assert {n: v for n, v in star.items() if n != "__builtins__"}.keys() == usual_names.keys()
-    assert {n: star[n] for n in ("Shared", "First", "Second")} == {"Shared": "second", "First": 1, "Second": 2}
+    assert _kinds(star) == _kinds(usual_star)
+    assert "v1" in star
+    assert "_private" not in star
     assert set(usual_names) <= set(dir(lazy))
+    assert _kinds({n: getattr(lazy, n) for n in usual_names}) == usual_names
     with pytest.raises(AttributeError, match="has no attribute 'Missing'"):
         lazy.Missing  # type: ignore[attr-defined]  # noqa: B018
     assert finder.missed == []
+
+
+def test_a_module_imported_directly_leaves_the_names_the_star_imports_left(
+    probe: tuple[str, Path, sdkload.Finder],
+) -> None:
+    name, package, finder = probe
+    _package(package, LAZY_INIT.replace("from .later import *\n", "").replace("exports_later", "later_first"))
+    (package / "later_first.py").write_text("__all__ = ['get_thing']\nget_thing = 'shadows the module'\n")
+    usual = _fresh_package(name, finder)
+    assert usual.get_thing == "shadows the module"  # type: ignore[attr-defined]
+    finder.fill()
+    lazy = _fresh_package(name, finder)
+    assert f"{name}.later_first" not in sys.modules
+    importlib.import_module(f"{name}.get_thing")  # binds the module to the package, as any import does
+    assert lazy.get_thing == "shadows the module"  # type: ignore[attr-defined]
 
 
 def test_a_lazy_package_loads_as_written_when_a_module_changed(probe: tuple[str, Path, sdkload.Finder]) -> None:
@@ -341,41 +393,64 @@ def test_a_package_that_does_more_loads_as_written(probe: tuple[str, Path, sdklo
     assert finder.missed == []  # loaded from the cache, compiled as written
 
 
+SDK_PACKAGES = (
+    "pulumi_aws.ec2",
+    "pulumi_azure_native.network",
+    "pulumi_gcp.compute",
+    "pulumi_kubernetes.core.v1",
+    "pulumi_kubernetes.yaml",
+)
+
+
 def test_sdk_packages_offer_the_same_names_when_loaded_lazily(tmp_path: Path) -> None:
-    """The generated SDK packages a preview uses, loaded as usual and lazily from the filled cache (fresh
-    interpreters): the same public names, each the same kind of object from the same module."""
+    """The generated SDK packages a preview uses, in fresh interpreters: loaded as written (nothing cached yet), then
+    lazily from the filled cache. The same public names, each the same kind of object from the same module, also
+    when a module named as one of its names (get_vpc, Namespace) was imported first for another of its names."""
     script = textwrap.dedent(
         """
         import importlib, sys
         from aicluster.preview import sdkload
-        if sys.argv[1] != "usual":
-            sdkload.install()
-        for package in ("pulumi_aws.ec2", "pulumi_azure_native.network", "pulumi_gcp.compute"):
+        sdkload.install()
+        first = {
+            "pulumi_aws.ec2": ("get_vpc_output", "get_vpc"),
+            "pulumi_azure_native.network": ("GetVirtualNetworkResult", "get_virtual_network"),
+            "pulumi_gcp.compute": ("get_network_output", "get_network"),
+            "pulumi_kubernetes.core.v1": ("NamespaceInitArgs", "Namespace"),
+        }
+        for package in PACKAGES:
             mod = importlib.import_module(package)
+            mod._utilities  # runs the package (pulumi imports subpackages lazily)
             loaded = sum(1 for m in list(sys.modules) if m.startswith(package + "."))
-            if sys.argv[1] == "lazy":
-                print(package, "modules loaded with the package:", loaded < 10)
+            print(package, "modules run with the package:", "few" if loaded < 10 else "many")
+            if package in first:
+                asked, then = first[package]
+                getattr(mod, asked)
+                print(package, then, "after", asked, type(getattr(mod, then)).__name__)
             names = {}
             exec(f"from {package} import *", names)
             for name in sorted(n for n in names if n != "__builtins__"):
                 value = names[name]
                 print(package, name, type(value).__name__, getattr(value, "__module__", ""))
-        # the packages' own code is what loads lazily; their modules may load as usual (a faster fill)
+        # the packages' own code is what loads lazily; their modules may load as written (a faster fill)
         sdkload._FINDER.missed = [m for m in sdkload._FINDER.missed if m.endswith("__init__.py")]
-        sdkload.fill(budget_s=600)
+        print("filled", sdkload.fill(budget_s=600) >= len(PACKAGES))
         """
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    ).replace("PACKAGES", repr(SDK_PACKAGES))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "AICLUSTER_NO_CACHE")}
     env |= {"PYTHONPATH": str(ROOT), "AICLUSTER_CACHE_DIR": str(tmp_path / "cache")}
     usual, lazy = (
         subprocess.run(
-            [sys.executable, "-c", script, how], capture_output=True, text=True, check=True, env=env, timeout=300
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, timeout=300
         ).stdout.splitlines()
-        for how in ("usual", "lazy")
+        for _ in range(2)
     )
     assert len(usual) > 3000
-    assert [line for line in lazy if "modules loaded" in line] == [
-        f"{p} modules loaded with the package: True"
-        for p in ("pulumi_aws.ec2", "pulumi_azure_native.network", "pulumi_gcp.compute")
-    ]
-    assert [line for line in lazy if "modules loaded" not in line] == usual
+    assert usual[-1] == "filled True"
+    for package in SDK_PACKAGES[:-1]:  # kubernetes.yaml has one module (and `v2`, a subpackage imported lazily)
+        assert f"{package} modules run with the package: many" in usual
+        assert f"{package} modules run with the package: few" in lazy
+    lines = [line for line in usual if "modules run with" not in line and not line.startswith("filled")]
+    assert [line for line in lazy if "modules run with" not in line and not line.startswith("filled")] == lines
+    assert "pulumi_kubernetes.core.v1 Namespace after NamespaceInitArgs type" in lines
+    assert "pulumi_aws.ec2 get_vpc after get_vpc_output function" in lines
+    assert any(line.startswith("pulumi_kubernetes.yaml v2 ") for line in lines)

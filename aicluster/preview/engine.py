@@ -273,25 +273,56 @@ def _worker_loop() -> Iterator[None]:
         loop.close()
 
 
-async def _all_done_or_first_failure(tasks: list[asyncio.Task[Any]]) -> None:
-    """Return once every task is done, or as soon as one fails or is cancelled: one callback per task, once."""
-    pending = {task for task in tasks if not task.done()}
-    if not pending:
-        return
+async def _drain_outputs() -> None:
+    """Wait for the program's pending outputs, and for those they make while this waits, until all are done or one
+    fails or is cancelled; then await what is done (re-raising the first failure, as the SDK does) and leave what
+    is not in SETTINGS.outputs. Each output gets one callback, once: when one completes, the outputs made since are
+    taken from SETTINGS.outputs, as the SDK's next asyncio.wait would have taken them."""
+    lock, outputs = settings.SETTINGS.lock, settings.SETTINGS.outputs
     waiter = asyncio.get_running_loop().create_future()
+    seen: list[asyncio.Task[Any]] = []
+    pending: set[asyncio.Task[Any]] = set()
+    failed: list[asyncio.Task[Any]] = []
+
+    def failure(task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            failed.append(task)
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def take_new() -> None:
+        with lock:
+            new = list(outputs)
+            outputs.clear()
+        for task in new:
+            seen.append(task)
+            if task.done():
+                failure(task)
+            else:
+                pending.add(task)
+                task.add_done_callback(on_done)
 
     def on_done(task: asyncio.Task[Any]) -> None:
         pending.discard(task)
-        if not waiter.done() and (not pending or task.cancelled() or task.exception() is not None):
+        failure(task)
+        take_new()
+        if not pending and not waiter.done():
             waiter.set_result(None)
 
-    for task in pending:
-        task.add_done_callback(on_done)
+    take_new()
     try:
-        await waiter
+        if pending and not waiter.done():
+            await waiter
     finally:
         for task in list(pending):
             task.remove_done_callback(on_done)
+    for task in [*failed[:1], *seen]:
+        if task.done():
+            await task  # re-raises the task's exception here, as the SDK does
+    not_done = [task for task in seen if not task.done()]
+    if not_done:
+        with lock:
+            outputs.update(not_done)
 
 
 async def _wait_for_rpcs(await_all_outstanding_tasks: bool = True) -> None:
@@ -300,9 +331,9 @@ async def _wait_for_rpcs(await_all_outstanding_tasks: bool = True) -> None:
     The SDK's drain waits on every pending output with asyncio.wait(FIRST_COMPLETED), once per event-loop turn
     in which any output resolves: each wait adds and removes a callback on every pending output. A program
     whose resources have many output properties (every property is an Output task) has hundreds pending for
-    a hundred turns: 72,000 callbacks, about 0.3 s of a 0.5 s Azure program at 3,072 nodes. This waits on the
-    same snapshot until all of it is done or one fails, then does what the SDK does with what is done and what
-    is not; the RPC loop is the SDK's, line for line. tests/test_preview_engine.py pins the SDK's source, so
+    a hundred turns: 72,000 callbacks, about 0.3 s of a 0.5 s Azure program at 3,072 nodes. _drain_outputs gives
+    each output one callback and takes new outputs as each completes, so it returns, and raises, when the SDK's
+    loop would; the RPC loop is the SDK's, line for line. tests/test_preview_engine.py pins the SDK's source, so
     an SDK change is reviewed against this copy.
     """
     rpc_manager = settings._get_rpc_manager()
@@ -324,16 +355,7 @@ async def _wait_for_rpcs(await_all_outstanding_tasks: bool = True) -> None:
                 with settings.SETTINGS.lock:
                     if len(outputs) == 0:
                         break
-                    pending_outputs = list(outputs)
-                    outputs.clear()
-                await _all_done_or_first_failure(pending_outputs)
-                for task in pending_outputs:
-                    if task.done():
-                        await task  # re-raises the task's exception here, as the SDK does
-                not_done = [task for task in pending_outputs if not task.done()]
-                if not_done:
-                    with settings.SETTINGS.lock:
-                        outputs.update(not_done)
+                await _drain_outputs()
         if len(rpc_manager.rpcs) == 0:
             break
 
@@ -399,6 +421,10 @@ def run(
         settings.set_root_resource(None)  # type: ignore[arg-type]
         pulumi.runtime.set_all_config({}, [])
         _close(loop)
+        # A failed program leaves its failed and cancelled outputs (and RPCs) in the SDK's process-wide sets, for
+        # the language host to find at exit; the next run in this process would await them, on a closed loop.
+        settings.SETTINGS.outputs.clear()
+        settings.SETTINGS.rpc_manager.clear()
     # Registration order depends on asyncio scheduling; sort so that two previews of the same
     # program are identical (reports and diffs compare them).
     resources = sorted([*monitor.captured, *monitor.default_providers.values()], key=lambda r: r.urn)

@@ -67,6 +67,8 @@ _KEEP_ENVIRONMENTS = 4  # subfolders of Python environments kept; older ones are
 # Seconds one command may spend after its output compiling what it missed: a stack's SDK modules take 1.5-6.5 s
 # to compile, so the first few previews on a machine fill the cache a part each, and none waits long.
 FILL_BUDGET_S = 0.5
+# What the cached files hold (2: packages compiled lazily); a folder of another format is never read, and pruned.
+_FORMAT = "2"
 
 
 def _environment_folder() -> Path | None:
@@ -75,7 +77,7 @@ def _environment_folder() -> Path | None:
     if root is None:
         return None
     env = hashlib.sha256(os.fsencode(os.path.realpath(sys.prefix))).hexdigest()[:16]
-    return root / f"sdk-{sys.implementation.cache_tag}-pep563" / env
+    return root / f"sdk-{sys.implementation.cache_tag}-pep563" / f"{env}-{_FORMAT}"
 
 
 def _cache_path(folder: Path, source: str) -> Path:
@@ -163,47 +165,93 @@ def _static_all(path: Path) -> list[str] | None:
 _ALL = re.compile(r"^__all__ = \[", re.MULTILINE)
 
 
-def _bound_names(node: ast.stmt) -> list[str]:
+def _bound_names(node: ast.stmt, in_else: bool = False) -> list[str] | None:
+    """The names a statement the package keeps binds when it runs; None where the package cannot be lazy: a
+    statement other than imports, a docstring and an `if typing.TYPE_CHECKING:` block whose `else:` only imports
+    or assigns names (the generated `v1 = _utilities.lazy_import(...)`)."""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [(a.asname or a.name).partition(".")[0] for a in node.names]
-    return []
+    if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) or isinstance(node, ast.Pass):
+        return []
+    if in_else and isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        return [t.id for t in node.targets]  # type: ignore[attr-defined]
+    if not in_else and isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING":
+        names: list[str] = []  # only the `else:` runs
+        for stmt in node.orelse:
+            bound = _bound_names(stmt, in_else=True)
+            if bound is None:
+                return None
+            names += bound
+        return names
+    return None
 
 
-_LAZY_TAIL = """
+def _reads(node: ast.stmt) -> set[str]:
+    """The global names a kept statement reads when it runs."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+# The lazy package's own machinery, run before the statements it keeps. `_aicluster_final` maps each name the star
+# imports bound, in order, to what was left under it: (module, None) for a module (the import system binds a module
+# it imports to its parent), (module, name) for a name one of them exported. The import system binds a module to the
+# package when anything imports it; the package's class rebinds that name to what the star imports left there (the
+# generated `get_vpc` module exports the function `get_vpc`, which replaced the module as soon as it was imported).
+_LAZY_MACHINERY = """
 import importlib as _aicluster_importlib
+import sys as _aicluster_sys
+import types as _aicluster_types
+
+
+class _AiclusterNoModule:  # a module has no __module__; its class's would show through
+    def __get__(self, obj, owner=None):
+        raise AttributeError("__module__")
+
+    def __set__(self, obj, value):
+        raise AttributeError("__module__")
+
+
+class _AiclusterLazyPackage(_aicluster_types.ModuleType):
+    __module__ = _AiclusterNoModule()
+
+    def __setattr__(self, name, value):
+        target = _aicluster_final.get(name)
+        if (
+            target is not None
+            and isinstance(value, _aicluster_types.ModuleType)
+            and value.__name__ == __name__ + "." + name
+            and target != (name, None)
+        ):
+            if target[0] != name:
+                self.__dict__.pop(name, None)  # left to another module's name: __getattr__ finds it
+                return
+            value = getattr(value, target[1])
+        super().__setattr__(name, value)
 
 
 def __getattr__(name):
-    module = _aicluster_lazy.get(name)
-    if module is not None:
-        value = getattr(_aicluster_importlib.import_module(__name__ + "." + module), name)
-    elif name in _aicluster_submodules:
-        value = _aicluster_importlib.import_module(__name__ + "." + name)
-    else:
+    target = _aicluster_final.get(name)
+    if target is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _aicluster_importlib.import_module(__name__ + "." + target[0])
+    value = module if target[1] is None else getattr(module, target[1])
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted({*globals(), *_aicluster_lazy, *_aicluster_submodules})
+    return sorted({*globals(), *_aicluster_final})
+
+
+_aicluster_sys.modules[__name__].__class__ = _AiclusterLazyPackage
 """
-
-
-def _kept_as_written(node: ast.stmt) -> bool:
-    """Statements a lazy package keeps: its other imports, its docstring, its `if typing.TYPE_CHECKING:` block."""
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return True
-    if isinstance(node, ast.Expr):
-        return isinstance(node.value, ast.Constant)
-    return isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING"
 
 
 def _lazy_package(source: str, text: bytes) -> tuple[tuple[tuple[str, int, int], ...], CodeType] | None:
     """The code of an SDK package whose `__init__` only imports its modules' names (`from .m import *`, the
-    generated layout): the same imports of other modules, and a module `__getattr__` that imports a module of
-    the package when one of its names is first asked for, as if it had been imported with the package. A
-    preview uses a few of each package's resources (pulumi_azure_native.network has 287 modules; an Azure stack
+    generated layout): the statements it keeps (its other imports, its docstring, its `if typing.TYPE_CHECKING:`
+    block) and a module `__getattr__` that imports a module of the package when one of its names is first asked
+    for, as if it had been imported with the package, with `__all__` the names a star import of that package took.
+    A preview uses a few of each package's resources (pulumi_azure_native.network has 287 modules; an Azure stack
     uses 5). None where the package does anything else, a module's names are not a literal `__all__`, or a name
     is also bound otherwise: such a package loads as written."""
     try:
@@ -212,8 +260,8 @@ def _lazy_package(source: str, text: bytes) -> tuple[tuple[tuple[str, int, int],
         return None
     folder = Path(source).parent
     kept: list[ast.stmt] = []
-    lazy: dict[str, str] = {}
-    submodules: list[str] = []
+    bound: list[str] = []
+    final: dict[str, tuple[str, str | None]] = {}
     stamps: list[tuple[str, int, int]] = []
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and [a.name for a in node.names] == ["*"]:
@@ -222,24 +270,25 @@ def _lazy_package(source: str, text: bytes) -> tuple[tuple[tuple[str, int, int],
             names = _static_all(path) if module.isidentifier() and path.is_file() else None
             if names is None:
                 return None
-            for name in names:
-                lazy.pop(name, None)  # a later module's name wins, as with star imports in order
-                lazy[name] = module
-            submodules.append(module)
+            final[module] = (module, None)  # the import binds the module, then its names
+            final.update((name, (module, name)) for name in names)
             try:
                 stamps.append(_stamp(path))
             except OSError:
                 return None
-        elif _kept_as_written(node):
-            kept.append(node)
         else:
-            return None
-    eager = {name for node in kept for name in _bound_names(node)}
-    if not lazy or eager & (lazy.keys() | set(submodules)):
+            names = _bound_names(node)
+            if names is None:
+                return None
+            kept.append(node)
+            bound += names
+    # A name the star imports bound is not a global of the lazy package until asked for: its own statements may
+    # neither rebind one nor read one.
+    if not final or (set(bound) | {name for node in kept for name in _reads(node)}) & final.keys():
         return None
-    public = [n for n in dict.fromkeys([*(n for n in eager if not n.startswith("_")), *lazy, *submodules])]
-    table = f"_aicluster_lazy = {lazy!r}\n_aicluster_submodules = frozenset({submodules!r})\n__all__ = {public!r}\n"
-    program = "\n".join(ast.unparse(node) for node in kept) + "\n" + table + _LAZY_TAIL
+    public = [name for name in dict.fromkeys([*bound, *final]) if not name.startswith("_")]
+    table = f"_aicluster_final = {final!r}\n__all__ = {public!r}\n"
+    program = table + _LAZY_MACHINERY + "\n".join(ast.unparse(node) for node in kept) + "\n"
     code = compile(program, source, "exec", flags=_FLAGS, dont_inherit=True)
     return tuple(stamps), code
 
@@ -352,7 +401,8 @@ def _prune(keep: Path) -> None:
             key=lambda p: p.stat().st_mtime,
             reverse=True,
         )
-        for old in folders[_KEEP_ENVIRONMENTS:]:
+        current = [p for p in folders if p.name.endswith(f"-{_FORMAT}")]
+        for old in [*(p for p in folders if p not in current), *current[_KEEP_ENVIRONMENTS:]]:
             if old != keep:
                 for f in old.iterdir():
                     with contextlib.suppress(OSError):
