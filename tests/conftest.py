@@ -67,8 +67,8 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 # hands tests to the workers one at a time (pytest-xdist's --maxschedchunk=1), so that the workers share them and
 # the short tests fill the gaps, instead of one worker ending on a queue of them while the others are idle. xdist
 # still gives each worker its first two tests at once: worker k gets entries 2k-1 and 2k, so the list pairs a long
-# test with a shorter one (with -n 3, a clean run: 257 + 69 | 21 + 179 | 190 + 63 s). Only the order changes:
-# every test runs, whatever this list says.
+# test with a shorter one (with -n 4, warm caches: 189 + 101 | 20 + 125 | 114 + 65 s, then two check-mode runs).
+# Only the order changes: every test runs, whatever this list says.
 LONGEST_FIRST = (
     "tests/playbooks/test_chroot_burst.py::",
     "tests/tune/test_tune_hosts.py::",

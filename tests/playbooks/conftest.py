@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.targets import ansible_collections, debian_rootfs, unavailable
+from tests.targets import ansible_collections, debian_rootfs, overlay, unavailable, unpacked
 
 PLAYBOOKS = ROOT / "playbooks"
 SITE = PLAYBOOKS / "site.yml"
@@ -62,13 +62,10 @@ def rootfs_tarball() -> Path:
 
 @contextlib.contextmanager
 def fresh_rootfs(tarball: Path, where: Path) -> Iterator[Path]:
-    """A fresh copy of the cached root filesystem, removed afterwards (200 MB)."""
-    where.mkdir(parents=True)
-    subprocess.run(["tar", "-C", str(where), "-xf", str(tarball)], check=True)
-    try:
-        yield where
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
+    """A fresh root filesystem as the cached tarball has it, removed afterwards: an overlay whose lower layer is the
+    tarball unpacked once (tests/targets.py), so each test's writes land in a layer of its own under `where`."""
+    with overlay([unpacked(tarball)], where) as rootfs:
+        yield rootfs
 
 
 @pytest.fixture(scope="session")

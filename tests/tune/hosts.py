@@ -15,14 +15,13 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.targets import CACHE, debian_rootfs, locked, unavailable
+from tests.targets import CACHE, debian_rootfs, locked, overlay, unavailable, unpacked
 
 # Debian's Slurm 22.05 and munge, for SSH hosts that run the Slurm roles (the nodes cannot download).
 SLURM_PACKAGES = ("munge", "slurm-client", "slurmd", "slurmctld")
@@ -143,19 +142,22 @@ def ssh_hosts(
     own = allocate(purpose)
     prefix, subnet = own.prefix, own.subnet
     bridge, veth = f"br-{prefix}", prefix
-    base = work / "rootfs"
-    base.mkdir(parents=True)
-    with tarfile.open(rootfs or rootfs_tar()) as tar:
-        tar.extractall(base, filter="fully_trusted")
+    # The root filesystem, unpacked once per tarball and never written (tests/targets.py), under this set's own layer:
+    # the login key, the host keys (one set for every node, as a cloned image has), sshd's run directory.
+    shared = unpacked(rootfs or rootfs_tar())
+    work.mkdir(parents=True)
     key = work / "id_ed25519"
     _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
-    ssh_dir = base / "root" / ".ssh"
-    ssh_dir.mkdir(mode=0o700, exist_ok=True)
-    (ssh_dir / "authorized_keys").write_text((work / "id_ed25519.pub").read_text())
-    (base / "run" / "sshd").mkdir(parents=True, exist_ok=True)
-    _sh("chroot", str(base), "ssh-keygen", "-A")
-    (base / "usr" / "sbin" / "policy-rc.d").write_text("#!/bin/sh\nexit 101\n")
-    (base / "usr" / "sbin" / "policy-rc.d").chmod(0o755)
+    layer = work / "rootfs-layer"  # the nodes stack it over the shared root filesystem
+    with overlay([shared], work / "rootfs", keep=layer) as base:
+        ssh_dir = base / "root" / ".ssh"
+        ssh_dir.mkdir(mode=0o700, exist_ok=True)
+        (ssh_dir / "authorized_keys").write_text((work / "id_ed25519.pub").read_text())
+        (base / "run" / "sshd").mkdir(parents=True, exist_ok=True)
+        _sh("chroot", str(base), "ssh-keygen", "-A")
+        (base / "usr" / "sbin" / "policy-rc.d").write_text("#!/bin/sh\nexit 101\n")
+        (base / "usr" / "sbin" / "policy-rc.d").chmod(0o755)
+    lower = f"{layer}:{shared}"
     nodes: list[Node] = []
     procs: list[subprocess.Popen[bytes]] = []
     _sh("ip", "link", "add", bridge, "type", "bridge")  # fails rather than take over one that exists
@@ -177,7 +179,7 @@ def ssh_hosts(
                 d.mkdir(parents=True)
             script = (
                 f"hostname {(hostnames or {}).get(name, name)} && "
-                f"mount -t overlay overlay -o lowerdir={base},upperdir={upper},workdir={scratch} {merged} && "
+                f"mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={scratch} {merged} && "
                 f"mount -t proc proc {merged}/proc && mount --rbind /dev {merged}/dev && "
                 f"exec chroot {merged} /usr/sbin/sshd -D -e -o UseDNS=no"
             )
