@@ -140,8 +140,12 @@ class _Mocks(mocks.Mocks):
     def __init__(self, config: Mapping[str, str]) -> None:
         # What a provider fills in from its own configuration during a real preview (GCP's default project).
         self.provider_defaults = {"gcp": {"project": config["gcp:project"]}} if config.get("gcp:project") else {}
+        # The inputs of the registration this thread is handling, as the SDK's mock monitor deserialized them (in a
+        # preview, unknowns kept): the capture reads them instead of deserializing the request a second time.
+        self.registering = threading.local()
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.registering.inputs = args.inputs
         state = {k: v for k, v in args.inputs.items() if not _has_unknown(v)}
         for key, value in self.provider_defaults.get(args.typ.split(":", 1)[0], {}).items():
             state.setdefault(key, value)
@@ -163,7 +167,8 @@ def _package_version(package: str) -> str:
 
 class _Monitor(mocks.MockMonitor):
     def __init__(self, project: str, stack: str, config: Mapping[str, str], secret_keys: frozenset[str]) -> None:
-        super().__init__(_Mocks(config))
+        self._mocks = _Mocks(config)
+        super().__init__(self._mocks)
         self.project = project
         self.stack = stack
         self.config = config
@@ -207,9 +212,13 @@ class _Monitor(mocks.MockMonitor):
             return self._register(request)
 
     def _register(self, request: Any) -> Any:
+        registering = self._mocks.registering
+        registering.inputs = None
         resp = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != ROOT_TYPE:
-            inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+            inputs, registering.inputs = registering.inputs, None
+            if inputs is None or not settings.is_dry_run():  # not handed to the mocks, or unknowns not kept
+                inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
             provider = request.provider or None
             if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
                 provider = self._default_provider(request.type.split(":", 1)[0])
