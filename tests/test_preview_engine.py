@@ -7,6 +7,7 @@ import hashlib
 import inspect
 import json
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,18 @@ def _sdk_drain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "_linear_output_drain", contextlib.nullcontext)
 
 
+@pytest.fixture(params=["engine", "sdk"])
+def either_drain(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Runs a test with the engine's output drain, then with the SDK's; either way the SDK's is in place after."""
+    from pulumi.runtime import stack
+
+    if request.param == "sdk":
+        _sdk_drain(monkeypatch)
+    sdk_wait = stack.wait_for_rpcs
+    yield
+    assert stack.wait_for_rpcs is sdk_wait
+
+
 def test_the_sdk_wait_loop_is_the_one_the_engine_copies() -> None:
     """If this fails, the Pulumi SDK changed wait_for_rpcs: compare engine._wait_for_rpcs with it, then update."""
     from pulumi.runtime import stack
@@ -185,31 +198,19 @@ def test_the_sdk_wait_loop_is_the_one_the_engine_copies() -> None:
     assert hashlib.sha256(source.encode()).hexdigest() == SDK_WAIT_FOR_RPCS_SHA256
 
 
-@pytest.mark.parametrize("drain", ["engine", "sdk"])
-def test_outputs_made_while_draining_are_awaited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drain: str) -> None:
-    from pulumi.runtime import stack
-
-    if drain == "sdk":
-        _sdk_drain(monkeypatch)
-    sdk_wait = stack.wait_for_rpcs
+@pytest.mark.usefixtures("either_drain")
+def test_outputs_made_while_draining_are_awaited(tmp_path: Path) -> None:
     (tmp_path / "__main__.py").write_text(LATE_OUTPUTS)
     cap = run_program(tmp_path, "proj", "dev", {})
     assert cap.outputs["chained"] == "vpc"
     assert cap.outputs["many"] == list(range(200))
-    assert stack.wait_for_rpcs is sdk_wait
 
 
-@pytest.mark.parametrize("drain", ["engine", "sdk"])
-def test_a_failing_apply_fails_the_preview(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drain: str) -> None:
-    from pulumi.runtime import stack
-
-    if drain == "sdk":
-        _sdk_drain(monkeypatch)
-    sdk_wait = stack.wait_for_rpcs
+@pytest.mark.usefixtures("either_drain")
+def test_a_failing_apply_fails_the_preview(tmp_path: Path) -> None:
     (tmp_path / "__main__.py").write_text(FAILING_APPLY)
     with pytest.raises(ProgramError, match="ValueError: apply failed after vpc"):
         run_program(tmp_path, "proj", "dev", {})
-    assert stack.wait_for_rpcs is sdk_wait
 
 
 def test_the_engine_drain_captures_what_the_sdk_drain_captures(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,12 +229,8 @@ def test_the_engine_drain_captures_what_the_sdk_drain_captures(monkeypatch: pyte
     assert dump() == ours
 
 
-@pytest.mark.parametrize("drain", ["engine", "sdk"])
-def test_an_output_made_while_draining_that_fails_fails_the_preview_at_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drain: str
-) -> None:
-    if drain == "sdk":
-        _sdk_drain(monkeypatch)
+@pytest.mark.usefixtures("either_drain")
+def test_an_output_made_while_draining_that_fails_fails_the_preview_at_once(tmp_path: Path) -> None:
     (tmp_path / "failing").mkdir()
     (tmp_path / "failing" / "__main__.py").write_text(LATE_FAILURE)
     with pytest.raises(ProgramError, match="ValueError: late output failed"):
