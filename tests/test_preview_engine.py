@@ -238,3 +238,65 @@ def test_an_output_made_while_draining_that_fails_fails_the_preview_at_once(tmp_
     # The failed run's outputs do not stay behind for the next run in this process (they failed it, on a closed loop).
     (tmp_path / "__main__.py").write_text(PROGRAM)
     assert {r.name for r in capture(tmp_path).resources} >= {"box", "sn", "p"}
+
+
+def test_the_mock_monitor_calls_share_one_kept_thread_and_each_run_closes_its_loop(project: Path) -> None:
+    import threading
+
+    from aicluster.preview import engine
+
+    capture(project)
+    calls = engine._call_thread()
+    thread = calls._thread
+    assert thread is not None
+    assert thread is not threading.main_thread()
+    threads = threading.active_count()
+    seen: list[tuple[threading.Thread, object]] = []
+    register = engine._Monitor._register
+
+    def spy(self, request):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        seen.append((threading.current_thread(), asyncio.get_event_loop()))
+        return register(self, request)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine._Monitor, "_register", spy)
+        for _ in range(3):
+            assert {r.name for r in capture(project).resources} >= {"box", "box-vpc", "sn", "p"}
+    assert threading.active_count() == threads  # no thread started per run
+    assert {t for t, _ in seen} == {thread}  # every registration on the kept thread
+    loops = {id(loop) for _, loop in seen}
+    assert len(loops) == 3  # one loop per run, shared by its calls...
+    assert calls._loop is None  # ...closed when the run ended
+    assert all(loop.is_closed() for _, loop in seen)  # type: ignore[attr-defined]
+
+
+def test_a_failed_run_closes_its_loop_and_the_next_run_has_the_thread(tmp_path: Path) -> None:
+    from aicluster.preview import engine
+
+    (tmp_path / "__main__.py").write_text(PROGRAM + "\nraise ValueError('the program failed')\n")
+    with pytest.raises(ProgramError, match="the program failed"):
+        capture(tmp_path)
+    assert engine._call_thread()._loop is None
+    (tmp_path / "__main__.py").write_text(PROGRAM)
+    assert {r.name for r in capture(tmp_path).resources} >= {"box", "box-vpc", "sn", "p"}
+
+
+def test_a_mock_monitor_call_off_the_kept_thread_gets_a_loop_of_its_own_closed_after() -> None:
+    import asyncio
+    import threading
+
+    from aicluster.preview import engine
+
+    got: list[asyncio.AbstractEventLoop] = []
+
+    def call() -> None:
+        with engine._call_thread().loop():
+            got.append(asyncio.get_event_loop())
+
+    other = threading.Thread(target=call)
+    other.start()
+    other.join()
+    assert len(got) == 1
+    assert got[0].is_closed()
