@@ -1690,6 +1690,9 @@ def entry() -> None:
     code = main()
     if code == EXIT_OK and _flushed():
         _after_output()
+        engine = sys.modules.get("aicluster.preview.engine")
+        if engine is not None:
+            engine.stop_call_thread()  # idle since the program ended: the thread its runs kept
         if threading.active_count() == 1:  # a normal exit would wait for other non-daemon threads
             import atexit
 

@@ -286,7 +286,10 @@ class _CallThread(concurrent.futures.ThreadPoolExecutor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """A run's loop shuts its default executor down when it closes: this one stays for the next run. Its idle
-        thread ends with the interpreter (concurrent.futures joins it at exit)."""
+        thread ends with the interpreter (concurrent.futures joins it at exit), or with stop_call_thread()."""
+
+    def stop(self) -> None:
+        super().shutdown(wait=True)
 
     @contextlib.contextmanager
     def loop(self) -> Iterator[None]:
@@ -335,6 +338,14 @@ def _own_loop() -> Iterator[None]:
 def _call_thread() -> _CallThread:
     """The process's one _CallThread, started with the first run."""
     return _CallThread()
+
+
+def stop_call_thread() -> None:
+    """End the kept call thread, if a run started it (the next run starts another): for a process that leaves
+    without the interpreter's teardown, which leaves only when no other thread runs (aicluster.cli.entry)."""
+    if _call_thread.cache_info().currsize:
+        _call_thread().stop()
+        _call_thread.cache_clear()
 
 
 async def _drain_outputs() -> None:
