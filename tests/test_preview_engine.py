@@ -300,3 +300,61 @@ def test_a_mock_monitor_call_off_the_kept_thread_gets_a_loop_of_its_own_closed_a
     other.join()
     assert len(got) == 1
     assert got[0].is_closed()
+
+
+def test_a_forked_child_previews_with_a_call_thread_of_its_own(tmp_path: Path) -> None:
+    """A fork copies only the forking thread: the child must not wait for the parent's kept call thread."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "__main__.py").write_text(PROGRAM)
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from aicluster.preview.engine import run_program
+        secret = "aicluster:dbPassword"
+        args = ({str(tmp_path)!r}, "proj", "dev", {{secret: "x"}}, frozenset({{secret}}))
+        print("parent", len(run_program(*args).resources), flush=True)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)  # a hang ends the child instead of the test
+            print("child", len(run_program(*args).resources), flush=True)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("child status", os.waitstatus_to_exitcode(status), flush=True)
+        print("parent again", len(run_program(*args).resources), flush=True)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("parent ")
+    count = lines[0].split()[1]
+    assert lines[1:] == [f"child {count}", "child status 0", f"parent again {count}"]
+
+
+def test_every_mock_monitor_call_uses_the_runs_loop_which_is_closed_after(tmp_path: Path) -> None:
+    """Pulumi's mock monitor makes an event loop on the calling thread when it has none, and never closes it (reads,
+    registrations): every call it answers runs with the run's loop instead, closed when the run ends."""
+    from pulumi.runtime import mocks
+
+    read = "vpc = aws.ec2.Vpc.get('read', 'vpc-0123')\npulumi.export('read', vpc.id)\n"
+    (tmp_path / "__main__.py").write_text(PROGRAM + "\n" + read)
+    loops: list[object] = []
+    ensure = mocks._ensure_event_loop
+
+    def spy():  # type: ignore[no-untyped-def]
+        loop = ensure()
+        loops.append(loop)
+        return loop
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mocks, "_ensure_event_loop", spy)
+        names = {r.name for r in capture(tmp_path).resources}
+    assert {"box", "sn", "p"} <= names
+    assert len(loops) >= 5  # the registrations and the read
+    assert all(loop.is_closed() for loop in loops)  # type: ignore[attr-defined]

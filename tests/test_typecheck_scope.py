@@ -99,13 +99,30 @@ def sdk_uses(path: Path) -> Iterator[tuple[str, int]]:
                     bound[alias.asname or dotted[0]] = dotted if alias.asname else dotted[:1]
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in SDKS:
             for alias in node.names:
+                assert alias.name != "*", f"{path}:{node.lineno}: import the SDK names it uses, not *"
                 bound[alias.asname or alias.name] = [*node.module.split("."), alias.name]
                 yield deepest_module(bound[alias.asname or alias.name]), node.lineno
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            names = chain(node)
-            if names and names[0] in bound:
+        for names in _chains(node):
+            if names[0] in bound:
                 yield deepest_module([*bound[names[0]], *names[1:]]), node.lineno
+
+
+def _chains(node: ast.AST) -> Iterator[list[str]]:
+    """The dotted names `node` stands for: itself when it is an attribute chain, and those inside a string that is
+    an expression (an annotation in quotes, a `cast("aws.ec2.Vpc", ...)` type), which mypy reads as well."""
+    if isinstance(node, ast.Attribute):
+        names = chain(node)
+        if names:
+            yield names
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 500:
+        try:
+            parsed = ast.parse(node.value.strip(), mode="eval")
+        except (SyntaxError, ValueError):  # prose, a docstring, text Python cannot encode
+            return
+        for inner in ast.walk(parsed):
+            if isinstance(inner, ast.Attribute) and (names := chain(inner)):
+                yield names
 
 
 def sdk_imports(module: str) -> Iterator[str]:
@@ -166,6 +183,9 @@ def test_a_new_use_of_a_skipped_sdk_module_is_found(tmp_path: Path) -> None:
         "aws.get_region()\n"  # a function at the SDK's root, defined in its own module
         "pulumi_kubernetes.batch.v1.Job('j')\n"
         "aws.ec2.Vpc('v')\n"  # followed
+        "def f(m: 'aws.ecs.Service', t: 'list[aws.ecr.Repository]') -> None:\n"
+        "    cast('aws.lb.LoadBalancer', m)\n"
+        '    """A docstring that names aws.glue.Job in prose names no module."""\n'
     )
     found = unchecked([code])
     assert {
@@ -174,7 +194,11 @@ def test_a_new_use_of_a_skipped_sdk_module_is_found(tmp_path: Path) -> None:
         "pulumi_gcp.bigquery (new.py:2)",
         "pulumi_kubernetes.batch.v1 (new.py:6)",
         "pulumi_aws.sagemaker.outputs (imported by pulumi_aws.sagemaker)",
+        "pulumi_aws.ecs (new.py:8)",  # names in quotes, which mypy reads too
+        "pulumi_aws.ecr (new.py:8)",
+        "pulumi_aws.lb (new.py:9)",
     } <= set(found)
+    assert not [f for f in found if f.startswith("pulumi_aws.glue")]
     assert not [f for f in found if f.startswith("pulumi_aws.ec2")]
 
 

@@ -209,9 +209,19 @@ class _Monitor(mocks.MockMonitor):
             return self.root_urn
         return f"urn:pulumi:{self.stack}::{self.project}::{type_}::{name}"
 
+    # Every call the SDK's mock monitor answers with what it awaits on the calling thread's loop (_sync_await) runs
+    # with the kept thread's loop for the run (_CallThread.loop), not one Pulumi would make there and never close.
     def RegisterResource(self, request: Any) -> Any:
         with _call_thread().loop():
             return self._register(request)
+
+    def Invoke(self, request: Any) -> Any:
+        with _call_thread().loop():
+            return super().Invoke(request)  # type: ignore[no-untyped-call]
+
+    def ReadResource(self, request: Any) -> Any:
+        with _call_thread().loop():
+            return super().ReadResource(request)  # type: ignore[no-untyped-call]
 
     def _register(self, request: Any) -> Any:
         registering = self._mocks.registering
@@ -243,9 +253,10 @@ class _Monitor(mocks.MockMonitor):
         return resp
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
-        if request.urn == self.root_urn:
-            self.outputs = _clean(rpc.deserialize_properties(request.outputs, keep_unknowns=True))
-        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
+        with _call_thread().loop():
+            if request.urn == self.root_urn:
+                self.outputs = _clean(rpc.deserialize_properties(request.outputs, keep_unknowns=True))
+            return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
 # Stands for "a root exists" while set_mocks runs (see run); never registered, never seen by the program.
@@ -336,8 +347,13 @@ def _own_loop() -> Iterator[None]:
 
 @functools.cache
 def _call_thread() -> _CallThread:
-    """The process's one _CallThread, started with the first run."""
+    """The process's one _CallThread, started with the first run (runs take turns: the SDK's state is global)."""
     return _CallThread()
+
+
+# A forked child has the parent's _CallThread but not its thread (a fork copies only the forking thread): its first
+# call would wait for a thread that never runs. The child starts its own.
+os.register_at_fork(after_in_child=_call_thread.cache_clear)
 
 
 def stop_call_thread() -> None:
@@ -497,12 +513,17 @@ def run(
     finally:
         settings.set_root_resource(None)  # type: ignore[arg-type]
         pulumi.runtime.set_all_config({}, [])
-        _close(loop)
-        calls.end_run()
-        # A failed program leaves its failed and cancelled outputs (and RPCs) in the SDK's process-wide sets, for
-        # the language host to find at exit; the next run in this process would await them, on a closed loop.
-        settings.SETTINGS.outputs.clear()
-        settings.SETTINGS.rpc_manager.clear()
+        try:
+            _close(loop)
+        finally:
+            try:
+                calls.end_run()
+            finally:
+                # A failed program leaves its failed and cancelled outputs (and RPCs) in the SDK's process-wide
+                # sets, for the language host to find at exit; the next run in this process would await them, on
+                # a closed loop.
+                settings.SETTINGS.outputs.clear()
+                settings.SETTINGS.rpc_manager.clear()
     # Registration order depends on asyncio scheduling; sort so that two previews of the same
     # program are identical (reports and diffs compare them).
     resources = sorted([*monitor.captured, *monitor.default_providers.values()], key=lambda r: r.urn)
