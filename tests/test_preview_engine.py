@@ -358,3 +358,54 @@ def test_every_mock_monitor_call_uses_the_runs_loop_which_is_closed_after(tmp_pa
     assert {"box", "sn", "p"} <= names
     assert len(loops) >= 5  # the registrations and the read
     assert all(loop.is_closed() for loop in loops)  # type: ignore[attr-defined]
+
+
+RESOURCE_AS_INPUT = textwrap.dedent(
+    """
+    import pulumi
+    import pulumi_aws as aws
+
+    class Thing(pulumi.CustomResource):
+        def __init__(self, name, props, opts=None):
+            super().__init__("test:index:Thing", name, props, opts)
+
+    vpc = aws.ec2.Vpc("v", cidr_block="10.0.0.0/16")
+    Thing("t", {"other": vpc, "x": 1})
+    pulumi.export("vpc", vpc)
+    """
+)
+
+
+def test_a_resource_given_as_an_input_is_its_unknown_id_and_a_dependency(tmp_path: Path) -> None:
+    """The SDK's mock monitor cannot answer resource references (the preview waited forever): the engine offers no
+    such feature, so the SDK sends the resource's ID, unknown until it exists, as in a real preview. In a process
+    of its own, so that a hang fails the test instead of stopping the suite."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "__main__.py").write_text(RESOURCE_AS_INPUT)
+    script = textwrap.dedent(
+        f"""
+        import json
+        from aicluster.preview.engine import jsonable, run_program
+        for _ in range(2):
+            cap = run_program({str(tmp_path)!r}, "proj", "dev", {{}})
+            print(json.dumps([[r.to_json() | {{"deps": r.property_dependencies}} for r in cap.resources],
+                              jsonable(cap.outputs)]))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first == second
+    resources, outputs = json.loads(first)
+    by_name = {r["name"]: r for r in resources}
+    assert by_name["t"]["inputs"] == {"other": "<computed>", "x": 1.0}
+    assert by_name["t"]["deps"] == {"other": [by_name["v"]["urn"]]}
+    # an exported resource is its outputs, as the language host exports it: known inputs, unknown rest
+    assert outputs["vpc"]["cidr_block"] == "10.0.0.0/16"
+    assert outputs["vpc"]["id"] == "<computed>"

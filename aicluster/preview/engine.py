@@ -31,6 +31,7 @@ import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime import stack as pulumi_stack
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
@@ -208,6 +209,20 @@ class _Monitor(mocks.MockMonitor):
         if type_ == ROOT_TYPE:
             return self.root_urn
         return f"urn:pulumi:{self.stack}::{self.project}::{type_}::{name}"
+
+    def GetDeploymentInfo(self, request: Any) -> Any:
+        """The SDK's mock monitor offers resource references, which it cannot answer: a resource given as another's
+        input is rebuilt inside the registration call and then awaited on the wrong event loop, and the preview
+        waits forever (pulumi/pulumi#6465). Without the feature the SDK sends such an input as the resource's ID
+        (unknown until it exists, as in a real preview) or a component's URN, and the dependency as usual."""
+        info = super().GetDeploymentInfo(request)  # type: ignore[no-untyped-call]
+        features = [f for f in info.supportedFeatures if f != resource_pb2.RESOURCE_MONITOR_FEATURE_RESOURCE_REFERENCES]
+        return resource_pb2.DeploymentInfo(supportedFeatures=features)
+
+    def SupportsFeature(self, request: Any) -> Any:
+        if request.id == "resourceReferences":  # an SDK that probes features one by one (see GetDeploymentInfo)
+            return type("SupportsFeatureResponse", (object,), {"hasSupport": False})
+        return super().SupportsFeature(request)  # type: ignore[no-untyped-call]
 
     # Every call the SDK's mock monitor answers with what it awaits on the calling thread's loop (_sync_await) runs
     # with the kept thread's loop for the run (_CallThread.loop), not one Pulumi would make there and never close.
