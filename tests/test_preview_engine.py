@@ -356,7 +356,7 @@ def test_every_mock_monitor_call_uses_the_runs_loop_which_is_closed_after(tmp_pa
         mp.setattr(mocks, "_ensure_event_loop", spy)
         names = {r.name for r in capture(tmp_path).resources}
     assert {"box", "sn", "p"} <= names
-    assert len(loops) >= 5  # the registrations and the read
+    assert loops  # the read (the engine answers registrations itself)
     assert all(loop.is_closed() for loop in loops)  # type: ignore[attr-defined]
 
 
@@ -409,3 +409,35 @@ def test_a_resource_given_as_an_input_is_its_unknown_id_and_a_dependency(tmp_pat
     # an exported resource is its outputs, as the language host exports it: known inputs, unknown rest
     assert outputs["vpc"]["cidr_block"] == "10.0.0.0/16"
     assert outputs["vpc"]["id"] == "<computed>"
+
+
+@pytest.mark.parametrize("stack_name", ["azure-nd-h100", "gcp-a3mega-slurm", None])
+def test_the_engine_answers_each_registration_as_the_sdks_mock_monitor_does(tmp_path: Path, stack_name: str) -> None:
+    """The engine answers registrations itself (one deserialization, the request's own properties less the unknown
+    ones): the same response as the SDK's MockMonitor.RegisterResource gives for every request of a run, secrets,
+    unknowns and a provider's defaults (GCP's project) included."""
+    from pulumi.runtime import mocks
+
+    from aicluster.preview import engine
+    from aicluster.stackfile import find_project, read_stack
+    from tests.conftest import ROOT
+
+    pairs: list[tuple[object, object]] = []
+    ours = engine._Monitor._register
+
+    def both(self, request):  # type: ignore[no-untyped-def]
+        sdk = mocks.MockMonitor.RegisterResource(self, request)
+        mine = ours(self, request)
+        pairs.append((sdk, mine))
+        return mine
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine._Monitor, "_register", both)
+        if stack_name is None:
+            (tmp_path / "__main__.py").write_text(PROGRAM)
+            capture(tmp_path)
+        else:
+            stack = read_stack(find_project(ROOT), stack_name)
+            run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
+    assert len(pairs) >= 5
+    assert all(sdk == mine for sdk, mine in pairs), [(s, m) for s, m in pairs if s != m][:1]

@@ -143,12 +143,8 @@ class _Mocks(mocks.Mocks):
     def __init__(self, config: Mapping[str, str]) -> None:
         # What a provider fills in from its own configuration during a real preview (GCP's default project).
         self.provider_defaults = {"gcp": {"project": config["gcp:project"]}} if config.get("gcp:project") else {}
-        # The inputs of the registration this thread is handling, as the SDK's mock monitor deserialized them (in a
-        # preview, unknowns kept): the capture reads them instead of deserializing the request a second time.
-        self.registering = threading.local()
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        self.registering.inputs = args.inputs
         state = {k: v for k, v in args.inputs.items() if not _has_unknown(v)}
         for key, value in self.provider_defaults.get(args.typ.split(":", 1)[0], {}).items():
             state.setdefault(key, value)
@@ -239,33 +235,53 @@ class _Monitor(mocks.MockMonitor):
             return super().ReadResource(request)  # type: ignore[no-untyped-call]
 
     def _register(self, request: Any) -> Any:
-        registering = self._mocks.registering
-        registering.inputs = None
-        resp = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        if request.type != ROOT_TYPE:
-            inputs, registering.inputs = registering.inputs, None
-            if inputs is None or not settings.is_dry_run():  # not handed to the mocks, or unknowns not kept
-                inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
-            provider = request.provider or None
-            if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
-                provider = self._default_provider(request.type.split(":", 1)[0])
-            self.captured.append(
-                Resource(
-                    urn=resp.urn,
-                    type=request.type,
-                    name=request.name,
-                    parent=request.parent or None,
-                    custom=bool(request.custom),
-                    inputs=_clean(inputs),
-                    dependencies=list(request.dependencies),
-                    property_dependencies={
-                        k: list(v.urns) for k, v in sorted(request.propertyDependencies.items()) if v.urns
-                    },
-                    protect=bool(request.protect),
-                    provider=provider,
-                )
+        """What the SDK's mock monitor does (MockMonitor.RegisterResource), with one deserialization of the inputs,
+        which the capture keeps too: the new resource's state is its known inputs (_Mocks.new_resource), so the
+        response is the request's own properties less the unknown ones, not those inputs serialized again (the SDK
+        turns the one into the other unchanged: same values, secrets, assets)."""
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == ROOT_TYPE:
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        resource_id, state = self._mocks.new_resource(
+            mocks.MockResourceArgs(
+                typ=request.type,
+                name=request.name,
+                inputs=inputs,
+                provider=request.provider,
+                resource_id=request.importId,
+                custom=request.custom or False,
             )
-        return resp
+        )
+        answer = type(request.object)()  # a protobuf Struct
+        answer.CopyFrom(request.object)
+        for key in [k for k in answer if k not in state]:
+            del answer[key]
+        added = {k: v for k, v in state.items() if k not in request.object}  # the provider's defaults
+        if added:
+            answer.update(_sync_await(rpc.serialize_properties(added, {})))
+        # as the SDK's mock monitor records it (for reads of it): the id it was given, None here
+        self.resources[urn] = mocks.MockMonitor.ResourceRegistration(urn, resource_id, state)  # type: ignore[arg-type]
+        provider = request.provider or None
+        if request.custom and not provider and not request.type.startswith("pulumi:providers:"):
+            provider = self._default_provider(request.type.split(":", 1)[0])
+        self.captured.append(
+            Resource(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent or None,
+                custom=bool(request.custom),
+                inputs=_clean(inputs),
+                dependencies=list(request.dependencies),
+                property_dependencies={
+                    k: list(v.urns) for k, v in sorted(request.propertyDependencies.items()) if v.urns
+                },
+                protect=bool(request.protect),
+                provider=provider,
+            )
+        )
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id or "", object=answer)
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
         with _call_thread().loop():
