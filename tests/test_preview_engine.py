@@ -441,3 +441,33 @@ def test_the_engine_answers_each_registration_as_the_sdks_mock_monitor_does(tmp_
             run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
     assert len(pairs) >= 5
     assert all(sdk == mine for sdk, mine in pairs), [(s, m) for s, m in pairs if s != m][:1]
+
+
+def test_the_program_runs_without_source_positions_and_the_sdks_function_comes_back(tmp_path: Path) -> None:
+    """The engine records no source positions: the SDK's stack extraction is left out while the program runs (the
+    requests carry an empty stack, as the SDK's own function gives when it finds no program frame) and put back
+    after a run, a failed one too."""
+    from pulumi.runtime import resource
+
+    from aicluster.preview import engine
+
+    original = resource._get_stack_trace
+    stacks: list[int] = []
+    register = engine._Monitor._register
+
+    def spy(self, request):  # type: ignore[no-untyped-def]
+        stacks.append(len(request.stackTrace.frames))
+        assert not request.HasField("sourcePosition")
+        return register(self, request)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine._Monitor, "_register", spy)
+        (tmp_path / "__main__.py").write_text(PROGRAM)
+        assert {r.name for r in capture(tmp_path).resources} >= {"box", "box-vpc", "sn", "p"}
+    assert stacks
+    assert set(stacks) == {0}
+    assert resource._get_stack_trace is original
+    (tmp_path / "__main__.py").write_text(PROGRAM + "\nraise ValueError('the program failed')\n")
+    with pytest.raises(ProgramError, match="the program failed"):
+        capture(tmp_path)
+    assert resource._get_stack_trace is original

@@ -30,8 +30,9 @@ from typing import Any
 import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime import stack as pulumi_stack
-from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
@@ -494,6 +495,20 @@ def _linear_output_drain() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _no_source_positions() -> Iterator[None]:
+    """Run the program without the SDK's source positions: for every resource it extracts the Python stack (each
+    frame's source line read through linecache) and turns each frame into a file URI, for the engine's diagnostics
+    (about 0.25 ms a resource). The offline engine records and shows none of it; the requests carry an empty stack,
+    as the SDK's own function gives when it finds no frame of the program. The SDK's function is put back after."""
+    original = pulumi_resource._get_stack_trace
+    pulumi_resource._get_stack_trace = source_pb2.StackTrace
+    try:
+        yield
+    finally:
+        pulumi_resource._get_stack_trace = original
+
+
+@contextlib.contextmanager
 def _program_environment(project_dir: Path) -> Iterator[None]:
     """cwd and sys.path as the Python language host sets them for the program."""
     old_cwd = Path.cwd()
@@ -533,7 +548,7 @@ def run(
     finally:
         settings.set_root_resource(None)  # type: ignore[arg-type]  # run_in_stack creates the root, as the host does
     try:
-        with _linear_output_drain():
+        with _linear_output_drain(), _no_source_positions():
             _sync_await(run_in_stack(program))  # type: ignore[arg-type]
     except pulumi.RunError as err:  # the program's own, user-facing error: its message only
         raise ProgramError(str(err)) from None
