@@ -9,7 +9,9 @@ nodes fit its GPU NIC subnets). A Kubernetes base (eks-p5, gke-a3mega, aks-nd-h1
 the Kueue objects.
 
 For each size this runs the real command, `python -m aicluster -q --timings preview STACK --json FILE`, as
-a fresh process (median of N runs), and prints:
+a fresh process (median of N runs, taken in rounds over all the sizes so that a drift of the machine's speed
+moves them alike; the cold ratio of the largest to the smallest size is the median of the rounds' ratios), and
+prints:
 - cold: its wall time, from the fork to the exit, as a user waits for it;
 - the breakdown from its `--timings` line: startup (interpreter and imports), catalog, plan, program (the
   Pulumi program under the mocks, the provider SDKs' imports included), policies, output (the JSON and the
@@ -171,16 +173,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         make_project(project, args.base)
-        out = project / "preview.json"
         warm_up(project, f"bench-{SIZES[0]}")
+        # Round by round, every size in turn (8, 64, 512, 3072, 8, ...): a machine whose speed drifts during the
+        # benchmark moves every size alike, and the ratio is taken round by round (paired), then its median.
+        argvs = {n: ["preview", f"bench-{n}", "--json", str(project / f"preview-{n}.json")] for n in SIZES}
+        runs: dict[int, list[dict[str, float]]] = {n: [] for n in SIZES}
+        no_cache: dict[int, list[float]] = {n: [] for n in SIZES}
+        for _ in range(args.runs):
+            for nodes in SIZES:
+                runs[nodes].append(cold(project, argvs[nodes]))
+            for nodes in SIZES:
+                no_cache[nodes].append(cold(project, argvs[nodes], cache=False)["wall"])
         for nodes in SIZES:
-            stack = f"bench-{nodes}"
-            argv = ["preview", stack, "--json", str(out)]
-            row = median_row([cold(project, argv) for _ in range(args.runs)])
-            row["no_cache"] = statistics.median(cold(project, argv, cache=False)["wall"] for _ in range(args.runs))
-            row.update(warm(project, stack, args.runs))
-            row["nodes"], row["gpus"] = nodes, json.loads(out.read_text())["summary"]["gpus"]
+            row = median_row(runs[nodes])
+            row["no_cache"] = statistics.median(no_cache[nodes])
+            row.update(warm(project, f"bench-{nodes}", args.runs))
+            preview = json.loads((project / f"preview-{nodes}.json").read_text())
+            row["nodes"], row["gpus"] = nodes, preview["summary"]["gpus"]
             rows.append(row)
+        paired = statistics.median(b["wall"] / a["wall"] for a, b in zip(runs[SIZES[0]], runs[SIZES[-1]], strict=True))
         largest = f"bench-{SIZES[-1]}"
         others = {
             command: median_row([cold(project, [command, largest]) for _ in range(args.runs)])
@@ -200,7 +211,7 @@ def main() -> None:
         print(line)
     first, last = rows[0], rows[-1]
     print(
-        f"ratio {last['nodes']}/{first['nodes']} nodes: cold {last['wall'] / first['wall']:.2f}x, "
+        f"ratio {last['nodes']}/{first['nodes']} nodes: cold {paired:.2f}x (the median of the rounds' ratios), "
         f"warm program {last['warm'] / first['warm']:.2f}x"
     )
     for command, r in others.items():
