@@ -29,7 +29,7 @@ from unittest import mock
 
 import pytest
 
-from aicluster.cli import main
+from tests import terminal
 from tests.conftest import ROOT, STACKS
 
 GOLDEN = ROOT / "tests" / "golden" / "previews"
@@ -54,12 +54,15 @@ def frozen_clock() -> Iterator[None]:
         yield
 
 
-def preview_json(stack: str, out: Path) -> bytes:
-    """The bytes `aicluster preview STACK --json OUT` writes, run in this process from the project root."""
+def preview_json(stack: str, out: Path) -> tuple[bytes, str]:
+    """The bytes `aicluster preview STACK --json OUT` writes, run in this process from the project root, and the
+    text it prints (tests/terminal.py: the terminal golden of the same run)."""
     with frozen_clock():
-        code = main(["-C", str(ROOT), "-q", "preview", stack, "--json", str(out)])
+        code, text = terminal.run(
+            ["-C", str(ROOT), "preview", stack, "--json", str(out)], masks=[(str(out), "<preview.json>")]
+        )
     assert code == 0, f"aicluster preview {stack} exited {code}"
-    return out.read_bytes()
+    return out.read_bytes(), text
 
 
 def regenerate(stacks: list[str], scratch: Path) -> list[Path]:
@@ -67,8 +70,9 @@ def regenerate(stacks: list[str], scratch: Path) -> list[Path]:
     written = []
     for stack in stacks:
         golden = GOLDEN / f"{stack}.json"
-        golden.write_bytes(preview_json(stack, scratch / f"{stack}.json"))
-        written.append(golden)
+        data, text = preview_json(stack, scratch / f"{stack}.json")
+        golden.write_bytes(data)
+        written += [golden, terminal.write("preview", stack, text)]
     return written
 
 
@@ -79,6 +83,9 @@ def test_every_example_stack_has_a_golden() -> None:
         "tests/golden/previews/ must hold one golden per example stack and no other; "
         "run `python -m tests.test_preview_golden` to regenerate"
     )
+    assert sorted(p.stem for p in (terminal.TERMINAL / "preview").glob("*.txt")) == STACKS, (
+        "tests/golden/terminal/preview/ must hold the printed preview of each example stack and no other"
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -87,7 +94,7 @@ def test_preview_json_is_byte_identical_to_the_golden(stack: str, tmp_path: Path
     if UPDATE:
         regenerate([stack], tmp_path)
         return
-    got = preview_json(stack, tmp_path / f"{stack}.json")
+    got, text = preview_json(stack, tmp_path / f"{stack}.json")
     assert golden.exists(), f"no golden for {stack}; run `python -m tests.test_preview_golden {stack}`"
     want = golden.read_bytes()
     if got != want:
@@ -103,6 +110,7 @@ def test_preview_json_is_byte_identical_to_the_golden(stack: str, tmp_path: Path
             f"  preview: {got_lines[line] if line < len(got_lines) else '<end of file>'}\n"
             "if the change is intended, regenerate with `python -m tests.test_preview_golden` and review the diff"
         )
+    terminal.check("preview", stack, text)
 
 
 if __name__ == "__main__":
