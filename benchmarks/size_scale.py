@@ -43,7 +43,7 @@ CHILD = r"""
 import json, resource, statistics, sys, time
 from aicluster.stackfile import find_project, read_stack
 from aicluster.preview import plan_stack
-from aicluster.commands.size import document
+from aicluster.cli.commands.size import document
 project = find_project()
 stack = read_stack(project, sys.argv[1])
 warm = []

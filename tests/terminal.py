@@ -35,7 +35,7 @@ _PREVIEW_SECONDS = re.compile(r"offline preview: \d+\.\d+ s")
 @contextlib.contextmanager
 def _consoles_at(width: int) -> Iterator[None]:
     """The CLI's two consoles at `width` columns for the duration."""
-    from aicluster.cli import err, out
+    from aicluster.cli.console import err, out
 
     saved = out.width, err.width
     out.width = err.width = width

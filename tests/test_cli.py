@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from aicluster import files
-from aicluster.cli import _group_warnings, main
+from aicluster.cli import main
+from aicluster.cli.console import group_warnings
 from aicluster.term import SafeConsole, strip_control
 from tests.conftest import STACKS, run_cli, write_stack
 
@@ -447,7 +448,7 @@ def test_items_with_the_same_warning_share_a_line() -> None:
         "storage[0] (s): 1 TiB is small",
         "storage[0] (s): not priced",
     ]
-    assert _group_warnings(warnings) == [
+    assert group_warnings(warnings) == [
         ("pools[0] (a), pools[1] (b)", ["has no zone; placed in us-east-1a"]),
         ("", ["no hyperdisk-balanced price for us-central1 in the catalog"]),
         ("storage[0] (s)", ["1 TiB is small", "not priced"]),

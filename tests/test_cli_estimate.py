@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from aicluster import cli
 from aicluster.catalog import Catalog
 from aicluster.cli import main
-from aicluster.commands.estimate import parse_bytes
+from aicluster.cli.commands.estimate import parse_bytes
+from aicluster.cli.console import out as cli_out
 from aicluster.sizing.collective import gpu_instance_types
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_every_gpu_type_of_every_provider_works(
 def test_json_file_is_written_and_a_table_printed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli.out, "width", 200)
+    monkeypatch.setattr(cli_out, "width", 200)
     target = tmp_path / "sub" / "estimate.json"
     assert main([*BASE, "--bytes", "512MiB", "--json", str(target)]) == 0
     printed = capsys.readouterr().out
@@ -85,7 +85,7 @@ def test_json_file_is_written_and_a_table_printed(
 
 
 def test_without_json_a_table_is_printed(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli.out, "width", 200)
+    monkeypatch.setattr(cli_out, "width", 200)
     assert main([*BASE[:5], "2", "--op", "all_gather", "--bytes", "16GiB", "--instance-type", "a4-highgpu-8g"]) == 0
     printed = capsys.readouterr().out
     assert "a4-highgpu-8g" in printed

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from aicluster import cli, discover, tune
+from aicluster import discover, tune
 from aicluster.cli import main
+from aicluster.cli.console import out as cli_out
 from aicluster.preview import plan_stack
 from aicluster.render import kubernetes as render
 from aicluster.stackfile import find_project, read_stack
@@ -41,7 +42,7 @@ users:
 @pytest.fixture(autouse=True)
 def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test worker has no terminal: rich would wrap the tables at 80 columns and split the rows checked here."""
-    monkeypatch.setattr(cli.out, "width", 250)
+    monkeypatch.setattr(cli_out, "width", 250)
 
 
 def _plan(stack: str) -> Any:

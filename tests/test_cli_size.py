@@ -150,7 +150,7 @@ def test_step_block_shows_expert_parallel_for_moe() -> None:
     """Mixtral 8x7B (arXiv:2401.04088 shape) on 256 H100: the search spreads the experts (EP > 1), so the step has an
     all-to-all part and the step-time block prints it; a dense model's block has no such row."""
     from aicluster.catalog import load_catalog
-    from aicluster.commands.size import _step_rows
+    from aicluster.cli.views.size import step_rows
     from aicluster.sizing.workload import estimate_workload
     from tests.sizing.test_workload import LLAMA3_70B, MIXTRAL_8X7B, _pool, _wl
 
@@ -159,13 +159,13 @@ def test_step_block_shows_expert_parallel_for_moe() -> None:
     assert est.chosen is not None
     assert est.chosen.step is not None
     assert est.chosen.layout.expert_parallel > 1
-    rows = dict(_step_rows(est.chosen.step))
+    rows = dict(step_rows(est.chosen.step))
     assert rows["expert parallel"] == f"{est.chosen.step.expert_parallel_s:,.2f} s"
     assert est.chosen.step.expert_parallel_s > 0
     dense = estimate_workload(_wl(LLAMA3_70B), [_pool(128)], [], load_catalog())
     assert dense.chosen is not None
     assert dense.chosen.step is not None
-    assert "expert parallel" not in dict(_step_rows(dense.chosen.step))
+    assert "expert parallel" not in dict(step_rows(dense.chosen.step))
 
 
 def test_a_spot_pool_gets_a_note_that_reclaims_are_not_modelled(project: Path) -> None:

@@ -390,7 +390,7 @@ os.register_at_fork(after_in_child=_call_thread.cache_clear)
 
 def stop_call_thread() -> None:
     """End the kept call thread, if a run started it (the next run starts another): for a process that leaves
-    without the interpreter's teardown, which leaves only when no other thread runs (aicluster.cli.entry)."""
+    without the interpreter's teardown, which leaves only when no other thread runs (aicluster.cli.app.entry)."""
     if _call_thread.cache_info().currsize:
         _call_thread().stop()
         _call_thread.cache_clear()

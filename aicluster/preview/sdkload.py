@@ -30,7 +30,7 @@ in a subfolder per Python environment (the newest few are kept), with the header
 (magic number, source mtime and size). A file is used only while that header matches the source, and only from
 a folder and file owned by the user and not writable by others, as the catalog's cache is: loading it runs its
 code. A module without a current copy loads as usual, from Python's own bytecode, and is noted; `fill()`
-compiles noted modules after a command has written all its output (aicluster.cli.entry), for at most
+compiles noted modules after a command has written all its output (aicluster.cli.app.entry), for at most
 FILL_BUDGET_S seconds a run: a run without the cache is never slower to show its output, and exits at most that
 much later, until the cache holds what the stack uses. Nothing is written where Python writes no bytecode
 (PYTHONDONTWRITEBYTECODE, -B) or the folder cannot be made private. Only the offline engine installs this:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from aicluster.cli import _resource_tree
+from aicluster.cli.views.policy import resource_tree
 from tests.conftest import run_cli
 
 
@@ -42,7 +42,7 @@ def test_tree_keeps_order_escapes_markup_and_hangs_orphans_from_the_root() -> No
         resource("d", "a"),
     ]
     console = Console(width=100, record=True, color_system=None)
-    console.print(_resource_tree("s", resources))
+    console.print(resource_tree("s", resources))
     assert console.export_text().splitlines() == [
         "pulumi:pulumi:Stack s",
         "├── t:a a (component)",

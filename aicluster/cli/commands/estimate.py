@@ -10,15 +10,10 @@ import sys
 from collections.abc import Callable
 from typing import get_args
 
-from rich.markup import escape
-from rich.table import Table
-
-from aicluster.catalog import load_catalog
-from aicluster.catalog.models import Provider
-from aicluster.cli import UsageError, out
-from aicluster.files import check_target, write_atomic
-from aicluster.sizing.collective import MAX_BYTES, MAX_NODES, OPS, CollectiveError, estimate_collective
-from aicluster.sizing.models import CollectiveEstimate
+from .. import options
+from ..console import escape, out
+from ..exits import EXIT_OK, UsageError
+from ..views.estimate import collective_table
 
 NAME = "estimate"
 HELP = "estimate what a workload needs from the cluster (collective: one NCCL collective's time and bandwidth)"
@@ -45,6 +40,8 @@ _SIZE = re.compile(r"^(\d+(?:\.\d+)?(?:[eE][+]?\d+)?)([A-Za-z]*)$")
 
 def parse_bytes(text: str) -> int:
     """`8GiB`, `512MiB`, `1048576`, `1e9`, `1.5GB` -> bytes (argparse type: a bad value is one usage line, exit 2)."""
+    from aicluster.sizing.collective import MAX_BYTES
+
     match = _SIZE.match(text)
     size: float | None = None
     if match is not None and match.group(2) in _UNITS:
@@ -77,6 +74,9 @@ def _count(what: str, high: int | None) -> Callable[[str], int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from aicluster.catalog.models import Provider
+    from aicluster.sizing.collective import MAX_NODES, OPS
+
     sub = p.add_subparsers(dest="estimate", required=True, metavar="WHAT", parser_class=type(p))
     help_ = (
         "one NCCL collective on N nodes of a GPU instance type: algorithm, algbw, busbw (as nccl-tests defines "
@@ -111,30 +111,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=get_args(Provider),
         help="the provider, where an instance type name exists for more than one",
     )
-    c.add_argument("--json", metavar="FILE", help="write the estimate as JSON to FILE ('-': stdout only)")
-
-
-def _table(e: CollectiveEstimate) -> Table:
-    t = Table(title=f"{e.op} of {e.bytes:,} bytes on {e.nodes} x {e.instance_type} ({e.provider})")
-    t.add_column("figure")
-    t.add_column("value", justify="right")
-    rows = [
-        ("ranks", f"{e.gpus:,} ({e.nodes:,} nodes x {e.gpus_per_node})"),
-        ("algorithm", e.algorithm),
-        ("bottleneck", e.bottleneck),
-        ("time", f"{e.time_s * 1e3:,.3f} ms"),
-        ("algbw", f"{e.algbw_gb_s:,.2f} GB/s"),
-        ("busbw", f"{e.busbw_gb_s:,.2f} GB/s"),
-        ("busbw ceiling", f"{e.bandwidth_gb_s:,.2f} GB/s"),
-        ("latency", f"{e.latency_s * 1e6:,.1f} us"),
-        ("sources", "\n".join(e.sources) or "none"),
-    ]
-    for label, value in rows:
-        t.add_row(label, escape(value))
-    return t
+    options.add_json(c, "write the estimate as JSON to FILE ('-': stdout only)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from aicluster.catalog import load_catalog
+    from aicluster.files import check_target, write_atomic
+    from aicluster.sizing.collective import CollectiveError, estimate_collective
+
     target = check_target(args.json, "--json") if args.json not in (None, "-") else None
     try:
         estimate = estimate_collective(
@@ -151,11 +135,11 @@ def run(args: argparse.Namespace) -> int:
     data = json.dumps(estimate.model_dump(mode="json"), indent=2) + "\n"
     if args.json == "-":
         sys.stdout.write(data)
-        return 0
-    out.print(_table(estimate))
+        return EXIT_OK
+    out.print(collective_table(estimate))
     for note in estimate.notes:
         out.print(f"note: {escape(note)}")
     if target is not None:
         write_atomic(target, data, flag="--json")
         out.print(f"wrote {escape(str(target))}")
-    return 0
+    return EXIT_OK

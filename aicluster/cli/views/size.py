@@ -1,76 +1,16 @@
-"""`aicluster size STACK [--json F]`: the stack's workloads sized on their pools.
-
-Plans the stack (no Pulumi program) and prints, per workload, the chosen layout, memory per GPU by part, step time
-by part, the run (tokens, steps, days, GPU-hours, cost, energy), failures and checkpoints, and the runners-up with
-why they lost. `--json -` prints one JSON object {"stack", "cluster", "workloads": [...]} and nothing else;
-`--json FILE` writes it atomically (the path is checked before any work).
-"""
+"""A stack's workloads as `aicluster size` prints them: layout, memory per GPU, step time, the run, failures and
+checkpoints, and the runners-up with why they lost."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from aicluster.sizing.models import Candidate, Layout, Memory, StepTime, WorkloadEstimate
+from ..console import out
 
-NAME = "size"
-HELP = "size the stack's workloads on their pools: layout, memory, step time, days, cost, checkpoints"
-STACK = True
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--json",
-        metavar="FILE",
-        help='write {"stack", "cluster", "workloads": [...]} to FILE ("-": print only that JSON on stdout)',
-    )
-
-
-def document(stack: str, cluster: str, workloads: tuple[WorkloadEstimate, ...]) -> dict[str, Any]:
-    """The JSON `--json` writes: the workloads as the preview JSON carries them."""
-    return {"stack": stack, "cluster": cluster, "workloads": [w.model_dump(mode="json") for w in workloads]}
-
-
-def run(args: argparse.Namespace) -> int:
-    from aicluster.cli import EXIT_OK, _json_target, _print_warnings, _stack, out
-    from aicluster.files import write_atomic
-    from aicluster.preview import plan_stack
-
-    target = _json_target(args.json)
-    _, stack = _stack(args)
-    plan = plan_stack(stack)
-    data = json.dumps(document(stack.stack, plan.name, plan.workloads), indent=2) + "\n"
-    if args.json == "-":
-        sys.stdout.write(data)
-        return EXIT_OK
-    _print_warnings(plan)
-    if not plan.workloads:
-        pool = plan.pools[0].name if plan.pools else "POOL"
-        example = (
-            "  workloads:\n"
-            "    - name: llama3-70b\n"
-            f"      pools: [{pool}]\n"
-            "      model: {parameters: 70B, sequence_length: 8192}\n"
-            "      training: {tokens: 2T, global_batch_tokens: 16Mi}\n"
-        )
-        out.print(
-            f"{escape(stack.source)}: no workloads. Add one under `workloads:` in the stack file, e.g.\n"
-            + escape(example)
-            + "(docs/sizing.md; the fields are in docs/spec-reference.md#workload)"
-        )
-    for w in plan.workloads:
-        _print_workload(w)
-    if target is not None:
-        write_atomic(target, data, flag="--json")
-        out.print(f"wrote {escape(str(target))}")
-    return EXIT_OK
-
-
-# -- text output ---------------------------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from aicluster.sizing.models import Candidate, Layout, Memory, StepTime, WorkloadEstimate
 
 
 def _gb(x: float) -> str:
@@ -129,7 +69,7 @@ def _memory_rows(mem: Memory) -> list[tuple[str, str]]:
     return rows
 
 
-def _step_rows(step: StepTime) -> list[tuple[str, str]]:
+def step_rows(step: StepTime) -> list[tuple[str, str]]:
     rows = [
         ("compute", f"{step.compute_s:,.2f} s at {step.utilisation_prior:.0%} utilisation"),
         ("tensor parallel", f"{step.tensor_parallel_s:,.2f} s"),
@@ -211,9 +151,7 @@ def _runners_up(cands: tuple[Candidate, ...]) -> list[str]:
     return lines
 
 
-def _print_workload(w: WorkloadEstimate) -> None:
-    from aicluster.cli import out
-
+def print_workload(w: WorkloadEstimate) -> None:
     pools = ", ".join(w.pools)
     out.print(
         f"\n[bold]{escape(w.name)}[/]: {_count(w.parameters)} parameters"
@@ -227,7 +165,7 @@ def _print_workload(w: WorkloadEstimate) -> None:
         out.print(f"  layout: {layout_text(w.chosen.layout)}")
         lines = _block("memory per GPU", _memory_rows(w.chosen.memory))
         if w.chosen.step is not None:
-            lines += _block("step time", _step_rows(w.chosen.step))
+            lines += _block("step time", step_rows(w.chosen.step))
         lines += _block("the run", _run_rows(w))
         out.print("\n".join(lines))
     if w.runners_up:

@@ -1,0 +1,72 @@
+"""`aicluster acceptance STACK`: the NCCL acceptance test of a Kubernetes stack, the JobSet and the SSH key Secret
+(a fresh key pair) in one 0600 file. The Secret makes the file a secret: it is never written to the terminal."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import options
+from ..console import escape, out, print_warnings
+from ..exits import EXIT_OK, UsageError
+from ..inputs import kubernetes_plan, work_dir
+
+NAME = "acceptance"
+HELP = (
+    "write the topology-aware NCCL acceptance JobSet of a Kubernetes stack and its SSH key Secret (kubectl apply -f it)"
+)
+STACK = True
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_output(
+        p, "write it to FILE, mode 0600 (default: .work/STACK/nccl-acceptance.yaml; never stdout: it holds a key)"
+    )
+
+
+def _ssh_key_pair() -> tuple[str, str]:
+    """A fresh ed25519 key pair (OpenSSH private key, public key line), made in memory; never written elsewhere."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode("ascii")
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return private, public.decode("ascii") + " aicluster-acceptance\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from aicluster.files import check_target, write_atomic
+    from aicluster.render.kubernetes import ACCEPTANCE_SSH_SECRET, acceptance_jobset, acceptance_ssh_secret
+
+    project, stack, plan = kubernetes_plan(
+        args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"
+    )
+    if args.output in ("-", ""):
+        raise UsageError(
+            f"-o -: the manifest holds the Secret {ACCEPTANCE_SSH_SECRET} (an SSH private key) and is only written to "
+            "a file; give a file name"
+        )
+    target = check_target(args.output or (work_dir(project, stack.stack) / "nccl-acceptance.yaml"), "-o")
+    print_warnings(plan)
+    jobset = acceptance_jobset(plan)
+    secret = acceptance_ssh_secret(plan, *_ssh_key_pair())
+
+    class _Plain(yaml.SafeDumper):  # shared dicts (requests == limits) written out, not as &id001 anchors
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    text = yaml.dump_all([secret, jobset], Dumper=_Plain, sort_keys=False)
+    write_atomic(target, text, mode=0o600, flag="-o")
+    shown = escape(str(target))
+    namespace = escape(jobset["metadata"]["namespace"])
+    out.print(
+        f"wrote {shown} (mode 0600: the Secret {ACCEPTANCE_SSH_SECRET} with a fresh SSH key pair, and the JobSet "
+        f"{escape(jobset['metadata']['name'])}); run it with: kubectl apply -f {shown} && "
+        f"kubectl -n {namespace} logs -f jobs/{escape(jobset['metadata']['name'])}-node-0"
+    )
+    return EXIT_OK

@@ -1,0 +1,114 @@
+"""`aicluster kubeconfig STACK`: the deployed Kubernetes stack's kubeconfig (a secret stack output), written to a
+0600 file and never to the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import options
+from ..console import escape, out
+from ..exits import EXIT_OK, UsageError
+from ..inputs import kubernetes_plan, read_json, work_dir
+from ..stack_outputs import secret_outputs
+
+NAME = "kubeconfig"
+HELP = "write the deployed Kubernetes stack's kubeconfig (a secret stack output) to a 0600 file, never the terminal"
+STACK = True
+
+HEADER = "# aicluster kubeconfig for stack "  # first line of every kubeconfig `aicluster kubeconfig` writes
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_output(p, "where to write it (default: .work/<stack>/kubeconfig)")
+    p.add_argument(
+        "--outputs",
+        metavar="FILE",
+        help="read the stack outputs from FILE (pulumi stack output --json --show-secrets) instead of the Pulumi CLI",
+    )
+    p.add_argument("--force", action="store_true", help="replace FILE even if aicluster did not write it")
+
+
+def _kubeconfig_text(value: Any, where: str) -> str:
+    """The `kubeconfig` output as YAML text, checked to be a kubeconfig (never quoted back in an error)."""
+    import yaml
+
+    from aicluster.preview import COMPUTED, SECRET
+
+    if value is None:
+        raise UsageError(f"{where}: no `kubeconfig` output; has the stack been deployed (pulumi up)?")
+    if value == SECRET:
+        raise UsageError(
+            f"{where}: the `kubeconfig` output is masked; read it with `pulumi stack output --json --show-secrets`"
+        )
+    if value == COMPUTED:
+        raise UsageError(f"{where}: the `kubeconfig` output is not known before `pulumi up` (an offline preview)")
+    if isinstance(value, dict):
+        value = yaml.safe_dump(value, sort_keys=False)
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: the `kubeconfig` output is not a kubeconfig (expected YAML text)")
+    try:
+        doc = yaml.safe_load(value)
+    except yaml.YAMLError:
+        doc = None
+    if not isinstance(doc, dict) or not doc.get("clusters") or not doc.get("users"):
+        raise UsageError(f"{where}: the `kubeconfig` output is not a kubeconfig (no clusters and users)")
+    return value if value.endswith("\n") else value + "\n"
+
+
+def _check_target(target: Path, stack: str, force: bool) -> None:
+    """Refuse to replace a file aicluster did not write for this stack (unless --force), and anything that is not
+    a plain file (a terminal, a pipe: the kubeconfig must never be shown)."""
+    import stat
+
+    label = f"-o {target}"
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{label}: not a plain file; the kubeconfig is a secret and is only written to a file")
+    if force:
+        return
+    with open(target, encoding="utf-8", errors="replace") as fh:
+        first = fh.readline().rstrip("\n")
+    if first != f"{HEADER}{stack}":
+        raise UsageError(
+            f"{label}: exists and was not written by `aicluster kubeconfig {stack}`; "
+            "give another file, or --force to replace it"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the deployed stack's kubeconfig (a secret stack output) to a 0600 file; never to the terminal."""
+    from aicluster.files import check_target, write_atomic
+
+    project, stack, plan = kubernetes_plan(
+        args, "kubeconfig", "reach the cluster through its login node (the Slurm controller)"
+    )
+    if args.output in ("-", ""):
+        raise UsageError("-o -: the kubeconfig is a secret and is only written to a file; give a file name")
+    target = check_target(args.output or (work_dir(project, stack.stack) / "kubeconfig"), "-o")
+    _check_target(target, stack.stack, args.force)
+    if args.outputs:
+        outputs = read_json(args.outputs, "--outputs")
+        if not isinstance(outputs, dict):
+            raise UsageError(f"--outputs {args.outputs}: expected the JSON object of `pulumi stack output --json`")
+        where = f"--outputs {args.outputs}"
+    else:
+        outputs = secret_outputs(project, stack.stack)
+        where = f"stack {stack.stack}"
+    deployed = outputs.get("cluster")
+    if deployed is not None and deployed != plan.name:
+        raise UsageError(
+            f"{where}: these are the outputs of cluster {escape(str(deployed))!r}, not of {plan.name} (stack "
+            f"{stack.stack}): give the outputs of this stack"
+        )
+    text = _kubeconfig_text(outputs.get("kubeconfig"), where)
+    header = f"{HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
+    write_atomic(target, header + text, mode=0o600, flag="-o")
+    shown = escape(str(target))
+    out.print(f"wrote {shown} (mode 0600); use it with: KUBECONFIG={shown} kubectl get nodes")
+    return EXIT_OK

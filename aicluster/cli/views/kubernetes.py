@@ -1,0 +1,103 @@
+"""A Kubernetes stack's control plane, node groups, add-ons and queue, as `plan` and `preview` print them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
+
+from ..console import out
+from .format import money, where
+
+if TYPE_CHECKING:
+    from aicluster.plan import ClusterPlan, PlannedNodeGroup
+
+
+def _taints(g: PlannedNodeGroup) -> str:
+    return ", ".join(f"{t.key}={t.value}:{t.effect}" for t in g.taints)
+
+
+def _per_node(g: PlannedNodeGroup) -> str:
+    return ", ".join(f"{name}: {amount}" for name, amount in g.resources.items())
+
+
+def kubernetes_tables(plan: ClusterPlan) -> list[Table]:
+    """A Kubernetes stack's control plane, its node groups (one per fabric domain of a pool) and its add-ons."""
+    k = plan.kubernetes
+    if k is None:
+        return []
+    cp = Table(title=f"Kubernetes control plane ({k.cluster_name})", title_justify="left")
+    for col, just in [
+        ("service", "left"),
+        ("version", "left"),
+        ("support", "left"),
+        ("endpoint", "left"),
+        ("region", "left"),
+        ("system nodes", "left"),
+        ("control plane $/month", "right"),
+        ("system nodes $/month", "right"),
+    ]:
+        cp.add_column(col, justify=just)  # type: ignore[arg-type]
+    endpoint = k.endpoint + (f" ({', '.join(k.authorized_networks)})" if k.authorized_networks else "")
+    zones = ", ".join(where(k.region, z) for z in k.system_zones) or k.region
+    cp.add_row(
+        escape(k.service_name),
+        k.version,
+        k.support,
+        escape(endpoint),
+        k.region,
+        escape(f"{k.system_nodes} x {k.system_instance_type} in {zones}"),
+        money(k.control_plane_usd_per_month),
+        money(k.system_usd_per_month, k.unpriced),
+    )
+    groups = Table(title="Node groups", title_justify="left")
+    for col, just in [
+        ("node group", "left"),
+        ("pool", "left"),
+        ("zone", "left"),
+        ("nodes", "right"),
+        ("taints", "left"),
+        ("per node", "left"),
+    ]:
+        groups.add_column(col, justify=just)  # type: ignore[arg-type]
+    for g in k.node_groups:
+        groups.add_row(
+            escape(g.name),
+            escape(g.pool),
+            escape(where(k.region, g.zone)),
+            f"{g.nodes:,}",
+            escape(_taints(g)),
+            escape(_per_node(g)),
+        )
+    addons = Table(title="Add-ons", title_justify="left")
+    for col in ("add-on", "chart", "version", "namespace"):
+        addons.add_column(col)
+    for a in k.addons:
+        # a chart as its repository names it; a manifest by its file (the catalog source has the commit and URL)
+        chart = f"{a.repository}/{a.chart}" if a.kind == "helm" else f"{a.chart} (manifest)"
+        addons.add_row(escape(a.name), escape(chart), escape(a.version), escape(a.namespace))
+    return [cp, groups, addons]
+
+
+def kubernetes_notes(plan: ClusterPlan) -> list[str]:
+    """What the tables leave out: the queue, the topology levels, the node image, the pod and service ranges."""
+    k = plan.kubernetes
+    if k is None:
+        return []
+    notes = [
+        f"kueue: ClusterQueue {k.cluster_queue}, LocalQueue {k.namespace}/{k.local_queue}",
+        *(f"kueue topology {t.name}: {' > '.join(t.levels)}" for t in k.topologies),
+        f"node groups boot {k.node_image} ({k.service_name}'s node image for Kubernetes {k.version}), which the "
+        "control plane keeps in step with its version (a Kubernetes stack sets no pool image)",
+        f"pods: {k.pod_cidr or 'VPC addresses (VPC CNI)'}; services: {k.service_cidr}; secrets encrypted with "
+        f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
+    ]
+    return notes
+
+
+def print_kubernetes(plan: ClusterPlan) -> None:
+    for table in kubernetes_tables(plan):
+        out.print(table)
+    for note in kubernetes_notes(plan):
+        out.print(f"[dim]{escape(note)}[/]")
