@@ -1,21 +1,16 @@
-"""The CLI end to end: every example stack, exit codes, JSON shape, and bad input."""
+"""The CLI end to end: every example stack, exit codes, JSON shape, bad input and atomic writes."""
 
 from __future__ import annotations
 
 import errno
-import io
 import json
 import re
 from pathlib import Path
 
 import pytest
-from rich.markup import escape
-from rich.table import Table
 
 from aicluster import files
 from aicluster.cli import main
-from aicluster.cli.console import group_warnings
-from aicluster.term import SafeConsole, strip_control
 from tests.conftest import STACKS, run_cli, write_stack
 
 SUMMARY_KEYS = {
@@ -425,105 +420,3 @@ def test_write_atomic_replaces_a_file_and_sets_its_mode(tmp_path: Path) -> None:
     assert target.read_text() == "two\n"
     assert target.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in target.parent.iterdir()] == ["out.txt"]
-
-
-# --- warnings: grouped, and --quiet ---------------------------------------------------------------------------
-
-
-def test_warnings_are_grouped_under_one_header() -> None:
-    proc = run_cli("validate", "azure-nd-h100-250")
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stderr.splitlines()
-    assert lines[0] == "warning: 3 warnings (--quiet hides them)"
-    assert sum("warning" in line for line in lines) == 1
-    assert sum("storage[0] (datasets)" in line for line in lines) == 1  # two warnings, one subject line
-    assert "  - pools[0] (h100): 250 VMs exceed one InfiniBand domain" in proc.stderr
-
-
-def test_items_with_the_same_warning_share_a_line() -> None:
-    warnings = [
-        "pools[0] (a) has no zone; placed in us-east-1a",
-        "no hyperdisk-balanced price for us-central1 in the catalog",
-        "pools[1] (b) has no zone; placed in us-east-1a",
-        "storage[0] (s): 1 TiB is small",
-        "storage[0] (s): not priced",
-    ]
-    assert group_warnings(warnings) == [
-        ("pools[0] (a), pools[1] (b)", ["has no zone; placed in us-east-1a"]),
-        ("", ["no hyperdisk-balanced price for us-central1 in the catalog"]),
-        ("storage[0] (s)", ["1 TiB is small", "not priced"]),
-    ]
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        pytest.param(("--quiet", "validate", "azure-nd-h100-250"), id="global-before-the-command"),
-        pytest.param(("validate", "azure-nd-h100-250", "-q"), id="after-the-command"),
-        pytest.param(("-q", "plan", "azure-nd-h100-250"), id="plan"),
-        pytest.param(("preview", "azure-nd-h100-250", "--quiet"), id="preview"),
-    ],
-)
-def test_quiet_hides_warnings(args: tuple[str, ...]) -> None:
-    proc = run_cli(*args)
-    assert proc.returncode == 0, proc.stderr
-    assert "warning" not in proc.stderr
-    assert "InfiniBand" not in proc.stderr
-
-
-def test_quiet_keeps_errors(project: Path) -> None:
-    write_stack(project, "bad", BAD)
-    proc = run_cli("-C", str(project), "--quiet", "validate", "bad")
-    assert proc.returncode == 2
-    assert 'pools[0].market: got "spott"' in proc.stderr
-
-
-# --- control characters never reach the terminal --------------------------------------------------------------
-
-ESCAPES = "\x1b]0;pwned\x07", "\x1b[2J"
-
-
-def test_control_characters_in_a_waiver_reason_never_reach_the_terminal(project: Path) -> None:
-    text = (project / "stacks" / "Pulumi.good.yaml").read_text()
-    over = text.replace("monthly_usd: 250000", "monthly_usd: 1000")
-    waived = over.replace(
-        "      allowed_regions: [us-east-1]",
-        "      allowed_regions: [us-east-1]\n      waivers:\n"
-        "        - {policy: aicluster-cluster-enforce-monthly-budget, resource: llm-dev,\n"
-        '           reason: "title \\e]0;pwned\\a clear \\e[2J end", expires: "2099-12-31"}',
-    )
-    assert waived != over
-    write_stack(project, "esc", waived)
-    proc = run_cli("-C", str(project), "preview", "esc")
-    assert "Traceback" not in proc.stderr
-    shown = proc.stdout + proc.stderr
-    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", shown), repr(shown[-400:])
-    if proc.returncode == 0:  # the waiver is shown, its text kept apart from the control characters
-        assert "title ]0;pwned clear [2J end" in " ".join(proc.stdout.split())
-
-
-def test_safe_console_strips_user_control_characters_and_keeps_its_own_styles() -> None:
-    console = SafeConsole(file=io.StringIO(), force_terminal=True, color_system="standard", width=120, highlight=False)
-    table = Table(title="findings")
-    table.add_column("reason")
-    table.add_row(f"reason {ESCAPES[0]} and {ESCAPES[1]} \x9b31m C1 \r\x00 done")
-    console.print(table)
-    console.print(f"[red]error:[/] {escape(ESCAPES[1])}bad\ttab")
-    text = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "\x1b[31m" in text  # rich's own colour for [red]
-    for bad in ("\x1b]0;", "\x07", "\x1b[2J", "\x9b", "\r", "\x00"):
-        assert bad not in text
-    assert "reason ]0;pwned and [2J 31m C1  done" in text
-    assert "[2Jbad" in text
-    assert strip_control("a\x1b[2Jb\nc\td\x7f") == "a[2Jb\nc\td"
-
-
-def test_markdown_to_stdout_carries_no_control_characters(tmp_path: Path) -> None:
-    doc = json.loads(run_cli("preview", "p5-small", "--json", "-").stdout)
-    doc["warnings"] = [f"pool h100: {ESCAPES[0]}{ESCAPES[1]}"]
-    base, head = tmp_path / "base.json", tmp_path / "head.json"
-    base.write_text(json.dumps(doc))
-    head.write_text(json.dumps(doc))
-    proc = run_cli("diff", str(base), str(head))
-    assert proc.returncode == 0, proc.stderr
-    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", proc.stdout)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.cli.test_preview_findings import ELSEWHERE, REGIONS, TAGS
 from tests.conftest import run_cli, write_stack
-from tests.report.test_cli_findings import ELSEWHERE, REGIONS, TAGS
 from tests.report.test_sarif import validator
 
 STACK = ELSEWHERE.replace("monthly_usd: 250000", "monthly_usd: 1000")

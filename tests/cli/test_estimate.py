@@ -17,8 +17,8 @@ from aicluster.cli import main
 from aicluster.cli.commands.estimate import parse_bytes
 from aicluster.cli.console import out as cli_out
 from aicluster.sizing.collective import gpu_instance_types
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 KEYS = {"op", "instance_type", "nodes", "gpus", "bytes", "algorithm", "algbw_gb_s", "busbw_gb_s", "time_s"}
 _RANGE = "give a whole number of bytes from 1 to 1 PiB (2^50) as a number and a unit, e.g. 8GiB"
 BASE = ["estimate", "collective", "--instance-type", "p5.48xlarge", "--nodes", "16", "--op", "all_reduce"]
