@@ -17,8 +17,7 @@ from aicluster.plan.context import PlanCtx
 from aicluster.plan.models import ClusterPlan, PlannedController, PlannedKubernetes, PlannedNetwork, PlannedPool
 from aicluster.providers.base import ProviderPlanner
 from aicluster.spec import ClusterSpec
-
-SpecPath = tuple[str | int, ...]
+from aicluster.spec import Path as SpecPath
 
 
 @dataclass(frozen=True)

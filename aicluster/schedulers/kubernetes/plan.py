@@ -28,8 +28,9 @@ from aicluster.plan.models import (
 )
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
-from aicluster.schedulers.base import ControlPlane, SpecPath
+from aicluster.schedulers.base import ControlPlane
 from aicluster.spec import ClusterSpec, KubernetesScheduler
+from aicluster.spec import Path as SpecPath
 
 from . import describe
 

@@ -16,8 +16,9 @@ from aicluster.plan.models import ClusterPlan, PlannedController, PlannedNetwork
 from aicluster.plan.placement import first_cloud, placement
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
-from aicluster.schedulers.base import ControlPlane, SpecPath
+from aicluster.schedulers.base import ControlPlane
 from aicluster.spec import ClusterSpec, SlurmScheduler
+from aicluster.spec import Path as SpecPath
 
 
 def onprem_controller(ctx: PlanCtx) -> PlannedController:
