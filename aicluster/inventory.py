@@ -31,7 +31,8 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.files import write_atomic
 from aicluster.plan import ClusterPlan, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
-from aicluster.render import burst, nccl, slurm
+from aicluster.render import burst, nccl
+from aicluster.schedulers.slurm import render as slurm
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})

@@ -16,8 +16,7 @@ import yaml
 from aicluster import cli, discover, tune
 from aicluster.cli import main
 from aicluster.preview import plan_stack
-from aicluster.render import kubernetes as render
-from aicluster.schedulers.kubernetes import describe
+from aicluster.schedulers.kubernetes import describe, render
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import KUBERNETES_STACKS, ROOT
 

@@ -87,9 +87,21 @@ RULES = [
         )
     ),
     pytest.param(
+        "aicluster/schedulers/*/render.py",
+        ("aicluster.schedulers", "aicluster.plan", "aicluster.catalog", "aicluster.render"),
+        id="scheduler-renderers-read-the-plan",
+    ),
+    pytest.param(
         "components",
         # the plan carries the sizing estimates (aicluster.sizing.models: pure data); never the estimators
-        ("components", "aicluster.plan", "aicluster.providers", "aicluster.render", "aicluster.sizing.models"),
+        (
+            "components",
+            "aicluster.plan",
+            "aicluster.providers",
+            "aicluster.schedulers",
+            "aicluster.render",
+            "aicluster.sizing.models",
+        ),
         id="components-read-the-plan",
     ),
     pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),
@@ -109,6 +121,19 @@ def test_layering(folder: str, may_import: tuple[str, ...]) -> None:
 def test_components_never_read_pulumi_config() -> None:
     for f in modules("components"):
         assert "pulumi.Config" not in f.read_text(encoding="utf-8"), f
+
+
+def test_only_the_cli_imports_the_old_kubernetes_render_module() -> None:
+    """aicluster/render/kubernetes.py re-exports what aicluster/cli.py imports from it, until the CLI imports it from
+    aicluster.schedulers.kubernetes.render: no other module may start using the old name."""
+    old = "aicluster.render.kubernetes"
+    users = {
+        str(f.relative_to(ROOT))
+        for folder in ("aicluster", "components", "policies", "tests")
+        for f in modules(folder)
+        if old in imports_of(f)
+    }
+    assert users == {"aicluster/cli.py"}
 
 
 def test_the_layering_rules_match_files() -> None:

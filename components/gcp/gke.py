@@ -36,7 +36,7 @@ import pulumi_gcp as gcp
 import yaml
 
 from aicluster.plan import ClusterPlan, PlannedNodeGroup, PlannedPool, Taint, gcp_labels
-from aicluster.render.kubernetes import gke_accelerator
+from aicluster.schedulers.kubernetes.render import gke_accelerator
 
 from .gpu_pool import RESERVATION_KEY, SCOPES
 
