@@ -16,7 +16,7 @@ from aicluster.plan import ClusterPlan
 from aicluster.render.burst import BurstConfigUnknown, burst_config, burst_json
 from aicluster.schedulers.slurm.render import SlurmSettings, slurm_conf
 from tests.helpers import SSH_KEY, azure_pool, cluster, hybrid_site_cluster, onprem_cluster, plan_of
-from tests.render.test_slurm import golden
+from tests.schedulers.slurm.test_render import golden
 
 OUTPUTS: dict[str, Any] = {
     "pools": {

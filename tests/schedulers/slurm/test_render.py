@@ -1,6 +1,6 @@
 """Slurm files rendered from the plan: golden files per example stack, and the rules behind them.
 
-Regenerate the goldens with `UPDATE_GOLDEN=1 pytest tests/render/test_slurm.py`; tests/integration loads the
+Regenerate the goldens with `UPDATE_GOLDEN=1 pytest tests/schedulers/slurm/test_render.py`; tests/integration loads the
 same files into a real slurmctld.
 """
 
