@@ -21,7 +21,7 @@ from aicluster.spec import ClusterSpec, SlurmScheduler
 from aicluster.spec import Path as SpecPath
 
 
-def onprem_controller(ctx: PlanCtx) -> PlannedController:
+def _onprem_controller(ctx: PlanCtx) -> PlannedController:
     """slurmctld on a host of the site the stack names: an existing machine, so no image, disk or price of
     its own (its cost and power are the site's)."""
     sched = ctx.spec.scheduler
@@ -60,7 +60,7 @@ def plan_controller(ctx: PlanCtx, planners: Mapping[str, ProviderPlanner]) -> Pl
     base: tuple[str | int, ...] = ("scheduler", "controller")
     c = sched.controller
     if ctx.spec.sites:
-        return onprem_controller(ctx)
+        return _onprem_controller(ctx)
     provider = c.provider or first_cloud(ctx)
     cloud = cloud_of(planners, provider)
     defaults = ctx.catalog.constants.defaults.get(provider)
