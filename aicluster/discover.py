@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from aicluster.plan import ClusterPlan, PlannedPool
+from aicluster.plan.registry import SCHEDULERS
 from aicluster.spec import gcp_label
 
 # provider -> (plugin, config file name the plugin accepts: each checks its own suffix)
@@ -92,14 +93,11 @@ def discoverable(pool: PlannedPool) -> bool:
 
 def plugin_configs(plan: ClusterPlan, stack_config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """File name -> plugin configuration, one per cloud the stack has discoverable pools in. Every config
-    composes the same `aicluster_*` host variables, so `instances` reads all clouds alike. A Kubernetes stack's
-    nodes are found through the control plane (kubectl), never here: DiscoveryError."""
-    if plan.kubernetes is not None:
-        k = plan.kubernetes
-        raise DiscoveryError(
-            f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes, "
-            "not VMs for Ansible; list them with `aicluster kubeconfig STACK` and `kubectl get nodes`"
-        )
+    composes the same `aicluster_*` host variables, so `instances` reads all clouds alike. A stack whose scheduler
+    owns its nodes (Kubernetes: found through the control plane, with kubectl) is refused: DiscoveryError."""
+    refused = SCHEDULERS[plan.scheduler].why_no_discovery(plan)
+    if refused is not None:
+        raise DiscoveryError(refused)
     pools = [p for p in plan.pools if discoverable(p)]
     providers = sorted({p.provider for p in pools})
     configs: dict[str, dict[str, Any]] = {}

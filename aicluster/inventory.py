@@ -30,7 +30,9 @@ import yaml
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.files import write_atomic
 from aicluster.plan import ClusterPlan, PlannedPool
-from aicluster.render import burst, nccl, slurm
+from aicluster.plan.registry import SCHEDULERS
+from aicluster.render import burst, nccl
+from aicluster.schedulers.slurm import render as slurm
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
@@ -156,22 +158,19 @@ def stack_addresses(plan: ClusterPlan) -> dict[str, str]:
     return found
 
 
-class KubernetesStackError(ValueError):
-    """The stack runs Kubernetes: there is no Ansible inventory of its nodes (see `kubernetes_reason`)."""
+class NoInventoryError(ValueError):
+    """The stack's scheduler owns its nodes: there is no Ansible inventory of them (see `no_inventory_reason`)."""
 
 
-def kubernetes_reason(plan: ClusterPlan, stack: str = "STACK") -> str | None:
-    """Why a Kubernetes stack has no inventory, or None for a Slurm stack. Its nodes are Kubernetes nodes that the
-    managed node groups create and replace: the control plane names and addresses them, and the GPU Operator,
-    Network Operator, EFA device plugin or the service itself configure them, not Ansible."""
-    k = plan.kubernetes
-    if k is None:
-        return None
-    return (
-        f"stack {stack} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes that "
-        f"{k.service_name} creates and replaces, so there is no Ansible inventory of them; list them with "
-        f"`aicluster kubeconfig {stack}` and `kubectl get nodes -L aicluster.io/pool,aicluster.io/fabric-domain`"
-    )
+def no_inventory_reason(plan: ClusterPlan, stack: str = "STACK") -> str | None:
+    """Why the stack's nodes have no inventory, or None when they have one (Slurm's VMs, site hosts and
+    controller). A Kubernetes stack's nodes are Kubernetes nodes that the managed node groups create and replace: the
+    control plane names and addresses them, and the add-ons or the service itself configure them, not Ansible."""
+    return SCHEDULERS[plan.scheduler].why_no_inventory(plan, stack)
+
+
+# The CLI's name for no_inventory_reason, until it calls that.
+kubernetes_reason = no_inventory_reason
 
 
 def inventory(
@@ -187,9 +186,9 @@ def inventory(
     (`slurm_files`: target path -> text) are rendered here for the nodes' Slurm version, with the bursting
     configuration when the stack has burst pools and its outputs name their groups (else `burst_config_missing`
     says what is missing)."""
-    reason = kubernetes_reason(plan)
+    reason = no_inventory_reason(plan)
     if reason is not None:
-        raise KubernetesStackError(reason)
+        raise NoInventoryError(reason)
     catalog = catalog or load_catalog()
     children: dict[str, Any] = {}
     group_vars: dict[str, dict[str, Any]] = {}
@@ -243,7 +242,7 @@ def inventory(
     slurm_files: dict[str, str] = {}
     burst_missing: str | None = None
     burst_vars: dict[str, Any] = {}
-    if ctl is not None and plan.scheduler == "slurm":
+    if ctl is not None:  # the files the controller's and the nodes' Slurm roles install
         slurm_files = slurm.files(plan, slurm_version, catalog=catalog)
         try:
             text = burst.burst_json(plan, outputs, stack_config or {}, catalog=catalog)

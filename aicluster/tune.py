@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aicluster.plan.registry import SCHEDULERS
+
 if TYPE_CHECKING:
     from aicluster.plan import ClusterPlan
 
@@ -29,34 +31,14 @@ _COUNTERS = {
 }
 
 
-# Add-ons that do on a Kubernetes node what the Slurm path's roles (nvidia, efa, infiniband, nccl) do on a VM.
-NODE_ADDONS = ("gpu-operator", "network-operator", "efa-device-plugin")
+def scheduler_notes(plan: ClusterPlan, stack: str) -> list[str]:
+    """What `tune` says instead of running the playbook where the stack's scheduler owns its nodes (Kubernetes: who
+    does the roles' work there, and how to test the fabric instead). Empty: tune runs the playbook."""
+    return SCHEDULERS[plan.scheduler].tune_notes(plan, stack)
 
 
-def kubernetes_message(plan: ClusterPlan, stack: str) -> list[str]:
-    """Why `tune` runs no Ansible on a Kubernetes stack, who owns the drivers and the fabric there, and how to test
-    the fabric instead (the acceptance JobSet). Empty for a Slurm stack."""
-    k = plan.kubernetes
-    if k is None:
-        return []
-    lines = [
-        f"stack {stack} runs on {k.service_name} (scheduler.kind: kubernetes): tune runs no Ansible here. Its nodes "
-        f"are Kubernetes nodes that {k.service_name} boots from {k.node_image} and replaces at will, so changes "
-        "made over SSH would not outlive a node; what the playbook's roles do on a Slurm VM is done on the cluster:"
-    ]
-    if k.service == "gke":
-        lines.append(
-            "  - GKE installs the accelerator drivers on its GPU and TPU node pools itself, and the GKE network "
-            "objects aicluster creates attach the GPU NICs to pods"
-        )
-    lines += [f"  - {a.name} {a.version}: {a.why}" for a in k.addons if a.id in NODE_ADDONS]
-    lines.append(
-        "Test the fabric with the topology-aware NCCL acceptance JobSet instead: "
-        f"`aicluster acceptance {stack} -o nccl-acceptance.yaml`, `aicluster kubeconfig {stack}`, then "
-        f"`kubectl apply -f nccl-acceptance.yaml` (it queues in "
-        f"{k.namespace}/{k.local_queue})"
-    )
-    return lines
+# The CLI's name for scheduler_notes, until it calls that.
+kubernetes_message = scheduler_notes
 
 
 @dataclass

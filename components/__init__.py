@@ -1,4 +1,5 @@
-"""Pulumi components. `AiCluster` takes a plan and creates each provider's part of the cluster.
+"""Pulumi components. `AiCluster` takes a plan and creates each provider's part of the cluster, in which the
+stack's scheduler builds the pools and its control plane.
 
 Components translate plan records into provider resources and nothing else: they never read
 Pulumi config and never recompute what the plan decided.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
@@ -16,9 +17,6 @@ from aicluster.plan import ClusterPlan
 
 from . import workload
 from .tags import tagging
-
-if TYPE_CHECKING:
-    from .kubernetes import KubernetesAddonsArgs
 
 __all__ = ["AiCluster", "AiClusterArgs"]
 
@@ -39,6 +37,37 @@ def builder(provider: str) -> Builder:
     """The `build` function of `provider`'s components, importing them on first use."""
     build: Builder = importlib.import_module(BUILDERS[provider]).build
     return build
+
+
+# `part(plan, parent, base, outputs)`: a scheduler's resources in one cloud, on what that cloud's builder made (`base`:
+# its networks, and on GCP the nodes' service account), adding the stack outputs they contribute to `outputs`.
+Part = Callable[[ClusterPlan, pulumi.ComponentResource, Any, dict[str, Any]], None]
+# `finish(plan, parent, outputs, handles)`: what a scheduler puts onto the whole cluster once every cloud is built,
+# from the merged stack outputs and every network component (network key -> component).
+Finish = Callable[[ClusterPlan, pulumi.ComponentResource, dict[str, Any], dict[str, Any]], None]
+
+# One builder per scheduler, keyed by `scheduler.kind` as aicluster.plan.registry.SCHEDULERS is: the package whose
+# PARTS names, per cloud, the module whose `build` is that scheduler's Part there (Slurm: the pools' VMs and
+# slurmctld; Kubernetes: the managed control plane and its node groups), and whose `finish(plan, parent, outputs,
+# handles)` adds what goes onto the whole cluster once every provider is built (Kubernetes: the add-ons and Kueue).
+# Modules (and their SDKs) are imported only when a plan needs them.
+SCHEDULER_BUILDERS: dict[str, str] = {
+    "slurm": "components.slurm",
+    "kubernetes": "components.kubernetes",
+}
+
+
+def scheduler_part(kind: str, provider: str) -> Part:
+    """The `build` function of scheduler `kind`'s part in cloud `provider`, importing it on first use."""
+    parts: Mapping[str, str] = importlib.import_module(SCHEDULER_BUILDERS[kind]).PARTS
+    part: Part = importlib.import_module(parts[provider]).build
+    return part
+
+
+def scheduler_finish(kind: str) -> Finish:
+    """The `finish` function of scheduler `kind`'s components, importing them on first use."""
+    finish: Finish = importlib.import_module(SCHEDULER_BUILDERS[kind]).finish
+    return finish
 
 
 def _burst_groups(plan: ClusterPlan) -> dict[str, int]:
@@ -114,18 +143,9 @@ class AiCluster(pulumi.ComponentResource):
             from .vpn import build_vpns  # pulumi_random and the VPN modules of the providers the links use
 
             merged["vpns"] = build_vpns(plan, self, handles)
-        # A Kubernetes stack: its cloud's builder made the control plane; the add-ons and Kueue go onto it through
-        # the kubeconfig that builder returned (a secret stack output, which `aicluster kubeconfig` writes out).
-        kube = plan.kubernetes
-        if kube is not None:
-            from .kubernetes import KubernetesAddons  # pulumi_kubernetes: only Kubernetes stacks
-
-            addons: KubernetesAddonsArgs = {"plan": plan, "kubeconfig": merged["kubeconfig"]}
-            net = handles.get(kube.network)
-            if net is not None and hasattr(net, "vpc_ids"):  # GKE: the GPU VPCs' real (suffixed) names
-                addons["gcp_vpc_ids"] = net.vpc_ids
-                addons["gcp_subnet_ids"] = net.subnet_ids
-            KubernetesAddons(f"{plan.name}-addons", addons, pulumi.ResourceOptions(parent=self))
+        # What the scheduler puts onto the whole cluster once every cloud's part is built (Kubernetes: the add-ons
+        # and Kueue, through the kubeconfig its cloud's part returned).
+        scheduler_finish(plan.scheduler)(plan, self, merged, handles)
         # Workloads are estimates, not resources: one record each, for the policy pack and readers of the state
         # (only stacks that declare workloads output them)
         if plan.workloads:

@@ -4,7 +4,7 @@ Issue 17's rule: work on speed must not change what a preview says. Each example
 in-process (`aicluster preview STACK --json FILE`, the command CI runs) and the file it writes must equal
 the golden one byte for byte.
 
-One input is the clock: a GKE cluster's maintenance exclusion starts "now" (components/gcp/gke.py), so the
+One input is the clock: a GKE cluster's maintenance exclusion starts "now" (components/kubernetes/gke.py), so the
 previews here run with that clock frozen at FROZEN_NOW; everything else is the stack, the catalog and the code.
 
 When a change is MEANT to change a preview (a new field, a new resource, a corrected figure), regenerate
@@ -47,7 +47,7 @@ class _FrozenDateTime(datetime.datetime):
 @contextlib.contextmanager
 def frozen_clock() -> Iterator[None]:
     """The GKE component's clock at FROZEN_NOW (the only wall-clock read in what a preview builds)."""
-    from components.gcp import gke
+    from components.kubernetes import gke
 
     clock = types.SimpleNamespace(datetime=_FrozenDateTime, UTC=datetime.UTC)
     with mock.patch.object(gke, "datetime", clock):

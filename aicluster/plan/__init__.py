@@ -13,13 +13,11 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from aicluster.catalog import Catalog, InstanceType, Region, StorageTier
+from aicluster.catalog import Catalog, StorageTier
 from aicluster.catalog.pricing import (
     CostLine,
     Price,
     cents,
-    compute_price,
-    hourly_month,
     service_price,
     storage_month,
     storage_price,
@@ -27,19 +25,16 @@ from aicluster.catalog.pricing import (
 )
 from aicluster.spec import (
     ClusterSpec,
-    KubernetesScheduler,
     LustreStorage,
     NfsStorage,
     PriceOverride,
-    SlurmScheduler,
     SpecError,
     did_you_mean,
     format_path,
     gcp_labels,
 )
 
-from .context import UNPRICED_NOTE, PlanCtx, instance_type_of, region_of, round2, service_cost, zone_of
-from .kubernetes import plan_kubernetes, with_address_ranges
+from .context import UNPRICED_NOTE, PlanCtx, round2, service_cost
 from .models import (
     AwsPoolDetails,
     AzurePoolDetails,
@@ -74,12 +69,14 @@ from .network import (
     overlaps,
     usable,
 )
-from .pools import CloudPlanner
+from .placement import first_cloud, placement
+from .pools import CloudPlanner, cloud_of
 from .vpn import VpnSite, check_sites, overlapping_cidrs, plan_vpns
 from .workloads import plan_workloads
 
 if TYPE_CHECKING:
     from aicluster.providers.base import ProviderPlanner
+    from aicluster.schedulers.base import SchedulerPlanner
 
 __all__ = [
     "AwsPoolDetails",
@@ -114,7 +111,7 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------------------
-# Storage and controller
+# Storage
 # ------------------------------------------------------------------------------------------------
 
 
@@ -126,11 +123,16 @@ def _planners() -> dict[str, ProviderPlanner]:
     return PLANNERS
 
 
+def _scheduler(kind: str) -> SchedulerPlanner:
+    """The stack's scheduler from the registry (imported when first planning, as the providers are)."""
+    from .registry import SCHEDULERS
+
+    return SCHEDULERS[kind]
+
+
 def _cloud(provider: str) -> CloudPlanner:
     """The planner of a cloud: one that carves networks and hosts controllers and file systems."""
-    planner = _planners()[provider]
-    assert isinstance(planner, CloudPlanner), provider
-    return planner
+    return cloud_of(_planners(), provider)
 
 
 def _joined(ctx: PlanCtx) -> bool:
@@ -188,93 +190,12 @@ def _plan_vpns(ctx: PlanCtx, networks: Sequence[PlannedNetwork]) -> tuple[Planne
     return vpns
 
 
-def _first_cloud(ctx: PlanCtx) -> str:
-    """The provider of the first cloud pool: where the controller and file systems go by default (the spec
-    refuses a stack whose file systems have no cloud to live in)."""
-    return next((p.provider for p in ctx.spec.pools if p.provider != "onprem"), ctx.spec.pools[0].provider)
-
-
-def _onprem_controller(ctx: PlanCtx) -> PlannedController:
-    """slurmctld on a host of the site the stack names: an existing machine, so no image, disk or price of
-    its own (its cost and power are the site's)."""
-    sched = ctx.spec.scheduler
-    assert isinstance(sched, SlurmScheduler)
-    c = sched.controller
-    site = c.site or ctx.spec.sites[0].name
-    return PlannedController(
-        kind="slurm",
-        root_volume_gib=0,
-        root_disk_service="",
-        imds_hop_limit=None,
-        provider="onprem",
-        region=site,
-        zone=None,
-        network=f"onprem-{site}",
-        instance_type="site host",
-        image="",
-        price=None,
-        instance_usd_per_month=0.0,
-        volume_usd_per_month=0.0,
-        cost_usd_per_hour=0.0,
-        cost_usd_per_month=0.0,
-        node_power_kw=0.0,
-        power_kw_facility=0.0,
-        co2e_t_per_month=0.0,
-        host=c.host,
-        address=c.address,
-    )
-
-
-def _near(ctx: PlanCtx, provider: str, region: str | None) -> tuple[str, str | None] | None:
-    """(region, zone) of the first pool of `provider` (in `region`, if given), from the spec itself,
-    so that a pool's own error does not cascade into its neighbours'."""
-    for p in ctx.spec.pools:
-        if p.provider == provider and (region is None or p.region == region):
-            return p.region, p.zone
-    return None
-
-
-def _placement(
-    ctx: PlanCtx,
-    base: tuple[str | int, ...],
-    provider: str,
-    region: str | None,
-    zone: str | None,
-    what: str,
-    *,
-    zonal: bool = True,
-) -> tuple[Region, str | None] | None:
-    """Where a file system or controller goes: as given, else next to the first pool. A `zonal` thing
-    always gets a zone where the region has zones; a regional one (an Azure VM or NetApp volume) takes
-    its pool's zone, or none when the pool is regional."""
-    near = _near(ctx, provider, region)
-    if region is None:
-        if near is None:
-            ctx.problem((*base, "region"), f"no {provider} pool to place the {what} near; set region")
-            return None
-        reg = ctx.catalog.region(provider, near[0])
-        if reg is None:
-            return None  # the pool's region is wrong, and reported there
-    else:
-        reg = region_of(ctx, (*base, "region"), provider, region)
-        if reg is None:
-            return None
-    if zone is not None:
-        checked = zone_of(ctx, (*base, "zone"), reg, zone, (), f"the {what}")
-        return (reg, checked) if checked else None
-    if near is not None and near[0] == reg.name and near[1] in reg.zones:
-        return reg, near[1]
-    if not zonal or not reg.zones:
-        return reg, None
-    return reg, reg.zones[0]
-
-
 def _plan_storage(ctx: PlanCtx, i: int, st: LustreStorage | NfsStorage) -> PlannedFilesystem | None:
     base: tuple[str | int, ...] = ("storage", i)
-    provider = st.provider or _first_cloud(ctx)
+    provider = st.provider or first_cloud(ctx)
     # Managed Lustre is zonal everywhere; Azure NetApp Files volumes are regional unless pinned.
     zonal = provider != "azure" or st.kind == "lustre"
-    where = _placement(ctx, base, provider, st.region, st.zone, "file system", zonal=zonal)
+    where = placement(ctx, base, provider, st.region, st.zone, "file system", zonal=zonal)
     if where is None:
         return None
     reg, zone = where
@@ -423,105 +344,6 @@ def _round_capacity(requested: int, minimum: int, step: int, first: tuple[int, .
     if requested <= minimum:
         return minimum
     return math.ceil(requested / step) * step
-
-
-def _plan_controller(ctx: PlanCtx) -> PlannedController | None:
-    sched = ctx.spec.scheduler
-    if not isinstance(sched, SlurmScheduler):
-        return None  # a Kubernetes stack's control plane: plan/kubernetes.py
-    base: tuple[str | int, ...] = ("scheduler", "controller")
-    c = sched.controller
-    if ctx.spec.sites:
-        return _onprem_controller(ctx)
-    provider = c.provider or _first_cloud(ctx)
-    cloud = _cloud(provider)
-    defaults = ctx.catalog.constants.defaults.get(provider)
-    where = _placement(ctx, base, provider, c.region, None, "controller", zonal=cloud.controller_zonal)
-    type_name = c.instance_type or (defaults.controller_instance_type if defaults else None)
-    if type_name is None:
-        ctx.problem((*base, "instance_type"), f"the catalog has no default {provider} controller type; set one")
-        return None
-    if where is None:
-        return None
-    reg, zone = where
-    it = instance_type_of(ctx, (*base, "instance_type"), provider, type_name)
-    if it is None:
-        return None
-    resolved = compute_price(it, reg.name, "on-demand", ctx.spec.pricing.overrides)
-    if resolved.price is None:
-        _unpriced_controller(ctx, it, reg.name, defaulted=c.instance_type is None)
-    network = ctx.need((*base, "region"), provider, reg.name, zone, 1)
-    image = cloud.image(ctx, base, None, defaults.controller_image if defaults else None)
-    root_gib = cloud.controller_root_gib
-    volume_month = service_cost(
-        ctx,
-        provider,
-        cloud.boot_disk(ctx, it),
-        reg.name,
-        root_gib,
-        "the controller's root volume",
-    )
-    instance_month = hourly_month(resolved.price.usd, 1, ctx.catalog.hours_per_month) if resolved.price else None
-    priced = [x for x in (instance_month, volume_month) if x is not None]
-    month = cents(sum(priced)) if priced else None
-    return PlannedController(
-        kind="slurm",
-        root_volume_gib=root_gib,
-        root_disk_service=cloud.boot_disk(ctx, it),
-        imds_hop_limit=cloud.controller_imds_hop_limit,
-        provider=provider,
-        region=reg.name,
-        zone=zone,
-        network=network,
-        instance_type=it.name,
-        image=image,
-        price=resolved.price,
-        instance_usd_per_month=instance_month,
-        volume_usd_per_month=volume_month,
-        cost_usd_per_hour=cents(month / ctx.catalog.hours_per_month) if month is not None else None,
-        cost_usd_per_month=month,
-        unpriced=tuple(
-            what for what, m in ((f"instance {it.name}", instance_month), ("root volume", volume_month)) if m is None
-        ),
-        node_power_kw=it.node_power_kw,
-        power_kw_facility=round2(it.node_power_kw * reg.pue),
-        co2e_t_per_month=round2(it.node_power_kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
-    )
-
-
-def _unpriced_controller(ctx: PlanCtx, it: InstanceType, region: str, defaulted: bool) -> None:
-    """The one rule for an unpriced item, for the controller: a warning that says where its type came from and
-    what to set; the controller is planned, and left out of the cost (the totals say so)."""
-    priced = sorted(
-        (
-            (p.price.usd, t.name)
-            for (provider, _), t in ctx.catalog.instance_types.items()
-            if provider == it.provider
-            and t.accelerator_count == 0
-            and t.vcpus >= CONTROLLER_MIN_VCPUS
-            and (p := compute_price(t, region, "on-demand", ctx.spec.pricing.overrides)).price is not None
-        )
-    )[:3]
-    where = (
-        f"scheduler.controller.instance_type is not set, and the catalog's default {it.provider} controller "
-        f"type, {it.name},"
-        if defaulted
-        else f"scheduler.controller.instance_type {it.name}"
-    )
-    instead = (
-        f"set scheduler.controller.instance_type to a type priced there ({', '.join(n for _, n in priced)}), or "
-        if priced
-        else ""
-    )
-    ctx.warnings.append(
-        f"{where} has no on-demand price in {region} in the catalog, so the controller is left out of the cost "
-        f"({UNPRICED_NOTE}): {instead}add your rate under pricing.overrides "
-        f"(sku: {it.name}, region: {region}, usd_per_hour: ...)"
-    )
-
-
-# A Slurm controller runs slurmctld and slurmdbd: the smallest type suggested in place of an unpriced one.
-CONTROLLER_MIN_VCPUS = 4
 
 
 # ------------------------------------------------------------------------------------------------
@@ -832,7 +654,8 @@ def cost_lines(
 
 def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     """Resolve a validated spec against the catalog. Raises SpecError with every problem found."""
-    ctx = PlanCtx(spec, catalog)
+    scheduler = _scheduler(spec.scheduler.kind)
+    ctx = PlanCtx(spec, catalog, scheduler)
     pools: list[PlannedPool] = []
     for i, pool in enumerate(spec.pools):
         planned = _planners()[pool.provider].plan_pool(ctx, i, pool)
@@ -855,21 +678,11 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
             "stays off): add yours, e.g. the line in ~/.ssh/id_ed25519.pub",
         )
     filesystems = [fs for i, st in enumerate(spec.storage) if (fs := _plan_storage(ctx, i, st)) is not None]
-    controller = _plan_controller(ctx)
-    kube = (
-        plan_kubernetes(
-            ctx,
-            pools,
-            {p.name: _cloud(p.provider).kubernetes_resources(p) for p in pools},
-            lambda provider, it: _cloud(provider).boot_disk(ctx, it),
-        )
-        if isinstance(spec.scheduler, KubernetesScheduler)
-        else None
-    )
+    plane = scheduler.control_plane(ctx, pools, _planners())
     _vpn_gateway_subnets(ctx)
     networks = _plan_networks(ctx)
-    if kube is not None:
-        kube = with_address_ranges(ctx, kube, networks, _cloud(kube.provider).kubernetes_pod_overlay)
+    plane = scheduler.with_networks(ctx, plane, networks, _planners())
+    controller = plane.controller
     vpns = _plan_vpns(ctx, networks)
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     workloads = plan_workloads(ctx, pools, filesystems)
@@ -880,22 +693,14 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         ctx,
         [p.price for p in pools if p.price is not None]
         + [f.price for f in filesystems if f.price is not None]
-        + ([controller.price] if controller and controller.price else []),
+        + plane.prices(),
     )
 
     hours = catalog.hours_per_month
-    cost = total(cost_lines(pools, filesystems, controller, networks, vpns, kube))
-    it_kw = sum(p.power_kw_it for p in pools)
-    fac_kw = sum(p.power_kw_facility for p in pools)
-    co2 = sum(p.co2e_t_per_month for p in pools)
-    if controller is not None:
-        co2 += controller.co2e_t_per_month
-        it_kw += controller.node_power_kw
-        fac_kw += controller.power_kw_facility
-    if kube is not None:
-        co2 += kube.system_co2e_t_per_month
-        it_kw += kube.system_power_kw_it
-        fac_kw += kube.system_power_kw_facility
+    cost = total(cost_lines(pools, filesystems, controller, networks, vpns, plane.kubernetes))
+    it_kw = sum(p.power_kw_it for p in pools) + plane.power_kw_it()
+    fac_kw = sum(p.power_kw_facility for p in pools) + plane.power_kw_facility()
+    co2 = sum(p.co2e_t_per_month for p in pools) + plane.co2e_t_per_month()
     racked = [p.racks for p in pools if p.racks is not None]
     racks = sum(racked) if racked else None
     totals = Totals(
@@ -915,7 +720,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     return ClusterPlan(
         sites=tuple(sites),
         vpns=vpns,
-        kubernetes=kube,
+        kubernetes=plane.kubernetes,
         name=spec.name,
         tags={**spec.tags, "aicluster:cluster": spec.name},
         scheduler=spec.scheduler.kind,

@@ -1,7 +1,8 @@
 """What every provider's planner shares: the planning context and the checks and records common to all pools.
 
-Imports only aicluster.spec, aicluster.catalog and aicluster.plan.models: provider planners
-(aicluster.providers.<p>.plan) import this module, and the plan package imports them through its registry.
+Imports only aicluster.spec, aicluster.catalog and aicluster.plan.models (and the scheduler protocol, for its type):
+provider and scheduler planners (aicluster.providers.<p>.plan, aicluster.schedulers.<kind>.plan) import this module,
+and the plan package imports them through its registry.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region
 from aicluster.catalog.pricing import Price, cents, hourly_month, service_month, service_override_hint, service_price
@@ -17,11 +18,16 @@ from aicluster.spec import ClusterSpec, Problem, did_you_mean
 
 from .models import PlannedPool
 
+if TYPE_CHECKING:
+    from aicluster.schedulers.base import SchedulerPlanner
+
 
 @dataclass
 class PlanCtx:
     spec: ClusterSpec
     catalog: Catalog
+    # the stack's scheduler (SCHEDULERS[spec.scheduler.kind]): what provider planners ask of it
+    scheduler: SchedulerPlanner
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # zone -> addresses needed, per network key; and the field that first asked for each network

@@ -81,7 +81,7 @@ class CloudPlanner(ABC):
         return boot_disk(ctx, it, self.boot_disk_fallback)
 
     def image(self, ctx: PlanCtx, path: tuple[str | int, ...], given: str | None, default: str | None) -> str:
-        if ctx.spec.scheduler.kind == "kubernetes":
+        if not ctx.scheduler.pool_images:
             return ""  # node groups boot the service's own GPU image (plan.kubernetes.node_image; the spec refuses one)
         return image_of(ctx, path, self.name, self.image_forms, self.is_image_reference, given, default)
 
@@ -120,7 +120,7 @@ class CloudPlanner(ABC):
         defaults = ctx.catalog.constants.defaults.get(provider)
         acc = ctx.catalog.accelerator_of(it)
         default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
-        if pool.image is None and default_image is None and ctx.spec.scheduler.kind != "kubernetes":
+        if pool.image is None and default_image is None and ctx.scheduler.pool_images:
             ctx.problem(
                 (*base, "image"),
                 f"the catalog has no default image for {it.name} "
@@ -167,3 +167,10 @@ class CloudPlanner(ABC):
             volumes_month,
             **placed.details,
         )
+
+
+def cloud_of(planners: Mapping[str, object], provider: str) -> CloudPlanner:
+    """The planner of a cloud in the registry: one that carves networks and hosts controllers and file systems."""
+    planner = planners[provider]
+    assert isinstance(planner, CloudPlanner), provider
+    return planner

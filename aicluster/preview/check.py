@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from aicluster.catalog import REQUIRED_TAGS, load_catalog
 from aicluster.catalog.pricing import money
 from aicluster.plan import ClusterPlan, plan
+from aicluster.plan.registry import SCHEDULERS
 from aicluster.spec import ClusterSpec, Problem, SpecError, Waiver, check_cluster, did_you_mean, gcp_label
 from aicluster.spec import Path as SpecPath
 from aicluster.stackfile import StackConfig, cluster_data
@@ -149,8 +150,7 @@ def policy_problems(spec: ClusterSpec) -> list[Problem]:
             (("pools", i, "region"), p.region) for i, p in enumerate(spec.pools) if p.provider != "onprem"
         ]
         placed += [(("storage", i, "region"), s.region) for i, s in enumerate(spec.storage)]
-        if spec.scheduler.kind == "slurm" and not spec.sites:
-            placed.append((("scheduler", "controller", "region"), spec.scheduler.controller.region))
+        placed += SCHEDULERS[spec.scheduler.kind].regions(spec)
         for path, region in placed:
             if region is not None and region not in allowed:
                 problems.append(

@@ -20,7 +20,7 @@ from typing import Any
 from aicluster.burst.config import AwsNodeSet, AzureNodeSet, BurstConfig, GcpNodeSet
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
-from aicluster.render.slurm import DEFAULT_SETTINGS, SlurmSettings, cloud_times, hostlist
+from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, SlurmSettings, cloud_times, hostlist
 
 CONFIG_FILE = "aicluster-burst.json"
 UNKNOWN = frozenset({"<computed>", "[secret]", ""})

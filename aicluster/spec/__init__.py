@@ -56,7 +56,6 @@ from .base import (
     LazyPattern,
     Market,
     MountPath,
-    NetworkCidr,
     Path,
     Problem,
     Provider,
@@ -85,6 +84,7 @@ from .gcp import (
     gcp_label,
     gcp_labels,
 )
+from .kubernetes import KubernetesScheduler
 from .onprem import (
     BMC_RE,
     RACK_RE,
@@ -101,6 +101,7 @@ from .onprem import (
     SitePower,
     pool_fabric,
 )
+from .slurm import Controller, SlurmScheduler
 from .workload import Model as WorkloadModel  # noqa: F401 - re-exported: the spec's public models
 from .workload import Targets as WorkloadTargets  # noqa: F401
 from .workload import Training as WorkloadTraining  # noqa: F401
@@ -161,85 +162,6 @@ Storage = Annotated[LustreStorage | NfsStorage, Field(discriminator="kind")]
 # ------------------------------------------------------------------------------------------------
 # Scheduler, budgets, compliance, pricing, network
 # ------------------------------------------------------------------------------------------------
-
-
-class Controller(Strict):
-    instance_type: Annotated[
-        InstanceType | None,
-        Field(description="Controller instance type (e.g. `m7i.4xlarge`). Default: from the catalog."),
-    ] = None
-    provider: Annotated[
-        Provider | None,
-        Field(description="Default: `onprem` when the stack has sites, else the provider of the first pool."),
-    ] = None
-    region: Annotated[RegionName | None, Field(description="Default: the region of the first pool.")] = None
-    site: Annotated[
-        DnsLabel | None, Field(description="On-prem: the site slurmctld runs at. Default: the first site.")
-    ] = None
-    host: Annotated[DnsLabel | None, Field(description="On-prem: the host that runs slurmctld (e.g. `slurm01`).")] = (
-        None
-    )
-    address: Annotated[
-        PrivateIp | None, Field(description="On-prem: the host's address, inside the site's CIDRs (e.g. `10.200.0.5`).")
-    ] = None
-
-
-class SlurmScheduler(Strict):
-    kind: Annotated[Literal["slurm"], Field(description="`slurm`: a Slurm controller plus the pools as partitions.")]
-    controller: Annotated[Controller, Field(description="Where slurmctld runs.")] = Controller()
-
-
-class SystemPool(Strict):
-    instance_type: Annotated[
-        InstanceType | None,
-        Field(
-            description="CPU instance type of the system node group (kube-system, Kueue, the operators' controllers). "
-            "Default: from the catalog."
-        ),
-    ] = None
-    nodes: Annotated[
-        int,
-        Field(ge=1, le=100, description="System nodes, spread over two zones where the region has them."),
-    ] = 2
-
-
-class KubernetesScheduler(Strict):
-    kind: Annotated[
-        Literal["kubernetes"],
-        Field(
-            description="`kubernetes`: a managed control plane (EKS, GKE or AKS) in the cloud of the pools, the pools "
-            "as fabric-wired node groups, the GPU and network operators, and Kueue."
-        ),
-    ]
-    version: Annotated[
-        str,
-        Field(
-            pattern=_pattern(
-                r"^1\.\d{2}$",
-                "must be a Kubernetes minor version: 1. and two digits (e.g. 1.35)",
-            ),
-            description="Kubernetes minor version (e.g. `1.35`); the catalog lists what each cloud offers.",
-        ),
-    ] = "1.35"
-    endpoint: Annotated[
-        Literal["private", "public"],
-        Field(
-            description="`private`: the API server is reachable only from the cluster network (and networks joined "
-            "to it); `public`: reachable from `authorized_networks` only."
-        ),
-    ] = "private"
-    authorized_networks: Annotated[
-        tuple[NetworkCidr, ...],
-        Field(
-            max_length=40,
-            description="With a public endpoint: the CIDRs allowed to reach the API server (e.g. your office's).",
-        ),
-    ] = ()
-    system_pool: Annotated[SystemPool, Field(description="CPU nodes for the cluster's own services.")] = SystemPool()
-    namespace: Annotated[
-        DnsLabel,
-        Field(description="Namespace of the Kueue LocalQueue that jobs submit to, and of the acceptance JobSet."),
-    ] = "training"
 
 
 Scheduler = Annotated[SlurmScheduler | KubernetesScheduler, Field(discriminator="kind")]
@@ -583,9 +505,10 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
     names: dict[str, tuple[str | int, ...]] = {}
     addresses: dict[str, tuple[str | int, ...]] = {}
 
-    def host(path: tuple[str | int, ...], name: str, address: str | None, site: str, key: str = "name") -> None:
+    def host(path: Path, name: str, address: str | None, site: str, key: str = "name") -> list[Problem]:
+        found: list[Problem] = []
         if name in names:
-            problems.append(
+            found.append(
                 Problem(
                     (*path, key),
                     f"{format_path(names[name])} already has this name; host names must be unique",
@@ -594,7 +517,7 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
                 )
             )
         elif (pool := _count_pool_node(name, spec)) is not None:
-            problems.append(
+            found.append(
                 Problem(
                     (*path, key),
                     f"pool {pool} names its nodes {pool}-NNN, and this is one of them: Slurm needs every node name "
@@ -605,9 +528,9 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
             )
         names.setdefault(name, (*path, key))
         if address is None:
-            return
+            return found
         if address in addresses:
-            problems.append(
+            found.append(
                 Problem(
                     (*path, "address"),
                     f"{format_path(addresses[address])} already has this address; give each host its own",
@@ -619,7 +542,7 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
         if site in sites:
             cidrs = sites[site].network.cidrs
             if not any(ipaddress.IPv4Address(address) in ipaddress.IPv4Network(c) for c in cidrs):
-                problems.append(
+                found.append(
                     Problem(
                         (*path, "address"),
                         f"not inside site {site}'s CIDRs ({', '.join(cidrs)}); use an address of the site's network, "
@@ -628,6 +551,7 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
                         True,
                     )
                 )
+        return found
 
     for i, pool in enumerate(spec.pools):
         if not isinstance(pool, OnpremPool):
@@ -655,48 +579,8 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
                 )
             )
         for j, h in enumerate(pool.hosts):
-            host(("pools", i, "hosts", j), h.name, h.address, pool.site)
-    sched = spec.scheduler
-    if spec.sites and isinstance(sched, SlurmScheduler):
-        c = sched.controller
-        base: tuple[str | int, ...] = ("scheduler", "controller")
-        if c.provider not in (None, "onprem"):
-            problems.append(
-                Problem(
-                    (*base, "provider"),
-                    "a stack with sites runs slurmctld on-prem, with the clouds as burst capacity: drop provider, or "
-                    "set it to onprem",
-                    c.provider,
-                    True,
-                )
-            )
-        at = c.site or spec.sites[0].name
-        if c.site is not None and c.site not in sites and "sites" not in left_out:
-            problems.append(
-                Problem(
-                    (*base, "site"), "no site of this name under sites", c.site, True, did_you_mean(c.site, list(sites))
-                )
-            )
-        for key in ("host", "address"):
-            if getattr(c, key) is None and "scheduler" not in left_out:
-                problems.append(
-                    Problem(
-                        (*base, key),
-                        "a stack with sites runs slurmctld on a host of the site: give the controller's host and "
-                        "address (e.g. host: slurm01, address: 10.200.0.5)",
-                    )
-                )
-        if c.host is not None:
-            host(base, c.host, c.address, at, key="host")
-    elif isinstance(sched, SlurmScheduler) and sched.controller.provider == "onprem":
-        problems.append(
-            Problem(
-                ("scheduler", "controller", "provider"),
-                "an on-prem controller needs a site: describe it under sites",
-                "onprem",
-                True,
-            )
-        )
+            problems.extend(host(("pools", i, "hosts", j), h.name, h.address, pool.site))
+    problems.extend(spec.scheduler.site_problems(spec, left_out, host))
     blocks = [
         (("sites", i, "network", "cidrs", j), c)
         for i, site in enumerate(spec.sites)
@@ -713,93 +597,6 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
                         f"overlaps {format_path(other_path)} ({other}); every site and cloud network needs its own "
                         "range, or the VPNs between them cannot route",
                         cidr,
-                        True,
-                    )
-                )
-    return problems
-
-
-def _kubernetes_problems(spec: ClusterSpec) -> list[Problem]:
-    """A Kubernetes stack: one managed control plane, in the one cloud of its pools; the endpoint's rules."""
-    sched = spec.scheduler
-    if not isinstance(sched, KubernetesScheduler):
-        return []
-    problems: list[Problem] = []
-    base: tuple[str | int, ...] = ("scheduler",)
-    if sched.endpoint == "public" and not sched.authorized_networks:
-        problems.append(
-            Problem(
-                (*base, "authorized_networks"),
-                "a public API endpoint needs authorized_networks (the CIDRs allowed to reach it, e.g. your office's): "
-                "add them, or set endpoint: private",
-            )
-        )
-    if sched.endpoint == "private" and sched.authorized_networks:
-        problems.append(
-            Problem(
-                (*base, "authorized_networks"),
-                "these apply to a public endpoint; a private one is reachable only from the cluster network: drop "
-                "them, or set endpoint: public",
-                ", ".join(sched.authorized_networks),
-                True,
-            )
-        )
-    for j, cidr in enumerate(sched.authorized_networks):
-        if ipaddress.IPv4Network(cidr).prefixlen == 0:
-            problems.append(
-                Problem(
-                    (*base, "authorized_networks", j),
-                    "opens the API server to the whole internet: list the networks that need it, or set endpoint: "
-                    "private",
-                    cidr,
-                    True,
-                )
-            )
-    for i, site in enumerate(spec.sites):
-        problems.append(
-            Problem(
-                ("sites", i),
-                "aicluster builds managed Kubernetes control planes (EKS, GKE, AKS) in a cloud, and their nodes must "
-                "be that cloud's VMs; an owned site's nodes join a Slurm cluster: use scheduler kind slurm for a "
-                "stack with sites",
-                site.name,
-                True,
-            )
-        )
-    clouds = sorted({p.provider for p in spec.pools if p.provider != "onprem"})
-    for i, pool in enumerate(spec.pools):
-        image = getattr(pool, "image", None)
-        if image is not None:
-            problems.append(
-                Problem(
-                    ("pools", i, "image"),
-                    "Kubernetes node groups boot the cloud's own GPU node image (EKS's accelerated AMI type, GKE's "
-                    "image type, AKS's OS SKU), which its control plane keeps in step with the Kubernetes version: "
-                    "drop image",
-                    image,
-                    True,
-                )
-            )
-        if pool.provider == "onprem" and not spec.sites:
-            problems.append(
-                Problem(
-                    ("pools", i, "provider"),
-                    "on-prem nodes cannot join a managed control plane (EKS, GKE, AKS): use scheduler kind slurm",
-                    "onprem",
-                    True,
-                )
-            )
-    if len(clouds) > 1:
-        first = spec.pools[0].provider
-        for i, pool in enumerate(spec.pools):
-            if pool.provider not in (first, "onprem"):
-                problems.append(
-                    Problem(
-                        ("pools", i, "provider"),
-                        f"a managed control plane runs nodes of its own cloud only, and this stack's first pool is "
-                        f"on {first}; queueing across clusters needs MultiKueue, which aicluster does not build: "
-                        "write one stack per cloud (each gets its own control plane and Kueue)",
-                        pool.provider,
                         True,
                     )
                 )
@@ -911,7 +708,7 @@ class ClusterSpec(Strict):
         problems.extend(_tag_problems(self.tags, set(providers)))
         left_out = (info.context or {}).get("left_out", frozenset())
         problems.extend(_site_problems(self, frozenset(left_out)))
-        problems.extend(_kubernetes_problems(self))
+        problems.extend(self.scheduler.problems(self))
         problems.extend(_workload_problems(self))
         if problems:
             raise _Problems(problems)

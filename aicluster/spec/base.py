@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
     AfterValidator,
@@ -122,6 +122,13 @@ def _show(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return "binary data"
     return f"a value of type {type(value).__name__}"
+
+
+class HostCheck(Protocol):
+    """Takes note of a host the stack names (an on-prem pool's, a controller's) and says what clashes: a name or an
+    address another host of the stack has, or an address outside its site's CIDRs."""
+
+    def __call__(self, path: Path, name: str, address: str | None, site: str, key: str = "name") -> list[Problem]: ...
 
 
 @dataclass

@@ -17,7 +17,7 @@ from aicluster import discover, tune
 from aicluster.cli import main
 from aicluster.cli.console import out as cli_out
 from aicluster.preview import plan_stack
-from aicluster.render import kubernetes as render
+from aicluster.schedulers.kubernetes import describe, render
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import KUBERNETES_STACKS, ROOT
 
@@ -258,7 +258,7 @@ def test_tune_on_kubernetes_runs_no_ansible_and_points_to_the_acceptance_jobset(
     assert "tune runs no Ansible here" in text
     assert f"aicluster acceptance {stack}" in text
     assert f"aicluster kubeconfig {stack}" in text
-    owners = [a for a in k.addons if a.id in tune.NODE_ADDONS]
+    owners = [a for a in k.addons if a.id in describe.NODE_ADDONS]
     for a in owners:
         assert f"{a.name} {a.version}" in text
     if k.service == "gke":
@@ -363,7 +363,7 @@ def test_discover_refuses_a_kubernetes_stack(stack: str) -> None:
 def test_the_inventory_function_refuses_a_kubernetes_plan() -> None:
     from aicluster import inventory
 
-    with pytest.raises(inventory.KubernetesStackError, match="no Ansible inventory"):
+    with pytest.raises(inventory.NoInventoryError, match="no Ansible inventory"):
         inventory.inventory(_plan("eks-p5"), {}, {}, "test")
 
 

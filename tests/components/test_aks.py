@@ -19,7 +19,7 @@ from aicluster.plan import plan
 from aicluster.preview.engine import SECRET_VALUE, UNKNOWN, run
 from aicluster.spec import parse_cluster
 from components.azure import build as build_azure
-from components.azure.aks import AKS_AAD_SERVER_APP_ID, AzureKubernetesCluster, ca_from_user_kubeconfig, kubeconfig
+from components.kubernetes.aks import AKS_AAD_SERVER_APP_ID, AzureKubernetesCluster, ca_from_user_kubeconfig, kubeconfig
 from tests.components.conftest import Built
 
 Build = Callable[[dict[str, Any]], Built]

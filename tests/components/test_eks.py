@@ -17,7 +17,7 @@ from aicluster.preview.engine import SECRET_VALUE, UNKNOWN, run
 from aicluster.spec import parse_cluster
 from components import AiCluster
 from components import aws as aws_components
-from components.aws.eks import LOG_TYPES, kubeconfig
+from components.kubernetes.eks import LOG_TYPES, kubeconfig
 from tests.components.conftest import Built
 
 Build = Callable[[dict[str, Any]], Built]

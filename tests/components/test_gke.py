@@ -19,7 +19,7 @@ from aicluster.plan import ClusterPlan, plan
 from aicluster.preview.engine import SECRET_VALUE, run
 from aicluster.spec import parse_cluster
 from components.gcp import build as gcp_build
-from components.gcp.gke import kubeconfig, master_cidr, tpu_shape
+from components.kubernetes.gke import kubeconfig, master_cidr, tpu_shape
 from tests.components.conftest import Built
 
 Build = Callable[[dict[str, Any]], Built]

@@ -11,9 +11,9 @@ import pytest
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.preview.engine import SECRET_VALUE, Capture, Resource, run
-from aicluster.render.kubernetes import helm_values, kubernetes_objects
+from aicluster.schedulers.kubernetes.render import helm_values, kubernetes_objects
 from aicluster.stackfile import find_project, read_stack
-from components.kubernetes import KubernetesAddons
+from components.kubernetes.addons import KubernetesAddons
 from tests.conftest import ROOT
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: not-a-real-token}}]\n"

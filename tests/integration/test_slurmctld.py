@@ -27,7 +27,7 @@ from aicluster.catalog import load_catalog
 from aicluster.plan import ClusterPlan
 from aicluster.plan.models import OnpremHost
 from aicluster.preview import plan_stack
-from aicluster.render.slurm import (
+from aicluster.schedulers.slurm.render import (
     HYBRID_PARTITION,
     RESUME_PROGRAM,
     SUSPEND_PROGRAM,

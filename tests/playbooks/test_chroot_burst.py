@@ -16,7 +16,7 @@ import yaml
 
 from aicluster.catalog import load_catalog
 from aicluster.inventory import inventory, read_yaml, write
-from aicluster.render.slurm import DEFAULT_SETTINGS, burst_programs
+from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, burst_programs
 from tests.helpers import hybrid_site_cluster, plan_of
 from tests.playbooks.conftest import fresh_rootfs, munge_key, run_playbook
 from tests.playbooks.test_chroot import extra_vars

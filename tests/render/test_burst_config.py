@@ -14,9 +14,9 @@ from aicluster.catalog import Catalog
 from aicluster.inventory import inventory, read_yaml
 from aicluster.plan import ClusterPlan
 from aicluster.render.burst import BurstConfigUnknown, burst_config, burst_json
-from aicluster.render.slurm import SlurmSettings, slurm_conf
+from aicluster.schedulers.slurm.render import SlurmSettings, slurm_conf
 from tests.helpers import SSH_KEY, azure_pool, cluster, hybrid_site_cluster, onprem_cluster, plan_of
-from tests.render.test_slurm import golden
+from tests.schedulers.slurm.test_render import golden
 
 OUTPUTS: dict[str, Any] = {
     "pools": {
@@ -175,7 +175,7 @@ def test_burst_requirements_name_the_missing_extra(tmp_path: Path) -> None:
 def test_the_burst_role_installs_where_slurm_conf_points(root: Path) -> None:
     import yaml
 
-    from aicluster.render.slurm import DEFAULT_SETTINGS, RESUME_PROGRAM, SUSPEND_PROGRAM
+    from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, RESUME_PROGRAM, SUSPEND_PROGRAM
 
     role = root / "playbooks/roles/slurm_burst"
     defaults = yaml.safe_load((role / "defaults/main.yml").read_text())

@@ -92,7 +92,7 @@ class GcpPlanner(CloudPlanner):
         if chips is None:
             ctx.problem((*base, "tpu"), why, pool.tpu)
             return None
-        if ctx.spec.scheduler.kind == "kubernetes" and tpu.gke_shape(chips) is None:
+        if ctx.scheduler.tpu_node_pools and tpu.gke_shape(chips) is None:
             known = ", ".join(f"{tpu.type_prefix}-{c * tpu.tensorcores_per_chip}" for c in sorted(tpu.topologies))
             ctx.problem(
                 (*base, "tpu"),

@@ -1,16 +1,22 @@
-"""The Slurm controller (slurmctld host). Slurm itself is configured by the tuning step."""
+"""Slurm on AWS: the pools as Auto Scaling groups of GPU instances, and the Slurm controller (slurmctld host), all
+running as the cluster's node identity. Slurm itself is configured by the tuning step."""
 
 from __future__ import annotations
 
 import base64
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
-from aicluster.plan import PlannedController
+from aicluster.plan import ClusterPlan, PlannedController
+from aicluster.render import controller_cloud_init, node_cloud_init
 
-from .gpu_pool import imds_v2, root_volume
+from ..aws import AwsBase
+from ..aws.gpu_pool import AwsGpuPool, imds_v2, root_volume
+from ..aws.identity import AwsNodeIdentity
+from ..outputs import pool_outputs
+from ..tags import tagging
 
 
 class ControllerArgs(TypedDict):
@@ -73,3 +79,45 @@ class AwsSlurmController(pulumi.ComponentResource):
         self.private_ip = instance.private_ip
         self.instance_id = instance.id
         self.register_outputs({"private_ip": instance.private_ip, "instance_id": instance.id})
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, outputs: dict[str, Any]) -> None:
+    """Slurm's part in AWS (components.Part): the AWS pools and, where it runs on AWS, the controller."""
+    name = plan.name
+    opts = pulumi.ResourceOptions(parent=parent)
+    networks = base.networks
+    identity = AwsNodeIdentity(f"{name}-nodes", {"cluster": name}, opts)
+    for pool in plan.pools:
+        if pool.provider != "aws":
+            continue
+        net = networks[pool.network]
+        assert pool.zone is not None
+        gp = AwsGpuPool(
+            f"{name}-{pool.name}",
+            {
+                "pool": pool,
+                "user_data": node_cloud_init(plan, pool),
+                "subnet_id": net.compute_subnet_ids[pool.zone],
+                "efa_security_group_id": net.efa_security_group_id,
+                "node_security_group_id": net.node_security_group_id,
+                "instance_profile_arn": identity.instance_profile_arn,
+            },
+            pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
+        )
+        outputs["pools"][pool.name] = pool_outputs(pool, asg_name=gp.asg_name, launch_template_id=gp.launch_template_id)
+
+    c = plan.controller
+    if c is not None and c.provider == "aws":
+        net = networks[c.network]
+        ctl = AwsSlurmController(
+            f"{name}-slurmctld",
+            {
+                "controller": c,
+                "user_data": controller_cloud_init(plan),
+                "subnet_id": net.compute_subnet_ids[c.zone or ""],  # AWS controllers are always zonal
+                "node_security_group_id": net.node_security_group_id,
+                "instance_profile_arn": identity.instance_profile_arn,
+            },
+            opts,
+        )
+        outputs["controller"] = {"kind": c.kind, "private_ip": ctl.private_ip, "instance_id": ctl.instance_id}

@@ -1,7 +1,7 @@
 """What aicluster installs into a managed Kubernetes cluster: the add-ons as Helm v3 releases (their values stay
-visible to the policy pack and the offline preview) and the objects of aicluster.render.kubernetes (namespace,
-Kueue, NicClusterPolicy, GKE networks, the DaemonSets of manifest add-ons), each custom resource after the release
-that installs its CRD. The NCCL acceptance JobSet is not deployed: `aicluster` writes it out."""
+visible to the policy pack and the offline preview) and the objects of aicluster.schedulers.kubernetes.render
+(namespace, Kueue, NicClusterPolicy, GKE networks, the DaemonSets of manifest add-ons), each custom resource after
+the release that installs its CRD. The NCCL acceptance JobSet is not deployed: `aicluster` writes it out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from aicluster.plan import ClusterPlan
-from aicluster.render.kubernetes import gke_networks, helm_values, installed_by, kubernetes_objects
+from aicluster.schedulers.kubernetes.render import gke_networks, helm_values, installed_by, kubernetes_objects
 
 
 class KubernetesAddonsArgs(TypedDict):

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 from aicluster.catalog import InstanceType, KubernetesService
 from aicluster.catalog.pricing import cents, compute_price, hourly_month
-from aicluster.spec import KubernetesScheduler
-
-from .context import PlanCtx, instance_type_of, round2, service_cost
-from .models import (
+from aicluster.plan.context import PlanCtx, instance_type_of, round2, service_cost
+from aicluster.plan.models import (
+    ClusterPlan,
     KueueTopology,
     PlannedAddon,
     PlannedKubernetes,
@@ -26,6 +26,13 @@ from .models import (
     PlannedPool,
     Taint,
 )
+from aicluster.plan.pools import cloud_of
+from aicluster.providers.base import ProviderPlanner
+from aicluster.schedulers.base import ControlPlane
+from aicluster.spec import ClusterSpec, KubernetesScheduler
+from aicluster.spec import Path as SpecPath
+
+from . import describe
 
 POOL_LABEL = "aicluster.io/pool"
 DOMAIN_LABEL = "aicluster.io/fabric-domain"
@@ -345,3 +352,49 @@ def with_address_ranges(
         )
         return kube
     return kube.model_copy(update={"service_cidr": service, "pod_cidr": pods})
+
+
+class KubernetesPlanner:
+    kind: ClassVar[str] = "kubernetes"
+    pool_images: ClassVar[bool] = False
+    tpu_node_pools: ClassVar[bool] = True
+
+    def regions(self, spec: ClusterSpec) -> list[tuple[SpecPath, str | None]]:
+        """The control plane lives in the region of the pools: nothing placed apart from them."""
+        return []
+
+    def control_plane(
+        self, ctx: PlanCtx, pools: Sequence[PlannedPool], planners: Mapping[str, ProviderPlanner]
+    ) -> ControlPlane:
+        kube = plan_kubernetes(
+            ctx,
+            pools,
+            {p.name: cloud_of(planners, p.provider).kubernetes_resources(p) for p in pools},
+            lambda provider, it: cloud_of(planners, provider).boot_disk(ctx, it),
+        )
+        return ControlPlane(kubernetes=kube)
+
+    def with_networks(
+        self,
+        ctx: PlanCtx,
+        plane: ControlPlane,
+        networks: Sequence[PlannedNetwork],
+        planners: Mapping[str, ProviderPlanner],
+    ) -> ControlPlane:
+        kube = plane.kubernetes
+        if kube is None:
+            return plane
+        overlay = cloud_of(planners, kube.provider).kubernetes_pod_overlay
+        return ControlPlane(kubernetes=with_address_ranges(ctx, kube, networks, overlay))
+
+    def why_no_inventory(self, plan: ClusterPlan, stack: str) -> str | None:
+        return describe.no_inventory(plan, stack)
+
+    def why_no_discovery(self, plan: ClusterPlan) -> str | None:
+        return describe.no_discovery(plan)
+
+    def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
+        return describe.tune_notes(plan, stack)
+
+
+PLANNER = KubernetesPlanner()

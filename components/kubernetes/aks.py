@@ -21,9 +21,11 @@ import yaml
 
 from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 
+from ..azure import AzureBase
+from ..azure.aliases import azure_component_opts
+from ..azure.audit import RETENTION_DAYS as COMPLIANCE_RETENTION_DAYS
+from ..outputs import pool_outputs
 from ..tags import tagging
-from .aliases import azure_component_opts
-from .audit import RETENTION_DAYS as COMPLIANCE_RETENTION_DAYS
 
 # Built-in Azure role definitions (their ids are the same in every subscription and cloud).
 KEY_VAULT_CRYPTO_USER = "12338af0-0e69-4776-bea7-57ae8d297424"  # wrap/unwrap with a key: what the KMS plugin does
@@ -365,3 +367,34 @@ def node_group_outputs(
         }
         for g in groups
     }
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AzureBase, outputs: dict[str, Any]) -> None:
+    """Kubernetes' part in Azure (components.Part): the AKS cluster with the pools as its agent pools (one per scale
+    set) in place of scale sets and a controller; the kubeconfig goes to the stack outputs (a secret), for the
+    add-ons."""
+    name = plan.name
+    opts = pulumi.ResourceOptions(parent=parent)
+    kube = plan.kubernetes
+    if kube is None or kube.provider != "azure":
+        return  # the control plane is in another cloud (the spec refuses a Kubernetes stack over several clouds)
+    networks = base.networks
+    net = networks[kube.network]
+    cluster = AzureKubernetesCluster(
+        f"{name}-aks",
+        {"plan": plan, "resource_group_name": net.resource_group_name, "subnet_id": net.compute_subnet_id},
+        opts,
+    )
+    outputs["kubernetes"] = {
+        "service": kube.service,
+        "cluster_name": cluster.cluster_name,
+        "endpoint": cluster.endpoint,
+        "resource_group": net.resource_group_name,
+        "oidc_issuer_url": cluster.oidc_issuer_url,
+        "node_groups": node_group_outputs(kube.node_groups, cluster.agent_pool_names),
+    }
+    outputs["kubeconfig"] = cluster.kubeconfig  # a secret
+    for pool in plan.pools:  # the stack outputs list every pool, here with its AKS agent pools
+        if pool.provider == "azure":
+            names = [cluster.agent_pool_names[g.name] for g in kube.node_groups if g.pool == pool.name]
+            outputs["pools"][pool.name] = pool_outputs(pool, agent_pool_names=names)

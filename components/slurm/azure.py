@@ -1,17 +1,24 @@
-"""The Slurm controller on Azure: one VM with one NIC in the compute subnet, no public IP."""
+"""Slurm on Azure: the pools as scale sets (one per InfiniBand domain), the identity the Slurm VMs run as in each
+network, and the Slurm controller, one VM with one NIC in the compute subnet, no public IP."""
 
 from __future__ import annotations
 
 import base64
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import pulumi_azure_native as azure
 
 from aicluster.plan import ClusterPlan
+from aicluster.render import controller_cloud_init, node_cloud_init
 
-from .aliases import azure_component_opts
-from .common import image_reference, linux_configuration
+from ..azure import AzureBase
+from ..azure.aliases import azure_component_opts
+from ..azure.common import image_reference, linux_configuration
+from ..azure.gpu_pool import AzureGpuPool
+from ..azure.identity import AzureNodeIdentity
+from ..outputs import pool_outputs
+from ..tags import tagging
 
 OS_DISK_TYPE = "Premium_LRS"
 
@@ -87,3 +94,68 @@ class AzureSlurmController(pulumi.ComponentResource):
         self.private_ip = nic.ip_configurations.apply(lambda cfgs: (cfgs[0].private_ip_address or "") if cfgs else "")
         self.vm_id = vm.id
         self.register_outputs({"private_ip": self.private_ip, "vm_id": vm.id})
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AzureBase, outputs: dict[str, Any]) -> None:
+    """Slurm's part in Azure (components.Part): the Azure pools and, where it runs on Azure, the controller."""
+    name = plan.name
+    opts = pulumi.ResourceOptions(parent=parent)
+    networks = base.networks
+    identities = {
+        key: AzureNodeIdentity(
+            f"{name}-{plan.network(key).region}-nodes",
+            {"location": plan.network(key).region, "resource_group_name": net.resource_group_name},
+            opts,
+        )
+        for key, net in networks.items()
+    }
+    for pool in plan.pools:
+        if pool.provider != "azure":
+            continue
+        assert pool.azure is not None
+        net = networks[pool.network]
+        gp = AzureGpuPool(
+            f"{name}-{pool.name}",
+            {
+                "plan": plan,
+                "pool": pool,
+                "user_data": node_cloud_init(plan, pool),
+                "resource_group_name": net.resource_group_name,
+                "subnet_id": net.compute_subnet_id,
+                "node_security_group_id": net.node_security_group_id,
+                "identity_id": identities[pool.network].id,
+            },
+            pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
+        )
+        outputs["pools"][pool.name] = pool_outputs(
+            pool,
+            resource_group=net.resource_group_name,
+            # one entry per InfiniBand domain: which pool nodes share a fabric, and the scale set behind it
+            ib_domains=[
+                {
+                    "name": s.name,
+                    "scale_set": gp.scale_set_names[s.name],
+                    "nodes": s.nodes,
+                    "first_node": s.first_node,
+                    "hostname_prefix": s.computer_name_prefix,
+                }
+                for s in pool.azure.scale_sets
+            ],
+        )
+
+    c = plan.controller
+    if c is not None and c.provider == "azure":
+        net = networks[c.network]
+        ctl = AzureSlurmController(
+            f"{name}-slurmctld",
+            {
+                "plan": plan,
+                "user_data": controller_cloud_init(plan),
+                "resource_group_name": net.resource_group_name,
+                "subnet_id": net.compute_subnet_id,
+                "node_security_group_id": net.node_security_group_id,
+                "identity_id": identities[c.network].id,
+            },
+            opts,
+        )
+        outputs["controller"] = {"kind": c.kind, "private_ip": ctl.private_ip, "vm_id": ctl.vm_id}

@@ -18,7 +18,7 @@ import yaml
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
-from aicluster.render.kubernetes import (
+from aicluster.schedulers.kubernetes.render import (
     GKE_NETWORK_API,
     JOBSET_API,
     KUEUE_API,

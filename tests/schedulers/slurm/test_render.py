@@ -1,6 +1,6 @@
 """Slurm files rendered from the plan: golden files per example stack, and the rules behind them.
 
-Regenerate the goldens with `UPDATE_GOLDEN=1 pytest tests/render/test_slurm.py`; tests/integration loads the
+Regenerate the goldens with `UPDATE_GOLDEN=1 pytest tests/schedulers/slurm/test_render.py`; tests/integration loads the
 same files into a real slurmctld.
 """
 
@@ -17,7 +17,7 @@ import pytest
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
-from aicluster.render.slurm import (
+from aicluster.schedulers.slurm.render import (
     SlurmSettings,
     blocks,
     cgroup_conf,
@@ -437,7 +437,7 @@ def test_epilog_runs_dcgm_level_2_after_a_failed_job(tmp_path: Path) -> None:
 def test_job_accounting_is_gathered_only_where_it_is_stored() -> None:
     """slurmctld logs "error: Job accounting information gathered, but not stored" for jobacct_gather/cgroup with
     accounting_storage/none: the defaults are a coherent pair, and an incoherent one is refused."""
-    from aicluster.render.slurm import DEFAULT_SETTINGS, SlurmSettings
+    from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, SlurmSettings
 
     assert (DEFAULT_SETTINGS.job_acct_gather_type, DEFAULT_SETTINGS.accounting_storage_type) == (
         "jobacct_gather/none",

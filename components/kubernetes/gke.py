@@ -29,16 +29,18 @@ import datetime
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import pulumi_gcp as gcp
 import yaml
 
 from aicluster.plan import ClusterPlan, PlannedNodeGroup, PlannedPool, Taint, gcp_labels
-from aicluster.render.kubernetes import gke_accelerator
+from aicluster.schedulers.kubernetes.render import gke_accelerator
 
-from .gpu_pool import RESERVATION_KEY, SCOPES
+from ..gcp import GcpBase
+from ..gcp.gpu_pool import RESERVATION_KEY, SCOPES
+from ..outputs import learned, pool_outputs
 
 # The control plane's /28 (GKE peers it into the host VPC): the first of these that no network of the plan, its
 # pod range, its service range or a network joined over VPN uses. 172.16.0.0/28 is GKE's own example range
@@ -468,3 +470,50 @@ class GkeCluster(pulumi.ComponentResource):
         k = args["plan"].kubernetes
         assert k is not None
         return k.node_image
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: GcpBase, outputs: dict[str, Any]) -> None:
+    """Kubernetes' part in GCP (components.Part): the GKE cluster and its node pools in place of the MIGs, TPU VMs
+    and slurmctld; the GPU VPCs stay, and the node pools attach to them."""
+    kube = plan.kubernetes
+    if kube is None or kube.provider != "gcp":
+        return  # the control plane is in another cloud (the spec refuses a Kubernetes stack over several clouds)
+    net = base.networks[kube.network]
+    service_account_email = base.service_account_email
+    planned = next(n for n in plan.networks if n.key == kube.network)
+    gke = GkeCluster(
+        f"{plan.name}-gke",
+        {
+            "plan": plan,
+            "project": net.project,
+            "network_id": net.host_network_id,
+            "subnet_id": net.subnet_ids[("compute", 0)],
+            "network_cidr": planned.cidr,
+            "learned_cidrs": learned(plan, kube.network),
+            "vpc_ids": net.vpc_ids,
+            "subnet_ids": net.subnet_ids,
+            "service_account_email": service_account_email,
+        },
+        pulumi.ResourceOptions(parent=parent),
+    )
+    outputs["kubernetes"] = {
+        "service": kube.service,
+        "cluster_name": gke.cluster_name,
+        "endpoint": gke.endpoint,
+        "node_groups": {
+            g.name: {
+                "node_pool": gke.node_pools[g.name],
+                "pool": g.pool,
+                "zone": g.zone,
+                "nodes": g.nodes,
+                "accelerator_kind": g.accelerator_kind,
+                "labels": g.labels,
+            }
+            for g in kube.node_groups
+        },
+    }
+    outputs["kubeconfig"] = gke.kubeconfig
+    for pool in plan.pools:  # the stack outputs list every pool, here with its GKE node pools
+        if pool.provider == "gcp":
+            names = [gke.node_pools[g.name] for g in kube.node_groups if g.pool == pool.name]
+            outputs["pools"][pool.name] = pool_outputs(pool, node_pool_names=names)

@@ -16,11 +16,13 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
-from aicluster.plan import PlannedKubernetes, PlannedNodeGroup, PlannedPool
+from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 
+from ..aws import AwsBase
+from ..aws.gpu_pool import capacity_reservation, imds_v2, interfaces, root_volume
+from ..aws.identity import ASSUME_EC2
+from ..outputs import learned, pool_outputs
 from ..tags import tagging
-from .gpu_pool import capacity_reservation, imds_v2, interfaces, root_volume
-from .identity import ASSUME_EC2
 
 # The control-plane log types EKS can send to CloudWatch Logs (AWS::EKS::Cluster LoggingTypeConfig: "Allowed
 # values: api | audit | authenticator | controllerManager | scheduler").
@@ -351,3 +353,41 @@ class AwsEksCluster(pulumi.ComponentResource):
                 "node_group_names": self.node_group_names,
             }
         )
+
+
+def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, outputs: dict[str, Any]) -> None:
+    """Kubernetes' part in AWS (components.Part): the EKS cluster and its node groups in place of Auto Scaling groups
+    and a controller; the kubeconfig goes to the stack outputs (a secret) for the add-ons."""
+    k = plan.kubernetes
+    if k is None or k.provider != "aws":
+        return  # the control plane is in another cloud (the spec refuses a Kubernetes stack over several clouds)
+    net = base.networks[k.network]
+    cluster = AwsEksCluster(
+        f"{plan.name}-eks",
+        {
+            "kubernetes": k,
+            "pools": {p.name: p for p in plan.pools},
+            "compute_subnet_ids": net.compute_subnet_ids,
+            "efa_security_group_id": net.efa_security_group_id,
+            "node_security_group_id": net.node_security_group_id,
+            "api_cidrs": [plan.network(k.network).cidr, *learned(plan, k.network)],
+        },
+        pulumi.ResourceOptions(parent=parent),
+    )
+    groups = {g.name: g for g in k.node_groups}
+    outputs["kubernetes"] = {
+        "service": k.service,
+        "cluster_name": cluster.cluster_name,
+        "endpoint": cluster.endpoint,
+        "node_groups": {
+            n: {"pool": groups[n].pool, "nodes": groups[n].nodes, "zone": groups[n].zone, "name": ng}
+            if n in groups
+            else {"name": ng}
+            for n, ng in cluster.node_group_names.items()
+        },
+    }
+    outputs["kubeconfig"] = cluster.kubeconfig  # already a secret
+    for pool in plan.pools:
+        if pool.provider == "aws":
+            names = [cluster.node_group_names[g.name] for g in k.node_groups if g.pool == pool.name]
+            outputs["pools"][pool.name] = pool_outputs(pool, node_group_names=names)
