@@ -170,7 +170,6 @@ def no_inventory_reason(plan: ClusterPlan, stack: str = "STACK") -> str | None:
 
 
 # The CLI's name for no_inventory_reason, until it calls that.
-kubernetes_reason = no_inventory_reason
 
 
 def inventory(

@@ -38,7 +38,6 @@ def scheduler_notes(plan: ClusterPlan, stack: str) -> list[str]:
 
 
 # The CLI's name for scheduler_notes, until it calls that.
-kubernetes_message = scheduler_notes
 
 
 @dataclass

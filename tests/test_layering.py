@@ -123,19 +123,6 @@ def test_components_never_read_pulumi_config() -> None:
         assert "pulumi.Config" not in f.read_text(encoding="utf-8"), f
 
 
-def test_only_the_cli_imports_the_old_kubernetes_render_module() -> None:
-    """aicluster/render/kubernetes.py re-exports what aicluster/cli.py imports from it, until the CLI imports it from
-    aicluster.schedulers.kubernetes.render: no other module may start using the old name."""
-    old = "aicluster.render.kubernetes"
-    users = {
-        str(f.relative_to(ROOT))
-        for folder in ("aicluster", "components", "policies", "tests")
-        for f in modules(folder)
-        if old in imports_of(f)
-    }
-    assert users == {"aicluster/cli.py"}
-
-
 def test_the_layering_rules_match_files() -> None:
     """A rule whose folder or pattern matches no file checks nothing (a moved or renamed module)."""
     for rule in RULES:

@@ -137,7 +137,7 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
     plan = given_plan or plan_stack(stack)
-    reason = inv.kubernetes_reason(plan, stack.stack)
+    reason = inv.no_inventory_reason(plan, stack.stack)
     if reason is not None:
         raise UsageError(reason)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from aicluster.files import check_target, write_atomic
-    from aicluster.render.kubernetes import ACCEPTANCE_SSH_SECRET, acceptance_jobset, acceptance_ssh_secret
+    from aicluster.schedulers.kubernetes.render import ACCEPTANCE_SSH_SECRET, acceptance_jobset, acceptance_ssh_secret
 
     project, stack, plan = kubernetes_plan(
         args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"

@@ -110,9 +110,10 @@ def run(args: argparse.Namespace) -> int:
 
     project, stack = read_stack(args)
     plan = plan_stack(stack)
-    if plan.kubernetes is not None:  # no Ansible: the add-ons and the service own the nodes (exit 0, nothing written)
+    notes = tune.scheduler_notes(plan, stack.stack)
+    if notes:  # no Ansible (Kubernetes): the add-ons and the service own the nodes (exit 0, nothing written)
         print_warnings(plan)
-        for line in tune.kubernetes_message(plan, stack.stack):
+        for line in notes:
             out.print(escape(line))
         given = [
             flag

@@ -175,8 +175,11 @@ def print_plan_details(plan: ClusterPlan) -> None:
     for f in plan.filesystems:
         if f.rounding:
             out.print(f"[dim]{escape(f.name)}: {escape(f.rounding)}[/]")
+    from aicluster.plan.registry import SCHEDULERS
+
+    stack_images = SCHEDULERS[plan.scheduler].pool_images
     for p in plan.pools:
-        for note in pool_notes(p, kubernetes=plan.kubernetes is not None):
+        for note in pool_notes(p, stack_images=stack_images):
             out.print(f"[dim]{escape(note)}[/]")
     if plan.kubernetes is not None:
         print_kubernetes(plan)

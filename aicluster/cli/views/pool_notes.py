@@ -14,20 +14,21 @@ if TYPE_CHECKING:
     from aicluster.plan import PlannedPool
 
 
-def pool_notes(p: PlannedPool, *, kubernetes: bool = False) -> list[str]:
-    """A pool's notes, plain text, in the order the plan prints them. A Kubernetes stack's node pools boot the
-    service's node image, so the unpinned-image notes do not apply there (the Kubernetes notes say so)."""
-    return [*_aws_notes(p, kubernetes=kubernetes), *_azure_notes(p, kubernetes=kubernetes), *_gcp_notes(p, kubernetes)]
+def pool_notes(p: PlannedPool, *, stack_images: bool = True) -> list[str]:
+    """A pool's notes, plain text, in the order the plan prints them. `stack_images`: the scheduler's pools boot the
+    stack's image (SchedulerPlanner.pool_images); where they boot the service's node image (Kubernetes), the
+    unpinned-image notes do not apply (the Kubernetes notes say so)."""
+    return [*_aws_notes(p, stack_images), *_azure_notes(p, stack_images), *_gcp_notes(p, stack_images)]
 
 
-def _aws_notes(p: PlannedPool, *, kubernetes: bool) -> list[str]:
+def _aws_notes(p: PlannedPool, stack_images: bool) -> list[str]:
     if p.aws is None:
         return []
     notes = [
         f"{p.name}: {p.aws.efa_devices} EFA + 1 ENA interfaces per node; placement group: "
         f"{p.aws.placement_group} ({p.aws.placement_group_reason}); price {basis(p)}"
     ]
-    if not p.aws.image_pinned and not kubernetes:
+    if not p.aws.image_pinned and stack_images:
         notes.append(
             f"{p.name}: image {p.aws.image} is not pinned: nodes launched later may boot a newer AMI "
             "(driver, EFA and NCCL versions drift); pin it with image: ami-... or resolve:ssm:...:<version>"
@@ -35,7 +36,7 @@ def _aws_notes(p: PlannedPool, *, kubernetes: bool) -> list[str]:
     return notes
 
 
-def _azure_notes(p: PlannedPool, *, kubernetes: bool) -> list[str]:
+def _azure_notes(p: PlannedPool, stack_images: bool) -> list[str]:
     if p.azure is None:
         return []
     fabric = "InfiniBand domain" if p.azure.infiniband else "scale set"
@@ -46,7 +47,7 @@ def _azure_notes(p: PlannedPool, *, kubernetes: bool) -> list[str]:
         f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}; "
         f"price {basis(p)}"
     ]
-    if not p.azure.image_pinned and not kubernetes:
+    if not p.azure.image_pinned and stack_images:
         notes.append(
             f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "
             "OFED and NCCL versions drift); pin a version, e.g. image: publisher:offer:sku:<version>"
@@ -54,8 +55,8 @@ def _azure_notes(p: PlannedPool, *, kubernetes: bool) -> list[str]:
     return notes
 
 
-def _gcp_notes(p: PlannedPool, kubernetes: bool) -> list[str]:
-    """A GCP pool's NICs, placement groups, TPU slice shape; its image family unless the stack is Kubernetes."""
+def _gcp_notes(p: PlannedPool, stack_images: bool) -> list[str]:
+    """A GCP pool's NICs, placement groups, TPU slice shape; its image family where its VMs boot the stack's image."""
     notes = []
     if p.gcp is not None:
         d = p.gcp
@@ -74,7 +75,7 @@ def _gcp_notes(p: PlannedPool, kubernetes: bool) -> list[str]:
             + (f" {d.reservation}" if d.reservation else "")
             + f"; price {basis(p)}"
         )
-        if not d.image_pinned and not kubernetes:
+        if not d.image_pinned and stack_images:
             notes.append(
                 f"{p.name}: image {d.image} is an image family: VMs created later may boot a newer image (driver "
                 "and NCCL versions drift); pin one with image: projects/<project>/global/images/<name>"
