@@ -10,7 +10,8 @@ import pytest
 from aicluster.preview.engine import UNKNOWN
 from policies import ResourceRule
 from policies.cost import bill
-from policies.facts import AICLUSTER_TYPE, Res, Stack
+from policies.facts import Res, Stack
+from policies.facts.aicluster import AICLUSTER_TYPE
 from policies.rule import NotApplicable
 
 from .conftest import findings, policy, res, stack_findings

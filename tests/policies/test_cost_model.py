@@ -32,7 +32,7 @@ def pack_total(capture: Capture) -> CostTotal:
         seen.append(monthly_total(stack))
         return iter(())
 
-    evaluate(capture, None, [StackRule(dataclasses.replace(monthly_budget.meta, name="cost-probe"), probe)])
+    evaluate(capture, None, [StackRule(dataclasses.replace(monthly_budget.POLICY.meta, name="cost-probe"), probe)])
     return seen[0]
 
 

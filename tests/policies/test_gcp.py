@@ -15,7 +15,9 @@ from aicluster.plan import plan
 from aicluster.preview.engine import UNKNOWN, Capture, run_program
 from aicluster.stackfile import find_project, load_cluster, read_stack
 from policies.cost import bill, monthly_total
-from policies.facts import AICLUSTER_TYPE, Res, Stack, gcp_region, tpu_slice
+from policies.facts import Res, Stack, gcp_region
+from policies.facts.aicluster import AICLUSTER_TYPE
+from policies.facts.gcp import tpu_slice
 from policies.rule import NotApplicable
 from tests.conftest import ROOT, write_stack
 

@@ -12,19 +12,18 @@ import pytest
 from aicluster.catalog import load_catalog
 from aicluster.catalog.pricing import compute_price, hourly_month
 from policies.cost import bill, monthly_total
-from policies.facts import (
+from policies.facts import Res, Stack
+from policies.facts.aws import LAUNCH_TEMPLATE, SUBNET
+from policies.facts.kubernetes import (
     AKS_AGENT_POOL,
     AKS_CLUSTER,
     EKS_CLUSTER,
     EKS_NODE_GROUP,
     GKE_CLUSTER,
     GKE_NODE_POOL,
-    LAUNCH_TEMPLATE,
-    SUBNET,
-    Res,
-    Stack,
+    HELM_RELEASE,
+    RESOURCE_FLAVORS,
 )
-from policies.kubernetes import HELM_RELEASE, RESOURCE_FLAVORS
 from policies.power import draws
 from policies.rule import NotApplicable
 from tests.policies.conftest import findings, res, stack_findings

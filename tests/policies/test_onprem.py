@@ -13,7 +13,7 @@ from pulumi.runtime.proto import analyzer_pb2
 from aicluster.preview.engine import Capture
 from aicluster.preview.policy import evaluate
 from policies import onprem, vpn
-from policies.facts import ONPREM_SITE
+from policies.facts.aicluster import ONPREM_SITE
 
 from .conftest import capture_of, findings, judge, messages, mutated, res, stack_findings
 from .test_engine_protocol import _stack_request, _struct, analyzer  # noqa: F401  (analyzer: the pack's process)

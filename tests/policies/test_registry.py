@@ -81,10 +81,10 @@ def test_main_builds_the_pack_from_the_explicit_list_only() -> None:
 def test_the_names_validate_reads_are_the_packs() -> None:
     """policies.names: what `validate` knows of the pack without loading it (waivers, the checks it runs early)."""
     assert list(names.NAMES) == [p.name for p in POLICIES]
-    assert cost.monthly_budget.name == names.MONTHLY_BUDGET
-    assert cost.spot_checkpoints.name == names.SPOT_CHECKPOINTS
-    assert power.power_budget.name == names.POWER_BUDGET
-    assert compliance.required_tags.name == names.AWS_REQUIRED_TAGS
-    assert compliance.azure_required_tags.name == names.AZURE_REQUIRED_TAGS
-    assert compliance.gcp_required_labels.name == names.GCP_REQUIRED_LABELS
-    assert compliance.allowed_regions.name == names.ALLOWED_REGIONS
+    assert cost.monthly_budget.POLICY.name == names.MONTHLY_BUDGET
+    assert cost.missing_checkpoint_storage.POLICY.name == names.SPOT_CHECKPOINTS
+    assert power.power_budget.POLICY.name == names.POWER_BUDGET
+    assert compliance.missing_required_tags.AWS.name == names.AWS_REQUIRED_TAGS
+    assert compliance.missing_required_tags.AZURE.name == names.AZURE_REQUIRED_TAGS
+    assert compliance.missing_required_tags.GCP.name == names.GCP_REQUIRED_LABELS
+    assert compliance.enforce_allowed_regions.POLICY.name == names.ALLOWED_REGIONS

@@ -22,7 +22,8 @@ from aicluster.sizing.models import WorkloadEstimate
 from aicluster.stackfile import find_project, read_stack
 from components import AiCluster
 from policies.cost import monthly_budget, monthly_total
-from policies.facts import WORKLOAD, Res, Stack
+from policies.facts import Res, Stack
+from policies.facts.aicluster import WORKLOAD
 from policies.power import draws
 from policies.rule import NotApplicable, StackRule
 from policies.workloads import DEFAULT_MIN_GOODPUT
@@ -249,7 +250,7 @@ def _pack_cost(cap: Capture) -> tuple[float, float]:
         seen.append(sum(d.facility_kw or 0.0 for d in draws(stack)))
         return iter(())
 
-    evaluate(cap, None, [StackRule(dataclasses.replace(monthly_budget.meta, name="cost-probe"), probe)])
+    evaluate(cap, None, [StackRule(dataclasses.replace(monthly_budget.POLICY.meta, name="cost-probe"), probe)])
     return seen[0], seen[1]
 
 

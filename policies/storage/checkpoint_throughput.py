@@ -1,4 +1,4 @@
-"""Storage: the parallel file system writes a checkpoint fast enough for the fleet's failure rate.
+"""Checkpoint throughput: the parallel file system writes a checkpoint fast enough for the fleet's failure rate.
 
 The time lost to checkpointing is the writes themselves plus the work redone after each failure.
 At Young's optimum interval (Young 1974, tau = sqrt(2 delta M)) that overhead is about
@@ -25,11 +25,18 @@ from dataclasses import dataclass, field
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from .facts import Filesystem, Fleet, Res, Stack, Workload
-from .rule import Ctx, Meta, NotApplicable, StackRule
+from ..facts.aws import VPC
+from ..facts.azure import AZURE_VNET
+from ..facts.engine import Res
+from ..facts.gcp import GCP_NETWORK
+from ..facts.model import Filesystem, Fleet, Workload
+from ..facts.stack import Stack
+from ..rule import Ctx, Meta, NotApplicable, StackRule
 
 GPU_HOURS_PER_INTERRUPTION = 50_700  # Llama 3 (arXiv:2407.21783): 16,384 GPUs x 1,296 h / 419
+
 DEFAULT_MAX_OVERHEAD = 0.05
+
 DEFAULT_HBM_FRACTION = 0.5
 
 
@@ -41,7 +48,8 @@ def young_overhead(write_s: float, mtbf_s: float) -> float:
 # The networks a job's nodes and file systems meet on: one VPC (AWS), VNet (Azure) or VPC network (GCP) in
 # one region. Nodes in different clouds, regions or networks do not run one job (no shared fabric), and mount
 # only the file systems on their own network.
-NETWORKS = frozenset({"aws:ec2/vpc:Vpc", "azure-native:network:VirtualNetwork", "gcp:compute/network:Network"})
+NETWORKS = frozenset({VPC, AZURE_VNET, GCP_NETWORK})
+
 _LINK_DEPTH = 4  # pool -> template -> subnet -> network is the longest chain of links the providers use
 
 
@@ -222,7 +230,7 @@ def _judge(stack: Stack, ctx: Ctx, job: Job) -> Iterator[tuple[Res | None, str]]
         )
 
 
-checkpoint_throughput = StackRule(
+POLICY = StackRule(
     Meta(
         name="aicluster-filesystem-enforce-checkpoint-throughput",
         display_name="Checkpoint throughput",
@@ -265,5 +273,3 @@ checkpoint_throughput = StackRule(
     ),
     _checkpoint,
 )
-
-POLICIES: list[StackRule] = [checkpoint_throughput]
