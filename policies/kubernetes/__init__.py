@@ -13,7 +13,7 @@ Each rule reads the resources as the engine hands them (camelCase inputs of the 
   securityProfile.azureKeyVaultKms.enabled; its audit logs go through a diagnostic setting on the cluster with the
   kube-audit or kube-audit-admin category (AKS monitoring reference:
   https://learn.microsoft.com/en-us/azure/aks/monitor-aks-reference#resource-logs).
-* Node groups (policies.facts.NodeGroup): EKS node groups and their launch templates, GKE node pools, AKS agent
+* Node groups (policies.facts.model.NodeGroup): EKS node groups and their launch templates, GKE node pools, AKS agent
   pools. Kueue `ResourceFlavor` objects and Helm `Release`s come from the kubernetes provider.
 
 One rule a module.
