@@ -15,7 +15,7 @@ from aicluster.catalog import InstanceType, load_catalog
 from .engine import UNKNOWN, Reader, Res, count, get, items, truthy
 from .model import Exposure, Filesystem, Fleet, Ingress, PortRange, TagSet
 from .regions import azure_location
-from .tags import map_keys, provider_keys, sdk_takes
+from .tags import sdk_tag_set
 
 if TYPE_CHECKING:
     from .stack import FilesystemReaders, FleetReaders, Stack
@@ -224,12 +224,7 @@ INGRESS = Reader(_ingress, frozenset({AZURE_NSG, AZURE_SECURITY_RULE}))
 
 def _tags(res: Res) -> Iterator[TagSet]:
     """Every resource whose SDK class takes tags, declared or not."""
-    if res.provider != "azure-native" or not ("tags" in res.props or sdk_takes(res.type, "tags")):
-        return
-    tags = res.get("tags")
-    if tags is UNKNOWN:
-        return
-    yield TagSet(res, frozenset(map_keys(tags) | provider_keys(res, "defaultTags", "tags")), "tags")
+    return sdk_tag_set(res, "azure-native", "tags", ("defaultTags", "tags"), "tags")
 
 
 TAGS = Reader(_tags, provider="azure-native")

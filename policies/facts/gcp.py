@@ -16,7 +16,7 @@ from aicluster.catalog import Catalog, InstanceType, TpuType
 from .engine import UNKNOWN, Reader, Res, count, get, items
 from .model import INTERNET, Exposure, Filesystem, Fleet, Ingress, PortRange, TagSet
 from .regions import GLOBAL_LOCATION, gcp_region
-from .tags import map_keys, provider_keys, sdk_takes
+from .tags import sdk_tag_set
 
 if TYPE_CHECKING:
     from .stack import FilesystemReaders, FleetReaders, Stack
@@ -336,13 +336,7 @@ def gcp_label_key(tag: str) -> str:
 
 def _labels(res: Res) -> Iterator[TagSet]:
     """Every resource whose SDK class takes labels, declared or not; the provider's defaultLabels count too."""
-    if res.provider != "gcp" or not ("labels" in res.props or sdk_takes(res.type, "labels")):
-        return
-    labels = res.get("labels")
-    if labels is UNKNOWN:
-        return
-    keys = frozenset(map_keys(labels) | provider_keys(res, "defaultLabels"))
-    yield TagSet(res, keys, "labels", gcp_label_key)
+    return sdk_tag_set(res, "gcp", "labels", ("defaultLabels",), "labels", gcp_label_key)
 
 
 LABELS = Reader(_labels, provider="gcp")

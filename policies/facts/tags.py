@@ -5,10 +5,11 @@ is what the SDK's resource class says (the components' tagging transformation de
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .engine import Res, get
+from .engine import UNKNOWN, Res, get
+from .model import TagSet
 
 # Pulumi package -> the Python SDK whose resource classes say whether a type takes tags/labels.
 SDK_MODULES = {"azure-native": "pulumi_azure_native", "gcp": "pulumi_gcp"}
@@ -42,3 +43,16 @@ def map_keys(tags: Any) -> set[str]:
 def provider_keys(res: Res, *path: str) -> set[str]:
     """The keys of the tag map the resource's provider adds to every resource (at `path` in the provider's props)."""
     return map_keys(get(res.provider_props, *path))
+
+
+def sdk_tag_set(
+    res: Res, package: str, field: str, defaults: tuple[str, ...], noun: str, spell: Callable[[str], str] | None = None
+) -> Iterator[TagSet]:
+    """The tags of a `package` resource whose SDK class takes them (Azure `tags`, GCP `labels`), declared or not, with
+    those its provider adds to every resource (at `defaults` in the provider's props); none while they are unknown."""
+    if res.provider != package or not (field in res.props or sdk_takes(res.type, field)):
+        return
+    tags = res.get(field)
+    if tags is UNKNOWN:
+        return
+    yield TagSet(res, frozenset(map_keys(tags) | provider_keys(res, *defaults)), noun, spell)
