@@ -4,8 +4,13 @@ Policies judge resources as the Pulumi engine hands them (type tokens, camelCase
 also guard programs that do not use aicluster's components. They import only `aicluster.catalog`.
 Run by the Pulumi CLI as `pulumi preview --policy-pack policies`, and in-process by `aicluster preview`.
 
+One folder per concern (cost, power, compliance, fabric, storage, onprem, vpn, kubernetes, workloads), one rule a
+module; each folder's POLICIES lists its rules in the pack's order, and POLICIES here is theirs, one explicit list
+(nothing registers itself on import). A rule reads resources through policies.facts: the reading is per cloud, the
+judging is written once (a rule the clouds share is bound once per cloud, rule.per_cloud).
+
 The rules are `pulumi_policy` policies, so loading them loads the Pulumi SDK. This package loads them on first
-use of POLICIES (or of a rule module), not on import: `aicluster validate` reads only the policies' names
+use of POLICIES (or of a concern's package), not on import: `aicluster validate` reads only the policies' names
 (policies.names) and never needs the SDK.
 """
 
@@ -45,7 +50,7 @@ __all__ = [
 
 PACK_NAME = "aicluster"
 
-# The rule modules, in the order the engine runs the pack: POLICIES is their POLICIES, one explicit list.
+# The concerns, in the order the engine runs the pack: POLICIES is their POLICIES, one explicit list.
 _CONCERNS = ("cost", "power", "compliance", "fabric", "storage", "onprem", "vpn", "kubernetes", "workloads")
 _RULE_TYPES = ("Meta", "ResourceRule", "Rule", "StackRule", "Waived")
 

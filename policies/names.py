@@ -11,13 +11,13 @@ adds its name here.
 from __future__ import annotations
 
 # the policies `validate` judges from the stack alone (aicluster/preview/check.py)
-MONTHLY_BUDGET = "aicluster-cluster-enforce-monthly-budget"  # cost.monthly_budget
-SPOT_CHECKPOINTS = "aicluster-spot-missing-checkpoint-storage"  # cost.spot_checkpoints
-POWER_BUDGET = "aicluster-cluster-enforce-power-budget"  # power.power_budget
-AWS_REQUIRED_TAGS = "aws-resource-missing-required-tags"  # compliance.required_tags
-AZURE_REQUIRED_TAGS = "azure-resource-missing-required-tags"  # compliance.azure_required_tags
-GCP_REQUIRED_LABELS = "gcp-resource-missing-required-labels"  # compliance.gcp_required_labels
-ALLOWED_REGIONS = "aicluster-resource-enforce-allowed-regions"  # compliance.allowed_regions
+MONTHLY_BUDGET = "aicluster-cluster-enforce-monthly-budget"  # cost/monthly_budget.py
+SPOT_CHECKPOINTS = "aicluster-spot-missing-checkpoint-storage"  # cost/missing_checkpoint_storage.py
+POWER_BUDGET = "aicluster-cluster-enforce-power-budget"  # power/power_budget.py
+AWS_REQUIRED_TAGS = "aws-resource-missing-required-tags"  # compliance/missing_required_tags.py
+AZURE_REQUIRED_TAGS = "azure-resource-missing-required-tags"  # compliance/missing_required_tags.py
+GCP_REQUIRED_LABELS = "gcp-resource-missing-required-labels"  # compliance/missing_required_tags.py
+ALLOWED_REGIONS = "aicluster-resource-enforce-allowed-regions"  # compliance/enforce_allowed_regions.py
 
 NAMES: tuple[str, ...] = (
     # cost

@@ -3,7 +3,8 @@
 A rule is a check function plus `Meta`. `ResourceRule` judges one resource at a time (the engine's
 `Analyze`); `StackRule` judges the whole stack (`AnalyzeStack`), which is where cluster-wide sums
 and links between resources live. Both are real `pulumi_policy` policies, so the Pulumi CLI runs
-them unchanged.
+them unchanged. A rule the clouds share is one check over the facts each cloud's reader makes (facts.model), bound
+once per cloud (`per_cloud`) under that cloud's name.
 
 Thresholds: the policy's config (`--policy-pack-config`) when given, else what the stack's
 `AiCluster` component declares (budgets, compliance), else the documented default.
@@ -20,7 +21,7 @@ import contextvars
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -33,8 +34,10 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .facts import Res, Stack, get, items, walk
+from .facts.engine import Reader, Res, get, items, walk
+from .facts.stack import Stack
 
+F = TypeVar("F")
 Concern = Literal["cost", "power", "compliance", "fabric", "storage", "sizing"]
 
 WAIVERS_SCHEMA: dict[str, Any] = {
@@ -233,6 +236,16 @@ class StackRule(StackValidationPolicy):
 
 
 Rule = ResourceRule | StackRule
+
+
+def per_cloud(
+    meta: Meta, reader: Reader[F], check: Callable[[Iterable[F], Ctx, str], Iterable[str]], fix: str = ""
+) -> ResourceRule:
+    """One cloud's policy of a cross-cloud rule: the rule's one check over the facts the cloud's reader makes of each
+    resource, under the cloud's own name and metadata (waivers name it; controls differ), with the cloud's fix. The
+    types the policy judges are the reader's."""
+    return ResourceRule(meta, reader.types, lambda res, ctx: check(reader.read(res), ctx, fix), reader.provider)
+
 
 # The last stack's facts, kept while the caller holds the same resource list: the offline engine
 # hands every stack policy one list, so the facts are worked out once (the Pulumi engine builds a

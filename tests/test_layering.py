@@ -105,6 +105,8 @@ RULES = [
         id="components-read-the-plan",
     ),
     pytest.param("policies", ("policies", "aicluster.catalog"), id="policies-only-catalog"),
+    # the cloud readers make facts; the rules judge them: facts never reach back into a rule (nor the providers)
+    pytest.param("policies/facts", ("policies.facts", "aicluster.catalog"), id="policy-facts-read-no-rules"),
     pytest.param("aicluster/report", ("aicluster.report",), id="reports-read-only-the-preview-json"),
     pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
 ]

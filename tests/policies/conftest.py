@@ -1,4 +1,6 @@
-"""A real capture to mutate: the p5-small example stack as the offline engine records it."""
+"""What the rule tests share: real captures to mutate (the p5-small, on-prem and hybrid example stacks as the offline
+engine records them), hand-built resources (`res`; per cloud in tests/policies/resources), and the helpers that judge
+them with one policy and change one property."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from aicluster.preview import PolicyResult, Resource
+from aicluster.plan import ClusterPlan
+from aicluster.preview import PolicyResult, Resource, plan_stack
 from aicluster.preview.engine import Capture, run_program
 from aicluster.preview.policy import evaluate
 from aicluster.stackfile import find_project, read_stack
@@ -32,6 +35,34 @@ def capture_of(stack: str) -> Capture:
 @pytest.fixture(scope="session")
 def p5_small() -> Capture:
     return capture_of("p5-small")
+
+
+@pytest.fixture(scope="session")
+def p5_small_plan() -> ClusterPlan:
+    """p5-small's plan, for captures of the AiCluster component with hand-built workload estimates."""
+    return plan_stack(read_stack(find_project(ROOT), "p5-small"))
+
+
+@pytest.fixture(scope="session")
+def dgx() -> Capture:
+    return capture_of("onprem-dgx-h100")
+
+
+@pytest.fixture(scope="session")
+def hybrid() -> Capture:
+    return capture_of("hybrid-burst")
+
+
+@pytest.fixture(scope="session")
+def three_cloud() -> Capture:
+    return capture_of("three-cloud")
+
+
+# p5-small's resources, as the one-mutation cases name them
+LT, ASG, CTL_LT, CTL = "llm-dev-h100-lt", "llm-dev-h100-asg", "llm-dev-slurmctld-lt", "llm-dev-slurmctld-vm"
+NODE_SG, EFA_SG, FS = "llm-dev-us-east-1-node", "llm-dev-us-east-1-efa", "llm-dev-scratch-fs"
+CLUSTER = "llm-dev"
+NO_EFA = {LT: lambda i: i.update(networkInterfaces=[{"deviceIndex": 0}])}  # p5-small's GPU nodes without EFA
 
 
 def policy(name: str) -> Rule:
@@ -82,3 +113,35 @@ def judge(capture: Capture, names: Sequence[str], config: dict[str, Any] | None 
 
 def messages(result: PolicyResult) -> list[str]:
     return [v.message for v in result.violations]
+
+
+def set_at(path: str, value: Any) -> Any:
+    """A mutation setting the input at a dotted path (list indices as numbers); DELETE removes it."""
+    keys = path.split(".")
+
+    def apply(inputs: dict[str, Any]) -> None:
+        cur: Any = inputs
+        for k in keys[:-1]:
+            cur = cur[int(k)] if isinstance(cur, list) else cur.setdefault(k, {})
+        if value is DELETE:
+            cur.pop(keys[-1], None)
+        elif isinstance(cur, list):
+            cur[int(keys[-1])] = value
+        else:
+            cur[keys[-1]] = value
+
+    return apply
+
+
+DELETE = object()
+
+
+def replaced(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A deep copy of the props with keys set (None: removed)."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out

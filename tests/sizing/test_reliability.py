@@ -75,7 +75,8 @@ def test_llama3_job_mtbf_at_16384_gpus() -> None:
 
 
 def test_prior_matches_the_storage_policy_rate() -> None:
-    """policies/storage.py uses 50,700 GPU-hours per interruption; the catalog derives 50,677 from the counts."""
+    """policies/storage/checkpoint_throughput.py uses 50,700 GPU-hours per interruption; the catalog derives 50,677
+    from the counts."""
     assert CAT.reliability is not None
     assert CAT.reliability.prior.gpu_hours_per_interruption == pytest.approx(50_700, rel=0.001)
 
@@ -151,7 +152,7 @@ def test_no_parallel_file_system_gives_no_interval_but_still_a_required_throughp
 
 def test_required_throughput_keeps_youngs_overhead_at_the_target() -> None:
     """At the required throughput, writes plus rework at Young's interval, sqrt(2 delta / M), equal the target (5%)
-    — the storage policy's own formula (policies/storage.py young_overhead)."""
+    — the storage policy's own formula (policies/storage/checkpoint_throughput.py young_overhead)."""
     rel = reliability(CAT, gpus=1024, checkpoint_bytes=912e9, filesystems=_fs(10), run_hours=100)
     assert rel.target_overhead == 0.05
     mtbf_s = rel.mtbf_h * 3600

@@ -1,0 +1,144 @@
+"""The A3/A4 GPU NIC layout: NIC counts, types and VPCs per machine type, known or through property dependencies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from policies.facts import Res
+from policies.rule import NotApplicable
+from tests.policies.conftest import capture_of, judge, res, stack_findings
+from tests.policies.resources.gcp import A3_MEGA, NETWORK, SUBNETWORK, TEMPLATE, controller, nics
+
+NICS = "gcp-compute-instance-missing-gpu-nics"
+
+
+def layout(machine: str, nic_list: list[dict[str, Any]], **links: list[Res]) -> list[Res]:
+    return [res(TEMPLATE, "x", {"machineType": machine, "networkInterfaces": nic_list}, **links)]
+
+
+def known(*networks: str, types: Sequence[str] = (), subnets: Sequence[str] = ()) -> list[dict[str, Any]]:
+    out = []
+    for i, n in enumerate(networks):
+        nic: dict[str, Any] = {"network": n, "nicType": types[i] if types else "GVNIC"}
+        if subnets:
+            nic["subnetwork"] = subnets[i]
+        out.append(nic)
+    return out
+
+
+RDMA_TYPES = ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
+
+
+def test_a_tpu_stack_is_not_applicable_to_the_gpu_nic_rule() -> None:
+    """gcp-tpu-v5p: TPU hosts and an n2 controller VM: the A3/A4 NIC rule has no machine to judge."""
+    name = "gcp-compute-instance-missing-gpu-nics"
+    result = judge(capture_of("gcp-tpu-v5p"), [name])
+    assert result.passed == []
+    assert result.not_applicable == [
+        {"policy": name, "reason": "no VM or instance template of a machine type with GPU NICs (A3, A4) in the stack"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("machine", "nic_list", "expected"),
+    [
+        pytest.param("a3-highgpu-8g", known(*(f"net-{i}" for i in range(5))), None, id="a3-high-ok"),
+        pytest.param(A3_MEGA, known(*(f"net-{i}" for i in range(9))), None, id="a3-mega-ok"),
+        pytest.param(A3_MEGA, nics(), None, id="a3-mega-unknown-networks"),
+        pytest.param(
+            "a3-ultragpu-8g",
+            known("host", "gvnic", *["roce"] * 8, types=RDMA_TYPES, subnets=[f"s{i}" for i in range(10)]),
+            None,
+            id="a3-ultra-ok",
+        ),
+        pytest.param("a4-highgpu-8g", nics("a4-highgpu-8g"), None, id="a4-unknown-networks"),
+        pytest.param(
+            A3_MEGA,
+            known("net-0"),
+            "a3-megagpu-8g instance template x declares 1 network interfaces; it needs 9 (1 for the host, 8 for GPU "
+            "traffic, each in its own VPC): without them NCCL falls back to the host NIC at a fraction of the "
+            "bandwidth",
+            id="a3-mega-tcp-fallback",
+        ),
+        pytest.param(
+            "a3-ultragpu-8g",
+            known(*(f"n{i}" for i in range(9))),
+            "a3-ultragpu-8g instance template x declares 9 network interfaces; it needs 10 (2 for the host, 8 for GPU "
+            "traffic, the MRDMA NICs in one RoCE VPC, a subnet each): without them NCCL falls back to the host NIC at "
+            "a fraction of the bandwidth",
+            id="a3-ultra-one-short",
+        ),
+        pytest.param(
+            "a3-ultragpu-8g",
+            known("host", "gvnic", *["roce"] * 8, subnets=[f"s{i}" for i in range(10)]),
+            "a3-ultragpu-8g instance template x needs nicType GVNIC on nic0-nic1 and MRDMA on nic2-nic9; got nic2 "
+            "GVNIC, nic3 GVNIC, nic4 GVNIC, nic5 GVNIC, nic6 GVNIC, nic7 GVNIC, nic8 GVNIC, nic9 GVNIC: GPUDirect RDMA "
+            "runs only over MRDMA NICs",
+            id="a3-ultra-gvnic-instead-of-mrdma",
+        ),
+        pytest.param(
+            "a3-highgpu-8g",
+            known("n0", "n1", "n2", "n3", "n4", types=["GVNIC", "VIRTIO_NET", "GVNIC", "GVNIC", "GVNIC"]),
+            "a3-highgpu-8g instance template x needs gVNIC on every NIC (nicType GVNIC); got nic1 VIRTIO_NET: "
+            "GPUDirect-TCPX runs only over gVNIC",
+            id="a3-high-virtio",
+        ),
+        pytest.param(
+            A3_MEGA,
+            known("host", *["gpu"] * 8),
+            "a3-megagpu-8g instance template x does not put every NIC in a VPC of its own: NICs that share a VPC share "
+            "its bandwidth and routes",
+            id="a3-mega-one-gpu-vpc",
+        ),
+        pytest.param(
+            "a3-ultragpu-8g",
+            known("host", "host", *["roce"] * 8, types=RDMA_TYPES, subnets=[f"s{i}" for i in range(10)]),
+            "a3-ultragpu-8g instance template x does not put the two gVNICs in two VPCs of their own and every MRDMA "
+            "NIC in one RoCE VPC: NICs that share a VPC share its bandwidth and routes",
+            id="a3-ultra-gvnics-share-a-vpc",
+        ),
+        pytest.param(
+            "a3-ultragpu-8g",
+            known("host", "gvnic", *["roce"] * 8, types=RDMA_TYPES, subnets=["a", "b", *["s"] * 8]),
+            "a3-ultragpu-8g instance template x puts two MRDMA NICs in one subnet; each MRDMA NIC needs a subnet of "
+            "its own in the RoCE VPC",
+            id="a3-ultra-mrdma-share-a-subnet",
+        ),
+    ],
+)
+def test_gpu_nic_layout(machine: str, nic_list: list[dict[str, Any]], expected: str | None) -> None:
+    assert stack_findings(NICS, layout(machine, nic_list)) == ([expected] if expected else [])
+
+
+def test_a_machine_without_gpu_nics_is_not_applicable() -> None:
+    """A2 has no GPU NICs: nothing for the rule to judge, so not applicable (not passed)."""
+    with pytest.raises(NotApplicable, match=r"no VM or instance template of a machine type with GPU NICs"):
+        stack_findings(NICS, layout("a2-ultragpu-8g", known("net-0")))
+
+
+def test_gpu_nic_vpcs_through_property_dependencies() -> None:
+    """Networks are unknown during preview: the VPCs and subnets the NICs reference are counted instead."""
+    nets = [res(NETWORK, f"net-{i}", {}) for i in range(9)]
+    assert stack_findings(NICS, layout(A3_MEGA, nics(), networkInterfaces=nets)) == []
+    assert stack_findings(NICS, layout(A3_MEGA, nics(), networkInterfaces=nets[:2])) == [
+        "a3-megagpu-8g instance template x reaches 2 VPCs through its network interfaces; it needs 9 (a VPC of its "
+        "own for every NIC)"
+    ]
+    ultra = "a3-ultragpu-8g"
+    subnets = [res(SUBNETWORK, f"sub-{i}", {}) for i in range(10)]
+    assert stack_findings(NICS, layout(ultra, nics(ultra), networkInterfaces=nets[:3] + subnets)) == []
+    assert stack_findings(NICS, layout(ultra, nics(ultra), networkInterfaces=nets[:3] + subnets[:3])) == [
+        "a3-ultragpu-8g instance template x reaches 3 subnets through its network interfaces; it needs 10 (one per "
+        "gVNIC and one per MRDMA NIC)"
+    ]
+
+
+def test_gpu_vm_is_judged_too() -> None:
+    vm = controller(machineType=A3_MEGA)
+    assert stack_findings(NICS, [vm]) == [
+        "a3-megagpu-8g VM ctl declares 1 network interfaces; it needs 9 (1 for the host, 8 for GPU traffic, each in "
+        "its own VPC): without them NCCL falls back to the host NIC at a fraction of the bandwidth"
+    ]
