@@ -64,7 +64,10 @@ RULES = [
             "aicluster.providers",
             "aicluster.spec",
             "aicluster.catalog",
-            *(f"aicluster.plan.{m}" for m in ("context", "models", "network", "pools", "groups", "fabric", "racks")),
+            *(
+                f"aicluster.plan.{m}"
+                for m in ("context", "models", "network", "pools", "groups", "fabric", "racks", "nvlink")
+            ),
         ),
         id="providers-import-plan-submodules-never-the-package",
     ),

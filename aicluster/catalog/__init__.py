@@ -254,6 +254,10 @@ def _check(cat: Catalog) -> None:
         for image_id in (d.gpu_image, d.controller_image):
             if cat.image(prov, image_id) is None:
                 problems.append(f"defaults.{prov}: unknown image {image_id!r}")
+        if d.gpu_image_arm64 is not None:
+            arm = cat.image(prov, d.gpu_image_arm64)
+            if arm is None or arm.architecture != "arm64":
+                problems.append(f"defaults.{prov}: gpu_image_arm64 {d.gpu_image_arm64!r} is not an arm64 image")
         if cat.instance_type(prov, d.controller_instance_type) is None:
             problems.append(f"defaults.{prov}: unknown instance type {d.controller_instance_type!r}")
         if (prov, d.root_disk_service) not in cat.services:

@@ -64,6 +64,9 @@ class Accelerator(Sourced):
         float | None,
         Field(gt=0, description="Scale-up link bandwidth per device, GB/s (NVLink, NeuronLink, ICI)."),
     ] = None
+    fp8_tflops: Annotated[
+        float | None, Field(gt=0, description="Dense FP8 TFLOP/s (no sparsity); null where not recorded.")
+    ] = None
 
 
 class NetworkInterfaceLimits(_Record):
@@ -127,6 +130,45 @@ class CpuTopology(_Record):
         return self
 
 
+CpuArch = Literal["x86_64", "arm64"]
+CatalogMarket = Literal["on-demand", "spot", "capacity-block", "reserved", "flex-start"]
+
+
+class NvlinkDomain(_Record):
+    """The multi-node NVLink domain a type is built and sold in: the nodes (instances, VMs or compute trays) that
+    share one NVLink fabric, e.g. a GB200 NVL72 rack of 18 nodes x 4 GPUs = 72 GPUs. An 8-GPU server has none (its
+    NVLink ends at the node)."""
+
+    nodes: Annotated[int, Field(ge=2, description="Nodes in one whole domain (e.g. `18`).")]
+    unit: Annotated[
+        Literal["ultraserver", "subblock", "rack"],
+        Field(description="What the vendor sells a domain as: an AWS UltraServer, a GCP sub-block, a rack."),
+    ]
+    sizes: Annotated[
+        tuple[int, ...],
+        Field(
+            min_length=1,
+            description="Node counts a domain is sold in, ascending, the whole domain last (AWS p6e-gb200: `[9, 18]`, "
+            "the u-p6e-gb200x36 and x72 UltraServers); a smaller one is a partial domain the vendor sells.",
+        ),
+    ]
+    rack_kw: Annotated[
+        float | None,
+        Field(gt=0, description="The whole rack's maximum draw, kW (switch trays and power shelves included)."),
+    ] = None
+    cooling: Annotated[
+        Literal["liquid", "air"] | None,
+        Field(description="What the rack needs from its site: `liquid` for NVL72 racks (cold plates)."),
+    ] = None
+    switch_trays: Annotated[int | None, Field(ge=1, description="NVLink switch trays in the rack.")] = None
+
+    @model_validator(mode="after")
+    def _sizes(self) -> NvlinkDomain:
+        if list(self.sizes) != sorted(set(self.sizes)) or self.sizes[-1] != self.nodes or self.sizes[0] < 1:
+            raise ValueError(f"sizes {list(self.sizes)}: ascending node counts ending with the whole domain")
+        return self
+
+
 class InstanceType(Sourced):
     provider: Provider
     name: Annotated[str, Field(description="Provider's name (e.g. `p5.48xlarge`).")]
@@ -151,6 +193,17 @@ class InstanceType(Sourced):
         Field(description="`datasheet`: a published system maximum; `estimate`: derived, see the source note."),
     ]
     placement_group: Annotated[bool, Field(description="Supports cluster placement.")] = True
+    cpu_arch: Annotated[
+        CpuArch, Field(description="The host CPU's architecture (`arm64` for Grace nodes); images must match it.")
+    ] = "x86_64"
+    nvlink_domain: Annotated[
+        NvlinkDomain | None,
+        Field(description="The multi-node NVLink domain it is sold in; null: NVLink ends at the node."),
+    ] = None
+    markets: Annotated[
+        tuple[CatalogMarket, ...],
+        Field(description="The only ways it is sold (p6e-gb200: `capacity-block`); empty: every market of its cloud."),
+    ] = ()
     root_disk_service: Annotated[
         str | None,
         Field(description="Boot disk service (in services/) when the type needs another than its provider's default."),
@@ -371,6 +424,9 @@ class ProviderDefaults(_Record):
     """Choices the planner makes when the stack does not (not facts: our defaults)."""
 
     gpu_image: Annotated[str, Field(description="Image id (in images/) for GPU nodes.")]
+    gpu_image_arm64: Annotated[
+        str | None, Field(description="Image id for GPU nodes with an arm64 (Grace) host; null: none chosen.")
+    ] = None
     controller_image: Annotated[str, Field(description="Image id for the scheduler controller.")]
     controller_instance_type: Annotated[str, Field(description="Instance type for the controller.")]
     root_disk_service: Annotated[

@@ -44,6 +44,7 @@ from .models import (
     GcpVpc,
     KueueTopology,
     Nic,
+    NvlinkSlice,
     OnpremHost,
     OnpremPoolDetails,
     PlacementGroup,
@@ -53,9 +54,11 @@ from .models import (
     PlannedKubernetes,
     PlannedNetwork,
     PlannedNodeGroup,
+    PlannedNvlinkDomain,
     PlannedPool,
     PlannedSite,
     PlannedVpn,
+    PoolNvlink,
     ScaleSet,
     Subnet,
     Taint,
@@ -69,6 +72,7 @@ from .network import (
     overlaps,
     usable,
 )
+from .nvlink import cluster_domains
 from .placement import first_cloud, placement
 from .pools import CloudPlanner, cloud_of
 from .vpn import VpnSite, check_sites, overlapping_cidrs, plan_vpns
@@ -87,6 +91,7 @@ __all__ = [
     "GcpVpc",
     "KueueTopology",
     "Nic",
+    "NvlinkSlice",
     "OnpremHost",
     "OnpremPoolDetails",
     "PlacementGroup",
@@ -96,8 +101,10 @@ __all__ = [
     "PlannedKubernetes",
     "PlannedNetwork",
     "PlannedNodeGroup",
+    "PlannedNvlinkDomain",
     "PlannedPool",
     "PlannedSite",
+    "PoolNvlink",
     "Price",
     "ScaleSet",
     "Subnet",
@@ -737,4 +744,5 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         hours_per_month=hours,
         warnings=tuple(ctx.warnings),
         workloads=workloads,
+        nvlink_domains=cluster_domains(pools),
     )

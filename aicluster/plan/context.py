@@ -16,7 +16,7 @@ from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region
 from aicluster.catalog.pricing import Price, cents, hourly_month, service_month, service_override_hint, service_price
 from aicluster.spec import ClusterSpec, Problem, did_you_mean
 
-from .models import PlannedPool
+from .models import PlannedPool, PoolNvlink
 
 if TYPE_CHECKING:
     from aicluster.schedulers.base import SchedulerPlanner
@@ -236,11 +236,16 @@ def pool_record(
     priced = [x for x in (instances, volumes_usd_per_month) if x is not None]
     nodes_per_rack: int | None = None
     racks: int | None = None
-    # an owned site's racks (its power.rack_kw), else the stack's budget
+    # an owned site's racks (its power.rack_kw), else the stack's budget; a rack-scale pool's racks are its NVLink
+    # domains (an NVL72 rack is the domain; its provider or site says whether it can be powered and cooled)
     rack = details.pop("rack", None)
     assert rack is None or isinstance(rack, tuple)
     rack_kw = ctx.spec.budgets.rack_kw if rack is None else rack[1]
-    if rack_kw is not None and it.node_power_kw > 0:
+    nvlink = details.get("nvlink")
+    if isinstance(nvlink, PoolNvlink):
+        nodes_per_rack = nvlink.nodes_per_domain
+        racks = len(nvlink.domains)
+    elif rack_kw is not None and it.node_power_kw > 0:
         nodes_per_rack = math.floor(rack_kw / it.node_power_kw)
         if nodes_per_rack == 0:
             ctx.problem(
@@ -304,8 +309,10 @@ def image_of(
     is_reference: Callable[[str], bool],
     given: str | None,
     default: str | None,
+    arch: str = "x86_64",
 ) -> str:
-    """The image a pool or controller boots: the provider's own reference as given, else a catalog image id."""
+    """The image a pool or controller boots: the provider's own reference as given, else a catalog image id, which
+    must be built for the hosts' architecture (`arch`; a provider's own reference is the stack's to get right)."""
     if given is not None:
         if is_reference(given):
             return given
@@ -317,6 +324,15 @@ def image_of(
                 f"not {forms} or a catalog image; catalog images: {', '.join(ids)}",
                 given,
                 did_you_mean(given, ids),
+            )
+            return given
+        if img.architecture != arch:
+            ids = sorted(i for (p, i), im in ctx.catalog.images.items() if p == provider and im.architecture == arch)
+            ctx.problem(
+                path,
+                f"catalog image {given} is built for {img.architecture}, and these hosts are {arch}; use "
+                + (f"one of {', '.join(ids)}" if ids else f"{forms} built for {arch}"),
+                given,
             )
             return given
         return img.reference

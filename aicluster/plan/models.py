@@ -151,6 +151,8 @@ class PlacementGroup(_Plan):
     first_node: int
     hostname_prefix: str  # the MIG's base instance name
     max_distance: int | None  # the compact policy's max distance; None: no max distance (or no policy)
+    # the compact policy's gpuTopology for a rack-scale type ("1x72": the 18 VMs of one NVL72 sub-block); None: none
+    gpu_topology: str | None = None
 
 
 class GcpPoolDetails(_Plan):
@@ -215,6 +217,45 @@ class OnpremPoolDetails(_Plan):
     fabric: str  # the PlannedFabric (of the site) that joins the pool's nodes
     hardware_basis: str | None  # how the node-hour rate was derived; None: the site gives no hardware cost
     usd_per_kwh: float
+    # a rack-scale pool: the rack each NVLink domain is (the hosts' own rack name, else <pool>-rNN), domain by domain
+    domain_racks: tuple[str, ...] = ()
+
+
+class NvlinkSlice(_Plan):
+    """One NVLink domain of a pool, by node index: what the pool's provider places as one unit."""
+
+    name: str  # <pool>-nvl<k>: Slurm's block, the IMEX domain and the Kubernetes ComputeDomain take this name
+    index: int
+    first_node: int
+    nodes: int
+    whole: bool  # False: a partial domain the vendor sells as such (AWS u-p6e-gb200x36: 9 of an UltraServer's 18)
+
+
+class PoolNvlink(_Plan):
+    """A pool of a rack-scale type (GB200/GB300 NVL72): its nodes in whole multi-node NVLink domains."""
+
+    unit: Literal["ultraserver", "subblock", "rack"]  # what the vendor sells a domain as
+    nodes_per_domain: int  # a whole domain's nodes (18)
+    gpus_per_domain: int  # a whole domain's GPUs (72)
+    domains: tuple[NvlinkSlice, ...]
+    rack_kw: float | None = None  # the rack's maximum draw (on-prem racks); None: the provider's rack
+    cooling: Literal["liquid", "air"] | None = None
+
+
+class PlannedNvlinkDomain(_Plan):
+    """One multi-node NVLink domain of the cluster: the nodes (instances, VMs or compute trays) that share one NVLink
+    fabric, e.g. one GB200 NVL72 rack of 18 nodes x 4 GPUs. Planned once; Slurm's block topology, IMEX, Kubernetes
+    ComputeDomains, placement, sizing and the policies read it from the plan. An 8-GPU server's NVLink ends at the
+    node: such pools have none."""
+
+    id: str  # <pool>-nvl<k>, unique in the plan
+    pool: str
+    provider: str
+    unit: Literal["ultraserver", "subblock", "rack"]
+    nodes: tuple[str, ...]  # the scheduler's and the inventory's node names
+    gpus: int
+    whole: bool  # False: a partial domain the vendor sells (say so wherever it is used)
+    rack: str | None = None  # the owned rack it is (on-prem); None: the provider places it
 
 
 class PlannedPool(_Plan):
@@ -264,6 +305,8 @@ class PlannedPool(_Plan):
     # a cloud pool of a stack with a site: burst capacity that Slurm powers up and down (its group starts empty and
     # the resume/suspend programs resize it); its cost is what it costs while every node runs
     burst: bool = False
+    cpu_arch: Literal["x86_64", "arm64"] = "x86_64"  # the hosts' architecture (Grace: arm64): images and packages
+    nvlink: PoolNvlink | None = None  # rack-scale types: the pool's multi-node NVLink domains
 
     def ib_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
@@ -490,6 +533,8 @@ class ClusterPlan(_Plan):
     kubernetes: PlannedKubernetes | None = None
     # the stack's workloads sized on their pools (aicluster/sizing), in stack order
     workloads: tuple[WorkloadEstimate, ...] = ()
+    # every multi-node NVLink domain, pool by pool in stack order (rack-scale pools only; 8-GPU servers have none)
+    nvlink_domains: tuple[PlannedNvlinkDomain, ...] = ()
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)

@@ -26,8 +26,9 @@ from .context import (
     service_cost,
     zone_of,
 )
-from .models import PlannedController, PlannedPool, PlannedSite
+from .models import PlannedController, PlannedPool, PlannedSite, PoolNvlink
 from .network import Cut
+from .nvlink import pool_nvlink
 
 
 class CloudPlanner(ABC):
@@ -50,9 +51,18 @@ class CloudPlanner(ABC):
 
     @abstractmethod
     def place(
-        self, ctx: PlanCtx, i: int, pool: Any, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+        self,
+        ctx: PlanCtx,
+        i: int,
+        pool: Any,
+        it: InstanceType,
+        reg: Region,
+        zones: tuple[str, ...],
+        image: str,
+        nvlink: PoolNvlink | None,
     ) -> Placed | None:
-        """The provider's own placement of a pool that passed the shared checks (NICs, zones, groups)."""
+        """The provider's own placement of a pool that passed the shared checks (NICs, zones, groups); a rack-scale
+        pool's NVLink domains (`nvlink`) are each placed as one unit."""
 
     @abstractmethod
     def subnets(self, block: str, region: Region, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:
@@ -80,10 +90,17 @@ class CloudPlanner(ABC):
     def boot_disk(self, ctx: PlanCtx, it: InstanceType) -> str:
         return boot_disk(ctx, it, self.boot_disk_fallback)
 
-    def image(self, ctx: PlanCtx, path: tuple[str | int, ...], given: str | None, default: str | None) -> str:
+    def image(
+        self,
+        ctx: PlanCtx,
+        path: tuple[str | int, ...],
+        given: str | None,
+        default: str | None,
+        arch: str = "x86_64",
+    ) -> str:
         if not ctx.scheduler.pool_images:
             return ""  # node groups boot the service's own GPU image (plan.kubernetes.node_image; the spec refuses one)
-        return image_of(ctx, path, self.name, self.image_forms, self.is_image_reference, given, default)
+        return image_of(ctx, path, self.name, self.image_forms, self.is_image_reference, given, default, arch)
 
     def plan_pool(self, ctx: PlanCtx, i: int, pool: Any) -> PlannedPool | None:
         """The checks every pool shares (catalog type, region, offering, zone, image, price, addresses, cost),
@@ -117,19 +134,35 @@ class CloudPlanner(ABC):
         zones = (off.zones if off else ()) or reg.zones
         if pool.zone is not None and zone_of(ctx, (*base, "zone"), reg, pool.zone, zones, it.name) is None:
             return None
+        sold = not it.markets or pool.market in it.markets
+        if not sold:
+            ctx.problem(
+                (*base, "market"),
+                f"{it.name} is sold only as {' or '.join(it.markets)}; set market: {it.markets[0]}",
+                pool.market,
+            )
+        nvlink = pool_nvlink(ctx, (*base, "nodes"), pool.name, pool.nodes, it) if it.nvlink_domain else None
+        if not sold or (it.nvlink_domain is not None and nvlink is None):
+            return None
         defaults = ctx.catalog.constants.defaults.get(provider)
         acc = ctx.catalog.accelerator_of(it)
-        default_image = defaults.gpu_image if defaults and acc is not None and acc.kind == "gpu" else None
+        gpu_default = (defaults.gpu_image_arm64 if it.cpu_arch == "arm64" else defaults.gpu_image) if defaults else None
+        default_image = gpu_default if acc is not None and acc.kind == "gpu" else None
         if pool.image is None and default_image is None and ctx.scheduler.pool_images:
             ctx.problem(
                 (*base, "image"),
                 f"the catalog has no default image for {it.name} "
-                f"({acc.kind if acc else 'no accelerator'}); set image to {self.image_forms} "
-                "(e.g. the Neuron DLAMI's SSM parameter for Trainium)",
+                f"({acc.kind if acc else 'no accelerator'}{', arm64 host' if it.cpu_arch == 'arm64' else ''}); set "
+                f"image to {self.image_forms}"
+                + (
+                    " built for arm64 (Grace hosts)"
+                    if it.cpu_arch == "arm64"
+                    else " (e.g. the Neuron DLAMI's SSM parameter for Trainium)"
+                ),
             )
             return None
-        image = self.image(ctx, (*base, "image"), pool.image, default_image)
-        placed = self.place(ctx, i, pool, it, reg, zones, image)
+        image = self.image(ctx, (*base, "image"), pool.image, default_image, it.cpu_arch)
+        placed = self.place(ctx, i, pool, it, reg, zones, image, nvlink)
         if placed is None:
             return None
         if resolved.warning:
@@ -165,6 +198,8 @@ class CloudPlanner(ABC):
             resolved.price,
             pool.nodes,
             volumes_month,
+            nvlink=nvlink,
+            cpu_arch=it.cpu_arch,
             **placed.details,
         )
 

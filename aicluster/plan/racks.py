@@ -33,11 +33,15 @@ class PlannedRack(BaseModel):
 
 
 class RackSlot(NamedTuple):
-    """One node to place: its pool, the rack its host names (None: any), its maximum power."""
+    """One node to place: its pool, the rack its host names (None: any), its maximum power; a rack-scale node comes
+    with its rack (its NVLink domain's), the limit of that rack position (a liquid-cooled one) and whether the hosts
+    named it."""
 
     pool: str
     rack: str | None
     node_kw: float
+    limit_kw: float | None = None  # None: the site's rack_kw
+    named: bool = True
 
 
 def _round(kw: float) -> float:
@@ -78,9 +82,9 @@ def plan_site_racks(slots: Sequence[RackSlot], rack_kw: float) -> list[PlannedRa
             name=rack,
             nodes=len(members),
             power_kw=_round(sum(m.node_kw for m in members)),
-            limit_kw=rack_kw,
+            limit_kw=min(m.limit_kw or rack_kw for m in members),
             pools=tuple(dict.fromkeys(m.pool for m in members)),
-            named=True,
+            named=any(m.named for m in members),
         )
         for rack, members in named.items()
     ]

@@ -126,6 +126,9 @@ class Preview:
                 }
                 for pool in p.pools
             ],
+            # every multi-node NVLink domain (a GB200/GB300 NVL72 rack: 18 nodes x 4 GPUs), pool by pool; [] when no
+            # pool is rack-scale (an 8-GPU server's NVLink ends at the node)
+            "nvlink_domains": [d.model_dump(mode="json") for d in p.nvlink_domains],
             # owned data centres: their power, cost and carbon, fat-tree fabrics and racks, as the plan has them
             "sites": [site.model_dump(mode="json") for site in p.sites],
             # a Kubernetes stack's control plane, node groups, add-ons and Kueue, as the plan has them; None: Slurm

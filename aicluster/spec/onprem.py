@@ -222,6 +222,16 @@ class SitePower(Strict):
             gt=0, le=10_000_000, allow_inf_nan=False, description="The site's ceiling for IT load, kW (e.g. `2000`)."
         ),
     ]
+    liquid_rack_kw: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            le=1000,
+            allow_inf_nan=False,
+            description="Power a liquid-cooled rack position can deliver and cool, kW (e.g. `140`); NVL72 racks "
+            "(GB200/GB300) need one each. Null: the site has no liquid cooling.",
+        ),
+    ] = None
 
 
 class HardwareCost(Strict):

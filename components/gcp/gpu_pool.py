@@ -61,10 +61,12 @@ class GcpGpuPool(pulumi.ComponentResource):
             policy = gcp.compute.ResourcePolicy(
                 f"{name}-{group.name}-placement",
                 region=pool.region,
+                # a rack-scale type's group is one NVLink domain: gpuTopology asks for its sub-block (A4X: 1x72)
                 group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
-                    collocation="COLLOCATED", max_distance=group.max_distance
+                    collocation="COLLOCATED", max_distance=group.max_distance, gpu_topology=group.gpu_topology
                 ),
-                description=f"compact placement for {group.nodes} {pool.instance_type} VMs",
+                description=f"compact placement for {group.nodes} {pool.instance_type} VMs"
+                + (f", NVLink domain {group.name} ({group.gpu_topology})" if group.gpu_topology else ""),
                 opts=child,
             )
             policy_link = policy.self_link

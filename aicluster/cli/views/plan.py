@@ -15,7 +15,7 @@ from .pool_notes import pool_notes
 from .sites import fabrics_table, sites_table
 
 if TYPE_CHECKING:
-    from aicluster.plan import ClusterPlan
+    from aicluster.plan import ClusterPlan, PlannedPool
 
 
 def pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
@@ -155,6 +155,22 @@ def pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
     return t
 
 
+def nvlink_note(p: PlannedPool) -> str:
+    """A rack-scale pool's NVLink domains, one line: how many, their size, and each one's nodes."""
+    assert p.nvlink is not None
+    n = p.nvlink
+    unit = {"ultraserver": "UltraServer", "subblock": "sub-block", "rack": "rack"}[n.unit]
+    domains = ", ".join(
+        f"{d.name} ({'' if d.whole else f'partial, {d.nodes * p.accelerators_per_node} GPUs: '}nodes "
+        f"{d.first_node}-{d.first_node + d.nodes - 1})"
+        for d in n.domains
+    )
+    return (
+        f"{p.name}: {len(n.domains)} NVLink domain(s) of {n.nodes_per_domain} nodes x {p.accelerators_per_node} GPUs "
+        f"({n.gpus_per_domain} GPUs, one {unit} each): {domains}; {p.cpu_arch} hosts"
+    )
+
+
 def print_plan_details(plan: ClusterPlan) -> None:
     """What the pools table leaves out, printed under it: sites and fabrics, the cluster's facts, rounding of
     file systems, each pool's notes, the Kubernetes control plane, a site controller, the networks."""
@@ -181,6 +197,8 @@ def print_plan_details(plan: ClusterPlan) -> None:
     for p in plan.pools:
         for note in pool_notes(p, stack_images=stack_images):
             out.print(f"[dim]{escape(note)}[/]")
+        if p.nvlink is not None:
+            out.print(f"[dim]{escape(nvlink_note(p))}[/]")
     if plan.kubernetes is not None:
         print_kubernetes(plan)
     c = plan.controller

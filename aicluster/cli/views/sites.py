@@ -39,7 +39,7 @@ def sites_table(plan: ClusterPlan) -> Table:
             it_load = f"[red]{it_load} over[/]"
         fullest = max(s.racks, key=lambda r: r.power_kw, default=None)
         over = [r for r in s.racks if r.over_limit]
-        rack = "" if fullest is None else f"{fullest.power_kw:,.1f} / {s.rack_kw:g} kW"
+        rack = "" if fullest is None else f"{fullest.power_kw:,.1f} / {fullest.limit_kw:g} kW"
         if over:
             rack = f"[red]{rack}, {len(over)} over[/]"
         t.add_row(

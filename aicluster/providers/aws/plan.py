@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from aicluster.catalog import InstanceType, Region
 from aicluster.plan.context import Placed, PlanCtx
-from aicluster.plan.models import PlannedPool
+from aicluster.plan.models import PlannedPool, PoolNvlink
 from aicluster.plan.network import Cut, aws_subnets
 from aicluster.plan.pools import CloudPlanner
 from aicluster.spec import AwsPool
@@ -38,7 +38,15 @@ class AwsPlanner(CloudPlanner):
         return text.startswith("resolve:ssm:") or bool(re.fullmatch(r"ami-[0-9a-f]{8,17}", text))
 
     def place(
-        self, ctx: PlanCtx, i: int, pool: AwsPool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+        self,
+        ctx: PlanCtx,
+        i: int,
+        pool: AwsPool,
+        it: InstanceType,
+        reg: Region,
+        zones: tuple[str, ...],
+        image: str,
+        nvlink: PoolNvlink | None,
     ) -> Placed | None:
         details = aws.details(pool, it, image)
         zone = pool.zone

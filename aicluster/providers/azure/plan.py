@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from aicluster.catalog import InstanceType, Region
 from aicluster.plan.context import Placed, PlanCtx
-from aicluster.plan.models import PlannedPool
+from aicluster.plan.models import PlannedPool, PoolNvlink
 from aicluster.plan.network import AZURE_RESERVED, Cut, azure_subnets
 from aicluster.plan.pools import CloudPlanner
 from aicluster.spec import AzurePool
@@ -40,16 +40,24 @@ class AzurePlanner(CloudPlanner):
         return out
 
     def place(
-        self, ctx: PlanCtx, i: int, pool: AzurePool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+        self,
+        ctx: PlanCtx,
+        i: int,
+        pool: AzurePool,
+        it: InstanceType,
+        reg: Region,
+        zones: tuple[str, ...],
+        image: str,
+        nvlink: PoolNvlink | None,
     ) -> Placed | None:
-        details = azure.details(pool, it, image)
+        details = azure.details(pool, it, image, nvlink)
         if pool.ib_domain_max_vms > azure.IB_DOMAIN_MAX_VMS:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): scale sets of up to {pool.ib_domain_max_vms} VMs need the "
                 f"placement-group limit raised from {azure.IB_DOMAIN_MAX_VMS} by Azure support for this "
                 "subscription; without it the larger scale sets fail to create"
             )
-        if len(details.scale_sets) > 1:
+        if len(details.scale_sets) > 1 and nvlink is None:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): {pool.nodes} VMs exceed one InfiniBand domain "
                 f"({details.max_vms_per_scale_set} VMs per scale set): "

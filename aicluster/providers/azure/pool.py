@@ -16,7 +16,7 @@ import re
 
 from aicluster.catalog import InstanceType
 from aicluster.plan.groups import bounded, fill
-from aicluster.plan.models import AzurePoolDetails, ScaleSet
+from aicluster.plan.models import AzurePoolDetails, PoolNvlink, ScaleSet
 from aicluster.spec import AzurePool
 
 IB_DOMAIN_MAX_VMS = 100  # without a raise from Azure support (up to 300: azure-vmss-infiniband)
@@ -57,12 +57,31 @@ def scale_sets(pool: str, nodes: int, max_vms: int = IB_DOMAIN_MAX_VMS) -> tuple
     )
 
 
-def details(pool: AzurePool, it: InstanceType, image: str) -> AzurePoolDetails:
+def nvlink_scale_sets(pool: str, nvlink: PoolNvlink) -> tuple[ScaleSet, ...]:
+    """One scale set per NVLink domain (a GB200/GB300 rack of 18 VMs): Azure maps a rack's VMs to one placement
+    group, and no scale set spans two racks."""
+    return tuple(
+        ScaleSet(
+            name=d.name,
+            index=d.index,
+            nodes=d.nodes,
+            first_node=d.first_node,
+            computer_name_prefix=computer_name_prefix(pool, d.index),
+        )
+        for d in nvlink.domains
+    )
+
+
+def details(pool: AzurePool, it: InstanceType, image: str, nvlink: PoolNvlink | None = None) -> AzurePoolDetails:
     ib = it.network.fabric == "infiniband"
     spot = pool.market == "spot"
     return AzurePoolDetails(
         # Non-IB sizes have no fabric to keep whole, but 100 VMs per placement group still holds.
-        scale_sets=scale_sets(pool.name, pool.nodes, pool.ib_domain_max_vms),
+        scale_sets=(
+            nvlink_scale_sets(pool.name, nvlink)
+            if nvlink is not None
+            else scale_sets(pool.name, pool.nodes, pool.ib_domain_max_vms)
+        ),
         max_vms_per_scale_set=pool.ib_domain_max_vms,
         infiniband=ib,
         single_placement_group=True,

@@ -16,7 +16,7 @@ from aicluster.plan.context import (
     region_of,
     zone_of,
 )
-from aicluster.plan.models import GcpVpc, PlannedPool
+from aicluster.plan.models import GcpVpc, PlannedPool, PoolNvlink
 from aicluster.plan.network import Cut, gcp_subnets
 from aicluster.plan.pools import CloudPlanner
 from aicluster.spec import GcpPool
@@ -42,7 +42,15 @@ class GcpPlanner(CloudPlanner):
         return super().plan_pool(ctx, i, pool)
 
     def place(
-        self, ctx: PlanCtx, i: int, pool: GcpPool, it: InstanceType, reg: Region, zones: tuple[str, ...], image: str
+        self,
+        ctx: PlanCtx,
+        i: int,
+        pool: GcpPool,
+        it: InstanceType,
+        reg: Region,
+        zones: tuple[str, ...],
+        image: str,
+        nvlink: PoolNvlink | None,
     ) -> Placed | None:
         zone = pool.zone
         if zone is None:
@@ -50,7 +58,7 @@ class GcpPlanner(CloudPlanner):
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (a GPU pool is a zonal managed instance group)"
             )
-        details = gcp.details(pool, it, image, self.boot_disk(ctx, it))
+        details = gcp.details(pool, it, image, self.boot_disk(ctx, it), nvlink)
         path: tuple[str | int, ...] = ("pools", i, "region")
         key = f"gcp-{pool.region}"
         ctx.state("gcp").setdefault("fabrics", {}).setdefault(key, set()).add(it.network.fabric)
@@ -69,7 +77,7 @@ class GcpPlanner(CloudPlanner):
                     zone,
                 )
                 return None
-        if len(details.groups) > 1:
+        if len(details.groups) > 1 and nvlink is None:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): {nodes} VMs exceed one compact placement policy "
                 f"({details.max_vms_per_policy} VMs): "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from aicluster.catalog import InstanceType, TpuType
 from aicluster.plan.groups import bounded, fill
-from aicluster.plan.models import GcpNic, GcpPoolDetails, PlacementGroup, TpuDetails, TpuSlice
+from aicluster.plan.models import GcpNic, GcpPoolDetails, PlacementGroup, PoolNvlink, TpuDetails, TpuSlice
 from aicluster.spec import GcpPool
 
 # The host and GPU VPCs of A3 High/Mega are pinned to 8244 (the GKE A3 blueprints; Slurm blueprints leave the
@@ -81,6 +81,11 @@ def placement(pool: GcpPool, it: InstanceType) -> tuple[str, str]:
         return "none", f"{it.name} takes no compact placement policy"
     if pool.market == "flex-start":
         return "none", "flex-start VMs take no placement policy (Dynamic Workload Scheduler places them)"
+    if it.nvlink_domain is not None:
+        return "compact", (
+            f"one compact placement policy per NVLink domain ({it.nvlink_domain.nodes} VMs, gpuTopology "
+            f"1x{it.nvlink_domain.nodes * it.accelerator_count}): each is one sub-block, one NVL72 rack"
+        )
     if it.network.fabric == RDMA_FABRIC and pool.reservation:
         return "reservation", (
             f"{it.name} reservations place their VMs densely themselves, and GCP refuses a compact policy with "
@@ -97,7 +102,22 @@ def placement(pool: GcpPool, it: InstanceType) -> tuple[str, str]:
     )
 
 
-def groups(pool: GcpPool, it: InstanceType, nodes: int, compact: bool) -> tuple[PlacementGroup, ...]:
+def groups(
+    pool: GcpPool, it: InstanceType, nodes: int, compact: bool, nvlink: PoolNvlink | None = None
+) -> tuple[PlacementGroup, ...]:
+    if nvlink is not None:  # one group, policy and MIG per NVLink domain (sub-block)
+        return tuple(
+            PlacementGroup(
+                name=d.name,
+                index=d.index,
+                nodes=d.nodes,
+                first_node=d.first_node,
+                hostname_prefix=bounded(pool.name, f"-nvl{d.index}", BASE_INSTANCE_NAME_MAX),
+                max_distance=None,
+                gpu_topology=f"1x{nvlink.gpus_per_domain}" if compact else None,
+            )
+            for d in nvlink.domains
+        )
     return tuple(
         PlacementGroup(
             name=f"{pool.name}-p{k}",
@@ -111,7 +131,9 @@ def groups(pool: GcpPool, it: InstanceType, nodes: int, compact: bool) -> tuple[
     )
 
 
-def details(pool: GcpPool, it: InstanceType, image: str, boot_disk: str) -> GcpPoolDetails:
+def details(
+    pool: GcpPool, it: InstanceType, image: str, boot_disk: str, nvlink: PoolNvlink | None = None
+) -> GcpPoolDetails:
     assert pool.nodes is not None
     kind, reason = placement(pool, it)
     if pool.reservation:
@@ -123,7 +145,7 @@ def details(pool: GcpPool, it: InstanceType, image: str, boot_disk: str) -> GcpP
     model = {"spot": "SPOT", "flex-start": "FLEX_START"}.get(pool.market, "STANDARD")
     return GcpPoolDetails(
         nics=nics(it),
-        groups=groups(pool, it, pool.nodes, kind == "compact"),
+        groups=groups(pool, it, pool.nodes, kind == "compact", nvlink),
         placement=kind,
         placement_reason=reason,
         max_vms_per_policy=PLACEMENT_MAX_VMS,

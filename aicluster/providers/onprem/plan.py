@@ -10,7 +10,15 @@ from typing import ClassVar
 
 from aicluster.catalog.pricing import Price, cents
 from aicluster.plan.context import UNPRICED_NOTE, PlanCtx, facts_of, instance_type_of, pool_record
-from aicluster.plan.models import OnpremHost, OnpremPoolDetails, PlannedController, PlannedPool, PlannedSite
+from aicluster.plan.models import (
+    OnpremHost,
+    OnpremPoolDetails,
+    PlannedController,
+    PlannedPool,
+    PlannedSite,
+    PoolNvlink,
+)
+from aicluster.plan.nvlink import pool_nvlink
 from aicluster.spec import OnpremPool, Site, pool_fabric
 
 from .site import plan_sites
@@ -52,6 +60,66 @@ def hardware_price(site: Site) -> Price | None:
     )
 
 
+def _racks_fit(ctx: PlanCtx, i: int, pool: OnpremPool, site: Site, nvlink: PoolNvlink, type_name: str) -> bool:
+    """A rack-scale pool's racks at its site: liquid cooling where the racks need it, rack positions that deliver the
+    rack's draw, and hosts that keep each NVLink domain in one rack of its own."""
+    where = ("sites", ctx.spec.sites.index(site), "power")
+    draw = f"up to {nvlink.rack_kw:g} kW" if nvlink.rack_kw else "its rack's draw"
+    ok = True
+    if nvlink.cooling == "liquid":
+        if site.power.liquid_rack_kw is None:
+            ctx.problem(
+                (*where, "liquid_rack_kw"),
+                f"pools[{i}] ({pool.name}) is {type_name} racks, which are liquid-cooled and draw {draw} each; site "
+                f"{site.name} has no liquid cooling: give the power of its liquid-cooled rack positions "
+                f"(liquid_rack_kw: {nvlink.rack_kw or 140:g} or more), or place the pool at a site that has them",
+            )
+            ok = False
+        elif nvlink.rack_kw and site.power.liquid_rack_kw < nvlink.rack_kw:
+            ctx.problem(
+                (*where, "liquid_rack_kw"),
+                f"a {type_name} rack draws {draw} (pools[{i}] {pool.name}), more than the "
+                f"{site.power.liquid_rack_kw:g} kW site {site.name} can deliver and cool per liquid-cooled rack: raise "
+                f"liquid_rack_kw to at least {nvlink.rack_kw:g}, or place the pool at a site that can",
+                site.power.liquid_rack_kw,
+            )
+            ok = False
+    elif nvlink.rack_kw and site.power.rack_kw < nvlink.rack_kw:
+        ctx.problem(
+            (*where, "rack_kw"),
+            f"a {type_name} rack draws {draw} (pools[{i}] {pool.name}), more than site {site.name}'s "
+            f"{site.power.rack_kw:g} kW per rack: raise rack_kw to at least {nvlink.rack_kw:g}",
+            site.power.rack_kw,
+        )
+        ok = False
+    if pool.hosts:
+        for d in nvlink.domains:
+            racks = {h.rack for h in pool.hosts[d.first_node : d.first_node + d.nodes]}
+            if len(racks) != 1 or None in racks:
+                ctx.problem(
+                    ("pools", i, "hosts", d.first_node),
+                    f"hosts {d.first_node}-{d.first_node + d.nodes - 1} are NVLink domain {d.name}, one {type_name} "
+                    f"rack: give all {d.nodes} the same rack (they name {', '.join(sorted(map(str, racks)))})",
+                )
+                ok = False
+        named = [h.rack for d in nvlink.domains for h in pool.hosts[d.first_node : d.first_node + 1]]
+        for rack in {r for r in named if named.count(r) > 1}:
+            ctx.problem(
+                ("pools", i, "hosts"),
+                f"rack {rack} holds more than one NVLink domain of pools[{i}] ({pool.name}); a {type_name} rack is "
+                "one domain: give each domain's hosts a rack of their own",
+            )
+            ok = False
+    return ok
+
+
+def _domain_racks(pool: OnpremPool, nvlink: PoolNvlink) -> tuple[str, ...]:
+    """The rack each NVLink domain is: its hosts' rack, else <pool>-rNN."""
+    if pool.hosts:
+        return tuple(str(pool.hosts[d.first_node].rack) for d in nvlink.domains)
+    return tuple(f"{pool.name}-r{d.index + 1:02d}" for d in nvlink.domains)
+
+
 class OnpremPlanner:
     name: ClassVar[str] = "onprem"
     image_forms: ClassVar[str] = "nothing: the site's own provisioning tool installs the operating system"
@@ -67,6 +135,9 @@ class OnpremPlanner:
             return None
         site = site_of(ctx, pool.site)
         nodes = pool.node_count
+        nvlink = pool_nvlink(ctx, (*base, "nodes"), pool.name, nodes, it) if it.nvlink_domain else None
+        if it.nvlink_domain is not None and (nvlink is None or not _racks_fit(ctx, i, pool, site, nvlink, it.name)):
+            return None
         price = hardware_price(site)
         if price is None:
             ctx.warnings.append(
@@ -83,6 +154,7 @@ class OnpremPlanner:
             fabric=fabric,
             hardware_basis=price.basis if price else None,
             usd_per_kwh=site.power.usd_per_kwh,
+            domain_racks=_domain_racks(pool, nvlink) if nvlink is not None else (),
         )
         record = pool_record(
             ctx,
@@ -100,6 +172,8 @@ class OnpremPlanner:
             0.0,  # an owned node's disks come with its purchase
             rack=(("sites", ctx.spec.sites.index(site), "power", "rack_kw"), site.power.rack_kw),
             onprem=details,
+            nvlink=nvlink,
+            cpu_arch=it.cpu_arch,
         )
         if record is None:
             return None

@@ -128,6 +128,23 @@ def _fabric_switch(ctx: PlanCtx, path: tuple[str | int, ...], spec: OnpremFabric
     return None
 
 
+def _rack_slots(p: PlannedPool, liquid_rack_kw: float | None) -> list[RackSlot]:
+    """A pool's nodes as rack slots: an NVLink domain's nodes in its own rack (a liquid-cooled position), other
+    nodes in the rack their host names, or packed."""
+    assert p.onprem is not None
+    if p.nvlink is not None:
+        named = {h.rack for h in p.onprem.hosts if h.rack}
+        return [
+            RackSlot(p.name, rack, p.node_power_kw, liquid_rack_kw, rack in named)
+            for d, rack in zip(p.nvlink.domains, p.onprem.domain_racks, strict=True)
+            for _ in range(d.nodes)
+        ]
+    return [
+        RackSlot(p.name, rack, p.node_power_kw)
+        for rack in ([h.rack for h in p.onprem.hosts] if p.onprem.hosts else [None] * p.nodes)
+    ]
+
+
 def plan_sites(ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedController | None) -> list[PlannedSite]:
     out = []
     for site in ctx.spec.sites:
@@ -137,12 +154,7 @@ def plan_sites(ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedCo
         priced = [h for h in hardware if h is not None]
         it_kw = math.fsum(p.power_kw_it for p in mine)
         fabrics = _plan_site_fabrics(ctx, site, mine)
-        slots = [
-            RackSlot(p.name, rack, p.node_power_kw)
-            for p in mine
-            if p.onprem is not None
-            for rack in ([h.rack for h in p.onprem.hosts] if p.onprem.hosts else [None] * p.nodes)
-        ]
+        slots = [slot for p in mine for slot in _rack_slots(p, site.power.liquid_rack_kw)]
         racks = plan_site_racks(slots, site.power.rack_kw) if slots else []
         out.append(
             PlannedSite(
