@@ -169,9 +169,6 @@ def no_inventory_reason(plan: ClusterPlan, stack: str = "STACK") -> str | None:
     return SCHEDULERS[plan.scheduler].why_no_inventory(plan, stack)
 
 
-# The CLI's name for no_inventory_reason, until it calls that.
-
-
 def inventory(
     plan: ClusterPlan,
     outputs: Mapping[str, Any],

@@ -37,9 +37,6 @@ def scheduler_notes(plan: ClusterPlan, stack: str) -> list[str]:
     return SCHEDULERS[plan.scheduler].tune_notes(plan, stack)
 
 
-# The CLI's name for scheduler_notes, until it calls that.
-
-
 @dataclass
 class HostScore:
     ok: int = 0

@@ -151,8 +151,12 @@ def kubernetes_plan(args: argparse.Namespace, command: str, instead: str) -> tup
 
     project, stack = read_stack(args)
     plan = plan_stack(stack)
-    if plan.kubernetes is None:
+    if plan.kubernetes is None:  # the command needs the plan's Kubernetes control plane, whatever the stack has
+        from aicluster.plan.registry import SCHEDULERS
+
+        kind = plan.scheduler
         raise UsageError(
-            f"{command} {stack.stack}: a Slurm stack (scheduler.kind: slurm) has no Kubernetes control plane; {instead}"
+            f"{command} {stack.stack}: a {SCHEDULERS[kind].title} stack (scheduler.kind: {kind}) has no Kubernetes "
+            f"control plane; {instead}"
         )
     return project, stack, plan

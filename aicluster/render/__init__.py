@@ -1,4 +1,4 @@
-"""Rendered text (cloud-init, and later slurm.conf, nccl.conf, inventories): pure `plan -> str`
+"""Rendered text the schedulers share (cloud-init, NCCL, the burst config): pure `plan -> str`
 functions over jinja2 templates with StrictUndefined, so a missing value is an error, not a blank."""
 
 from __future__ import annotations

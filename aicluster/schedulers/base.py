@@ -58,6 +58,7 @@ class ControlPlane:
 class SchedulerPlanner(Protocol):
     # the stack's `scheduler.kind` = ClusterPlan.scheduler = the components.SCHEDULER_BUILDERS key
     kind: ClassVar[str]
+    title: ClassVar[str]  # how messages name it: "Slurm", "Kubernetes"
     # whether pools boot the image the stack names (or the catalog's default): False where the control plane's node
     # groups boot the service's own node image (the spec refuses a pool image there, and a pinned image means nothing)
     pool_images: ClassVar[bool]

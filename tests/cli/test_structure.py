@@ -1,5 +1,5 @@
-"""The rules that keep the CLI package straight (issue 26; shared/reference/cli-package.md 4.2), checked by
-parsing its source: the host knows the commands, the commands know a small framework, never the host.
+"""The rules that keep the CLI package straight (issue 26), checked by parsing its source: the host knows the
+commands, the commands know a small framework, never the host.
 
 1. Imports run one way: a command imports the framework (exits, console, options, inputs, stack_outputs,
    planned_inventory, views) and the core; never the package root, the app or another command. No cycle.
@@ -8,7 +8,8 @@ parsing its source: the host knows the commands, the commands know a small frame
 3. A flag two commands take is declared once, in options.py.
 4. Only views/ and console.py import rich.
 5. No private name crosses a module boundary.
-6. A command module's top level imports only the standard library and aicluster.cli; the core loads in run().
+6. A command module's top level imports only the standard library and aicluster.cli; the core loads in run(); no
+   module of the package loads the heavy layers (preview, report, inventory, tune, the SDKs) outside a function.
 7. Only views/pool_notes.py branches on a provider.
 And no file of the package is over 450 lines.
 """
@@ -36,6 +37,7 @@ FRAMEWORK = ("exits", "console", "options", "inputs", "stack_outputs", "planned_
 PROVIDERS = ("aws", "azure", "gcp", "onprem", "tpu")
 PROVIDER_BRANCHES_ALLOWED = {CLI / "views" / "pool_notes.py"}
 MAX_LINES = 450
+OURS = ("aicluster", "components", "policies")
 
 
 def _module_name(path: Path) -> str:
@@ -48,12 +50,31 @@ def _is_module(name: str) -> bool:
     return (ROOT / rel).with_suffix(".py").is_file() or (ROOT / rel / "__init__.py").is_file()
 
 
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run when the module is imported: the body and what nests in its if/try/with blocks,
+    leaving out functions, classes and `if TYPE_CHECKING:` blocks."""
+    found: list[ast.stmt] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending += node.orelse
+            continue
+        found.append(node)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            for child in getattr(node, field, []):
+                pending += child.body if isinstance(child, ast.ExceptHandler) else [child]
+    return found
+
+
 def _imports(path: Path, *, top_level_only: bool = False) -> list[tuple[str, list[str], int]]:
     """(module, names, line) for each import of the file; `from pkg import sub` names the submodule pkg.sub. With
-    top_level_only, only the module body's imports, leaving out those under `if TYPE_CHECKING:`."""
+    top_level_only, only the imports that run when the module is imported (see _module_level)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    nodes = _module_level(tree) if top_level_only else list(ast.walk(tree))
     found = []
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -87,6 +108,44 @@ def test_commands_never_import_the_host_or_each_other() -> None:
             elif module.startswith("aicluster.cli.") and module.split(".")[2] not in FRAMEWORK:
                 bad.append(f"{_rel(path)}:{line} imports {module}, which is not the framework")
     assert bad == []
+
+
+def test_the_framework_and_views_never_import_a_command() -> None:
+    bad = [
+        f"{_rel(path)}:{line} imports {module}"
+        for path in FILES
+        if CLI / "commands" not in path.parents and path not in (CLI / "app.py", CLI / "__init__.py")
+        for module, _, line in _imports(path)
+        if module.startswith("aicluster.cli.commands")
+    ]
+    assert bad == []
+
+
+def test_no_import_cycle_among_the_package_modules() -> None:
+    """Module-level imports between the package's modules form no cycle (a cycle that happens not to raise today
+    breaks as soon as a name moves)."""
+    graph = {
+        _module_name(p): {m for m, _, _ in _imports(p, top_level_only=True) if m.startswith("aicluster.cli")}
+        for p in FILES
+    }
+    for module, deps in graph.items():  # a module imports its parent package first: not an edge of a cycle
+        graph[module] = {m for m in deps if not module.startswith(m + ".") and m in graph}
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join([*path[path.index(dep) :], dep]))
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
 
 
 def test_only_the_package_entry_points_import_the_app() -> None:
@@ -167,15 +226,46 @@ def test_only_views_and_the_console_import_rich() -> None:
     assert bad == []
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
 def test_no_private_name_crosses_a_module_boundary() -> None:
     bad = [
         f"{_rel(path)}:{line} imports {name} from {module}"
         for path in FILES
         for module, names, line in _imports(path)
         for name in names
-        if name.startswith("_") and not name.endswith("__")
+        if _private(name)
     ]
+    for path in FILES:  # `console._WIDTH` through a module the file imported
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = {  # names the file binds to a module of ours
+            (a.asname or a.name).split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for a in node.names
+            if (isinstance(node, ast.Import) and a.name.split(".")[0] in OURS)
+            or (isinstance(node, ast.ImportFrom) and _is_module(f"{_imports_base(path, node)}.{a.name}"))
+        }
+        bad += [
+            f"{_rel(path)}:{node.lineno} reads {node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and _private(node.attr)
+        ]
     assert bad == []
+
+
+def _imports_base(path: Path, node: ast.ImportFrom) -> str:
+    """The module a `from X import ...` reads from, resolved against the file's package."""
+    if not node.level:
+        return node.module or ""
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+    return f"{base}.{node.module}" if node.module else base
 
 
 def test_a_command_loads_the_core_only_when_it_runs() -> None:
@@ -189,14 +279,44 @@ def test_a_command_loads_the_core_only_when_it_runs() -> None:
     assert bad == []
 
 
+HEAVY = (
+    "aicluster.preview",
+    "aicluster.report",
+    "aicluster.inventory",
+    "aicluster.tune",
+    "aicluster.discover",
+    "aicluster.render",
+    "aicluster.schedulers",
+    "components",
+    "policies",
+    "pulumi",
+    "pulumi_policy",
+    "grpc",
+    "ansible_runner",
+    "cryptography",
+)
+
+
+def test_no_module_of_the_package_loads_a_heavy_layer_on_import() -> None:
+    """Views and the framework import plan types under TYPE_CHECKING and the heavy layers inside functions: so do
+    commands (test_a_command_loads_the_core_only_when_it_runs)."""
+    bad = [
+        f"{_rel(path)}:{line} imports {module} at the top"
+        for path in FILES
+        for module, _, line in _imports(path, top_level_only=True)
+        if any(module == h or module.startswith(h + ".") for h in HEAVY)
+    ]
+    assert bad == []
+
+
 def test_building_the_parser_loads_no_engine() -> None:
     """`aicluster --help` and every command's argument parsing: no Pulumi SDK, policy engine or preview."""
     script = (
         "import sys\n"
         "from aicluster.cli.app import build_parser\n"
         "build_parser()\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_policy', 'grpc', 'policies')"
-        " or m.startswith('aicluster.preview')))\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
@@ -210,8 +330,14 @@ def _provider_branches(path: Path) -> list[str]:
             found.append(f"{_rel(path)}:{node.lineno} reads .{node.attr}")
         elif isinstance(node, ast.Compare):
             for value in [node.left, *node.comparators]:
-                if isinstance(value, ast.Constant) and value.value in PROVIDERS:
-                    found.append(f"{_rel(path)}:{node.lineno} compares with {value.value!r}")
+                items = value.elts if isinstance(value, ast.Tuple | ast.List | ast.Set) else [value]
+                for item in items:
+                    if isinstance(item, ast.Constant) and item.value in PROVIDERS:
+                        found.append(f"{_rel(path)}:{node.lineno} compares with {item.value!r}")
+        elif (
+            isinstance(node, ast.MatchValue) and isinstance(node.value, ast.Constant) and node.value.value in PROVIDERS
+        ):
+            found.append(f"{_rel(path)}:{node.value.lineno} matches {node.value.value!r}")
     return found
 
 
@@ -228,6 +354,6 @@ def test_no_file_of_the_package_is_over_450_lines() -> None:
 
 def test_the_commands_package_is_the_only_registry() -> None:
     """No second way to add a command: the old aicluster/commands package and aicluster/cli.py are gone."""
-    assert not (ROOT / "aicluster" / "commands").exists()
+    assert not list((ROOT / "aicluster" / "commands").glob("*.py"))  # a stale __pycache__ does not count
     assert not (ROOT / "aicluster" / "cli.py").exists()
     assert importlib.import_module("aicluster.cli.commands").COMMANDS is COMMANDS

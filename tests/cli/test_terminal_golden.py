@@ -8,30 +8,29 @@ the diff in the same commit.
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from tests import terminal
 from tests.conftest import ROOT, STACKS
 
-# `aicluster --help` order; `estimate collective` is the one command with a subcommand
-HELP = (
-    "validate",
-    "plan",
-    "preview",
-    "report",
-    "diff",
-    "policies",
-    "policy-config",
-    "inventory",
-    "tune",
-    "kubeconfig",
-    "acceptance",
-    "estimate",
-    "estimate collective",
-    "size",
-    "schema",
-    "stacks",
-)
+
+def help_commands() -> list[str]:
+    """Every command in `aicluster --help` order, each followed by its own subcommands (`estimate collective`)."""
+    from aicluster.cli.app import build_parser
+
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    names = []
+    for name, parser in top.choices.items():
+        names.append(name)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                names += [f"{name} {sub}" for sub in action.choices]
+    return names
+
+
+HELP = help_commands()
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -116,6 +116,14 @@ READERS = ("aws", "azure", "gcp", "kubernetes")
 HUB_LINES = 450  # no module of the pack grows into a hub again
 
 
+def test_every_concern_folder_is_a_concern_of_the_pack() -> None:
+    """A new folder of rules is in CONCERNS (and so in POLICIES, with its layout checked), never beside it."""
+    import policies as pack
+
+    folders = sorted(m.name for m in pkgutil.iter_modules(pack.__path__) if m.ispkg and m.name != "facts")
+    assert folders == sorted(CONCERNS)
+
+
 def rule_modules(concern: ModuleType) -> dict[str, ModuleType]:
     """A concern's rule modules by file stem: every module of its folder but `_shared` ones (no rule of theirs)."""
     found = pkgutil.iter_modules(concern.__path__)

@@ -3,45 +3,30 @@
 Each module has NAME, HELP, STACK (whether it takes the stack argument), add_arguments(parser) and
 run(args) -> exit code. It imports the framework (aicluster.cli.exits, console, options, inputs, views, ...) and
 the core, never the CLI's app or package root; the core's heavier layers (preview, report, inventory, tune, the
-Pulumi SDK) load inside run(). Adding a command is one module here plus one line in COMMANDS.
+Pulumi SDK) load inside run(). Adding a command is one module here plus its name in NAMES.
 """
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from . import (
-    acceptance,
-    diff,
-    estimate,
-    inventory,
-    kubeconfig,
-    plan,
-    policies,
-    policy_config,
-    preview,
-    report,
-    schema,
-    size,
-    stacks,
-    tune,
-    validate,
+# The commands' module stems, once, in `aicluster --help` order: adding a command is its module plus one name here.
+NAMES: tuple[str, ...] = (
+    "validate",
+    "plan",
+    "preview",
+    "report",
+    "diff",
+    "policies",
+    "policy_config",
+    "inventory",
+    "tune",
+    "kubeconfig",
+    "acceptance",
+    "estimate",
+    "size",
+    "schema",
+    "stacks",
 )
-
-COMMANDS: tuple[ModuleType, ...] = (
-    validate,
-    plan,
-    preview,
-    report,
-    diff,
-    policies,
-    policy_config,
-    inventory,
-    tune,
-    kubeconfig,
-    acceptance,
-    estimate,
-    size,
-    schema,
-    stacks,
-)
+COMMANDS: tuple[ModuleType, ...] = tuple(importlib.import_module(f"{__name__}.{name}") for name in NAMES)

@@ -13,6 +13,7 @@ from typing import get_args
 from .. import options
 from ..console import escape, out
 from ..exits import EXIT_OK, UsageError
+from ..inputs import json_target
 from ..views.estimate import collective_table
 
 NAME = "estimate"
@@ -116,10 +117,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aicluster.catalog import load_catalog
-    from aicluster.files import check_target, write_atomic
+    from aicluster.files import write_atomic
     from aicluster.sizing.collective import CollectiveError, estimate_collective
 
-    target = check_target(args.json, "--json") if args.json not in (None, "-") else None
+    target = json_target(args.json)
     try:
         estimate = estimate_collective(
             load_catalog(),

@@ -112,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_stack(stack)
     notes = tune.scheduler_notes(plan, stack.stack)
     if notes:  # no Ansible (Kubernetes): the add-ons and the service own the nodes (exit 0, nothing written)
+        from aicluster.plan.registry import SCHEDULERS
+
+        title = SCHEDULERS[plan.scheduler].title
         print_warnings(plan)
         for line in notes:
             out.print(escape(line))
@@ -129,9 +132,7 @@ def run(args: argparse.Namespace) -> int:
             if value
         ]
         if given:
-            err.print(
-                f"note: {', '.join(given)} apply to the Ansible run, which a Kubernetes stack has none of: ignored"
-            )
+            err.print(f"note: {', '.join(given)} apply to the Ansible run, which a {title} stack has none of: ignored")
         return EXIT_OK
     playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
     if not playbook.is_file():

@@ -356,6 +356,7 @@ def with_address_ranges(
 
 class KubernetesPlanner:
     kind: ClassVar[str] = "kubernetes"
+    title: ClassVar[str] = "Kubernetes"
     pool_images: ClassVar[bool] = False
     tpu_node_pools: ClassVar[bool] = True
 

@@ -154,6 +154,7 @@ CONTROLLER_MIN_VCPUS = 4
 
 class SlurmPlanner:
     kind: ClassVar[str] = "slurm"
+    title: ClassVar[str] = "Slurm"
     pool_images: ClassVar[bool] = True
     tpu_node_pools: ClassVar[bool] = False
 
