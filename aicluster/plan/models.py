@@ -48,6 +48,9 @@ class GcpVpc(_Plan):
     # RoCE VPCs are created with the zonal network profile "<zone>-vpc-roce" and accept no firewall rules
     network_profile_zone: str | None = None
     firewall_internal: bool = True
+    # the profile's suffix: "vpc-roce-metal" for bare-metal A4X Max, whose profile makes the VPC's one IPv6 subnet
+    # itself (default-subnet-1-<network>): the plan then gives it no subnets and every MRDMA NIC shares that one
+    network_profile: Literal["vpc-roce", "vpc-roce-metal"] = "vpc-roce"
 
 
 class PlannedNetwork(_Plan):
@@ -139,7 +142,8 @@ class GcpNic(_Plan):
     subnet_role: Literal["compute", "gvnic", "gpu", "rdma"]
     subnet_index: int
     vpc: str  # "" for the host VPC, else GcpVpc.name
-    nic_type: Literal["GVNIC", "MRDMA"]
+    nic_type: Literal["GVNIC", "IDPF", "MRDMA"]  # IDPF: a bare-metal instance's host NICs (A4X Max)
+    stack_type: Literal["IPV4_ONLY", "IPV6_ONLY"] | None = None  # None: GCP's default (IPv4)
 
 
 class PlacementGroup(_Plan):
