@@ -104,6 +104,14 @@ class Network(_Record):
         GcpNicLayout | None, Field(description="A GCP type whose NICs differ from the VM layout; null: the VM one.")
     ] = None
     gpu_nics: Annotated[int, Field(ge=0, description="NICs dedicated to GPU traffic (GCP extra VPCs, IB HCAs).")] = 0
+    ports_per_cage: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="Compute NIC ports per OSFP cage on an owned node (DGX H100/B200: `2`, twin-port cages; "
+            "DGX B300 and NVL72 trays: `1`); null: 2 on 8-rail nodes, else 1.",
+        ),
+    ] = None
 
 
 class Offering(Sourced):

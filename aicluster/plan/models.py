@@ -244,6 +244,16 @@ class PoolNvlink(_Plan):
     domains: tuple[NvlinkSlice, ...]
     rack_kw: float | None = None  # the rack's maximum draw (on-prem racks); None: the provider's rack
     cooling: Literal["liquid", "air"] | None = None
+    # domains per DGX SuperPOD scalable unit (GB200/GB300: 8 racks), the block an owned fabric is designed in; None:
+    # none on record (cloud types: the provider builds the fabric)
+    scalable_unit: int | None = None
+
+    @property
+    def scalable_units(self) -> float | None:
+        """The pool's whole domains in scalable units (1.25: one SU and a quarter); None without an SU."""
+        if self.scalable_unit is None:
+            return None
+        return sum(1 for d in self.domains if d.whole) / self.scalable_unit
 
 
 class PlannedNvlinkDomain(_Plan):
