@@ -19,7 +19,7 @@ from components.gcp.filesystems import short_name
 from components.gcp.gpu_pool import network_interfaces
 from components.gcp.identity import account_id
 from tests.components.conftest import Built
-from tests.helpers import gcp_cluster, gcp_pool, tpu_pool
+from tests.helpers import a4x_max_pool, gcp_cluster, gcp_pool, tpu_pool
 
 Build = Callable[[dict[str, Any]], Built]
 
@@ -188,15 +188,7 @@ def test_a3_ultra_roce_vpc_mrdma_nics_and_no_placement_policy(catalog: Catalog) 
 def test_a4x_max_bare_metal_idpf_nics_and_an_ipv6_roce_vpc_on_the_metal_profile(catalog: Catalog) -> None:
     """A4X Max (bare metal): IDPF host NICs, 8 IPv6-only MRDMA NICs on the one subnet the vpc-roce-metal profile
     makes (none created here), one compact policy per NVLink sub-block with gpuTopology 1x72."""
-    pool = gcp_pool(
-        name="gb300",
-        instance_type="a4x-maxgpu-4g-metal",
-        region="us-east5",
-        zone="us-east5-b",
-        nodes=36,
-        market="reserved",
-        reservation="gb300-res",
-    )
+    pool = a4x_max_pool(nodes=36, reservation="gb300-res")
     pricing = {"overrides": [{"sku": "a4x-maxgpu-4g-metal", "usd_per_hour": 40.0}]}
     b = build_with_project(catalog, gcp_cluster(name="a4xmax", pools=[pool], storage=[], pricing=pricing))
     nets = {r.name: r.inputs for r in b.of_type(NETWORK)}

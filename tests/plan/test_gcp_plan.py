@@ -11,7 +11,7 @@ import pytest
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.plan.network import usable
-from tests.helpers import gcp_cluster, gcp_pool, plan_of, plan_problems, pool, tpu_pool
+from tests.helpers import a4x_max_pool, gcp_cluster, gcp_pool, plan_of, plan_problems, pool, tpu_pool
 
 
 def one_pool(catalog: Catalog, **changes: object) -> ClusterPlan:
@@ -437,7 +437,6 @@ def test_gke_refuses_a_tpu_slice_without_a_documented_topology(catalog: Catalog,
     assert (t.gke_machine_type, t.topology) == (None, None)
 
 
-A4X_MAX = {"instance_type": "a4x-maxgpu-4g-metal", "region": "us-east5", "zone": "us-east5-b", "market": "reserved"}
 A4X_MAX_PRICE = {"overrides": [{"sku": "a4x-maxgpu-4g-metal", "usd_per_hour": 40.0}]}
 
 
@@ -446,7 +445,7 @@ def test_a4x_max_is_bare_metal_with_idpf_host_nics_and_an_ipv6_roce_vpc_of_its_p
     vpc-roce-metal profile makes, so the plan carves no address block for them."""
     p = plan_of(
         catalog,
-        gcp_cluster(pools=[gcp_pool(name="gb300", nodes=18, **A4X_MAX)], storage=[], pricing=A4X_MAX_PRICE),
+        gcp_cluster(pools=[a4x_max_pool()], storage=[], pricing=A4X_MAX_PRICE),
     )
     d = p.pools[0].gcp
     assert d is not None
@@ -475,7 +474,7 @@ def test_a4x_max_and_a4_cannot_share_a_regions_roce_vpc(catalog: Catalog) -> Non
         gcp_cluster(
             pools=[
                 gcp_pool(name="b200", instance_type="a4-highgpu-8g", region="us-east4", zone="us-east4-b"),
-                gcp_pool(name="gb300", nodes=18, **{**A4X_MAX, "region": "us-east4", "zone": "us-east4-b"}),
+                a4x_max_pool(region="us-east4", zone="us-east4-b"),
             ],
             storage=[],
             pricing={"overrides": [{"sku": "a4-highgpu-8g", "usd_per_hour": 80.0}, *A4X_MAX_PRICE["overrides"]]},
