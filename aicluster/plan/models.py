@@ -167,7 +167,8 @@ class GcpPoolDetails(_Plan):
     max_vms_per_policy: int
     reservation_affinity: Literal["ANY_RESERVATION", "SPECIFIC_RESERVATION", "NO_RESERVATION"]
     reservation: str | None
-    provisioning_model: Literal["STANDARD", "SPOT", "FLEX_START"]
+    # RESERVATION_BOUND: a type sold only from reservations (A4X, A4X Max), whose MIGs GCP accepts with no other model
+    provisioning_model: Literal["STANDARD", "SPOT", "FLEX_START", "RESERVATION_BOUND"]
     max_run_duration_s: int | None
     on_host_maintenance: Literal["TERMINATE", "MIGRATE"]
     image: str

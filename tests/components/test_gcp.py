@@ -201,6 +201,7 @@ def test_a4x_max_bare_metal_idpf_nics_and_an_ipv6_roce_vpc_on_the_metal_profile(
     assert [n["nicType"] for n in nics] == ["IDPF", "IDPF"] + ["MRDMA"] * 8
     assert [n.get("stackType") for n in nics] == [None, None] + ["IPV6_ONLY"] * 8
     assert len({n["subnetwork"] for n in nics[2:]}) == 1  # the profile's one subnet (its name is computed)
+    assert templates[0].inputs["scheduling"]["provisioningModel"] == "RESERVATION_BOUND"
     policies = b.of_type(POLICY)
     assert [p.inputs["groupPlacementPolicy"]["gpuTopology"] for p in policies] == ["1x72", "1x72"]
 

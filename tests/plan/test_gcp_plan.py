@@ -465,6 +465,7 @@ def test_a4x_max_is_bare_metal_with_idpf_host_nics_and_an_ipv6_roce_vpc_of_its_p
     assert [s.role for s in net.subnets if s.role == "rdma"] == []
     assert p.pools[0].cpu_arch == "arm64"
     assert [g.gpu_topology for g in d.groups] == ["1x72"]
+    assert d.provisioning_model == "RESERVATION_BOUND"  # sold only from reservations: GCP takes no other model
 
 
 def test_a4x_max_and_a4_cannot_share_a_regions_roce_vpc(catalog: Catalog) -> None:

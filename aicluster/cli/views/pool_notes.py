@@ -73,7 +73,7 @@ def _gcp_notes(p: PlannedPool, stack_images: bool) -> list[str]:
             + (f" + {kinds.count('MRDMA')} MRDMA" if "MRDMA" in kinds else "")
             + (" IPv6-only" if any(n.stack_type == "IPV6_ONLY" for n in d.nics) else "")
             + f", {p.fabric}); placement: {d.placement} ({d.placement_reason}); groups: {groups}; "
-            f"{d.provisioning_model.lower()} capacity, reservation affinity {d.reservation_affinity}"
+            f"{d.provisioning_model.lower().replace('_', '-')} capacity, reservation affinity {d.reservation_affinity}"
             + (f" {d.reservation}" if d.reservation else "")
             + f"; price {basis(p)}"
         )

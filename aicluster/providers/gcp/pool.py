@@ -168,6 +168,8 @@ def details(
     else:
         affinity = "ANY_RESERVATION"  # GCP's default: matching reservations are consumed first
     model = {"spot": "SPOT", "flex-start": "FLEX_START"}.get(pool.market, "STANDARD")
+    if it.markets == ("reserved",):
+        model = "RESERVATION_BOUND"  # A4X, A4X Max: a MIG of them takes no other provisioning model (gcp-a4x-mig)
     return GcpPoolDetails(
         nics=nics(it),
         groups=groups(pool, it, pool.nodes, kind == "compact", nvlink),
