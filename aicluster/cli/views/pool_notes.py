@@ -60,7 +60,7 @@ def _gcp_notes(p: PlannedPool, stack_images: bool) -> list[str]:
     notes = []
     if p.gcp is not None:
         d = p.gcp
-        kinds = [n.nic_type for n in d.nics]
+        kinds: list[str] = [n.nic_type for n in d.nics]
         groups = ", ".join(
             f"{g.name} ({g.nodes} VMs: nodes {g.first_node}-{g.first_node + g.nodes - 1}"
             + (f", max distance {g.max_distance}" if g.max_distance else "")
