@@ -68,6 +68,7 @@ bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py --base aks-nd-h100
 	$(BIN)/python benchmarks/policy_scale.py
 	$(BIN)/python benchmarks/onprem_scale.py
+	$(BIN)/python benchmarks/rack_scale.py
 	$(BIN)/python benchmarks/tune_hosts.py   # needs root, debootstrap, iproute2, openssh-client
 	$(BIN)/python benchmarks/discover_scale.py
 	$(BIN)/python benchmarks/size_scale.py

@@ -104,6 +104,21 @@ def gcp_pool(**changes: Any) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
+def a4x_max_pool(**changes: Any) -> dict[str, Any]:
+    """One sub-block of bare-metal A4X Max (18 x a4x-maxgpu-4g-metal, GB300) from a reservation in us-east5-b."""
+    return gcp_pool(
+        **{
+            "name": "gb300",
+            "instance_type": "a4x-maxgpu-4g-metal",
+            "region": "us-east5",
+            "zone": "us-east5-b",
+            "nodes": 18,
+            "market": "reserved",
+            **changes,
+        }
+    )
+
+
 def tpu_pool(**changes: Any) -> dict[str, Any]:
     """Two v5p-256 slices in us-east5-a."""
     data = {"name": "v5p", "provider": "gcp", "region": "us-east5", "zone": "us-east5-a", "tpu": "v5p-256", "slices": 2}

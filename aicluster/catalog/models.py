@@ -77,6 +77,22 @@ class NetworkInterfaceLimits(_Record):
     max_interfaces: Annotated[int, Field(ge=1, description="MaximumNetworkInterfaces (all cards).")]
 
 
+class GcpNicLayout(_Record):
+    """How a GCP machine type's NICs differ from the VM layout (gVNIC host NICs, RoCE VPCs on `<zone>-vpc-roce`):
+    bare-metal A4X Max has IDPF host NICs and its MRDMA NICs sit on an IPv6-only RoCE VPC of its own profile."""
+
+    host_nic_type: Annotated[
+        Literal["GVNIC", "IDPF"], Field(description="NIC type of nic0 and the second host NIC (`IDPF` on bare metal).")
+    ] = "GVNIC"
+    rdma_network_profile: Annotated[
+        Literal["vpc-roce", "vpc-roce-metal"],
+        Field(description="Suffix of the zonal network profile the RoCE VPC is made with (`<zone>-<suffix>`)."),
+    ] = "vpc-roce"
+    rdma_stack_type: Annotated[
+        Literal["IPV4_ONLY", "IPV6_ONLY"], Field(description="IP stack of the MRDMA NICs (`IPV6_ONLY` on A4X Max).")
+    ] = "IPV4_ONLY"
+
+
 class Network(_Record):
     fabric: Fabric
     bandwidth_gbps: Annotated[float, Field(gt=0, description="Total GPU-to-GPU network bandwidth, Gb/s.")]
@@ -84,7 +100,18 @@ class Network(_Record):
         float | None, Field(gt=0, description="Share of the total usable for IP traffic, Gb/s.")
     ] = None
     aws: NetworkInterfaceLimits | None = None
+    gcp: Annotated[
+        GcpNicLayout | None, Field(description="A GCP type whose NICs differ from the VM layout; null: the VM one.")
+    ] = None
     gpu_nics: Annotated[int, Field(ge=0, description="NICs dedicated to GPU traffic (GCP extra VPCs, IB HCAs).")] = 0
+    ports_per_cage: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="Compute NIC ports per OSFP cage on an owned node (DGX H100/B200: `2`, twin-port cages; "
+            "DGX B300 and NVL72 trays: `1`); null: 2 on 8-rail nodes, else 1.",
+        ),
+    ] = None
 
 
 class Offering(Sourced):
@@ -161,6 +188,14 @@ class NvlinkDomain(_Record):
         Field(description="What the rack needs from its site: `liquid` for NVL72 racks (cold plates)."),
     ] = None
     switch_trays: Annotated[int | None, Field(ge=1, description="NVLink switch trays in the rack.")] = None
+    scalable_unit: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="Domains (racks) in one DGX SuperPOD scalable unit, the block its fabric is designed in "
+            "(GB200/GB300 NVL72: `8` = 576 GPUs); null: none on record.",
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _sizes(self) -> NvlinkDomain:

@@ -48,6 +48,9 @@ class GcpVpc(_Plan):
     # RoCE VPCs are created with the zonal network profile "<zone>-vpc-roce" and accept no firewall rules
     network_profile_zone: str | None = None
     firewall_internal: bool = True
+    # the profile's suffix: "vpc-roce-metal" for bare-metal A4X Max, whose profile makes the VPC's one IPv6 subnet
+    # itself (default-subnet-1-<network>): the plan then gives it no subnets and every MRDMA NIC shares that one
+    network_profile: Literal["vpc-roce", "vpc-roce-metal"] = "vpc-roce"
 
 
 class PlannedNetwork(_Plan):
@@ -139,7 +142,8 @@ class GcpNic(_Plan):
     subnet_role: Literal["compute", "gvnic", "gpu", "rdma"]
     subnet_index: int
     vpc: str  # "" for the host VPC, else GcpVpc.name
-    nic_type: Literal["GVNIC", "MRDMA"]
+    nic_type: Literal["GVNIC", "IDPF", "MRDMA"]  # IDPF: a bare-metal instance's host NICs (A4X Max)
+    stack_type: Literal["IPV4_ONLY", "IPV6_ONLY"] | None = None  # None: GCP's default (IPv4)
 
 
 class PlacementGroup(_Plan):
@@ -163,7 +167,8 @@ class GcpPoolDetails(_Plan):
     max_vms_per_policy: int
     reservation_affinity: Literal["ANY_RESERVATION", "SPECIFIC_RESERVATION", "NO_RESERVATION"]
     reservation: str | None
-    provisioning_model: Literal["STANDARD", "SPOT", "FLEX_START"]
+    # RESERVATION_BOUND: a type sold only from reservations (A4X, A4X Max), whose MIGs GCP accepts with no other model
+    provisioning_model: Literal["STANDARD", "SPOT", "FLEX_START", "RESERVATION_BOUND"]
     max_run_duration_s: int | None
     on_host_maintenance: Literal["TERMINATE", "MIGRATE"]
     image: str
@@ -240,6 +245,16 @@ class PoolNvlink(_Plan):
     domains: tuple[NvlinkSlice, ...]
     rack_kw: float | None = None  # the rack's maximum draw (on-prem racks); None: the provider's rack
     cooling: Literal["liquid", "air"] | None = None
+    # domains per DGX SuperPOD scalable unit (GB200/GB300: 8 racks), the block an owned fabric is designed in; None:
+    # none on record (cloud types: the provider builds the fabric)
+    scalable_unit: int | None = None
+
+    @property
+    def scalable_units(self) -> float | None:
+        """The pool's whole domains in scalable units (1.25: one SU and a quarter); None without an SU."""
+        if self.scalable_unit is None:
+            return None
+        return sum(1 for d in self.domains if d.whole) / self.scalable_unit
 
 
 class PlannedNvlinkDomain(_Plan):

@@ -71,6 +71,7 @@ def pool_nvlink(
         domains=tuple(cuts),
         rack_kw=dom.rack_kw,
         cooling=dom.cooling,
+        scalable_unit=dom.scalable_unit,
     )
 
 

@@ -32,6 +32,7 @@ def network_interfaces(
             network=args["vpc_ids"][nic.vpc],
             subnetwork=args["subnet_ids"][(nic.subnet_role, nic.subnet_index)],
             nic_type=nic.nic_type,
+            stack_type=nic.stack_type,  # IPV6_ONLY: A4X Max's MRDMA NICs; None: GCP's default
         )
         for nic in nics
     ]

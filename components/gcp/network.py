@@ -5,9 +5,10 @@
   only from Identity-Aware Proxy's range (never 0.0.0.0/0); Cloud NAT on a regional router for egress, so
   no node needs an external IP.
 - GPU VPCs (A3 High: 4, A3 Mega: 8): one subnet each, MTU 8244, a firewall rule allowing internal traffic.
-- A3 Ultra/A4: a second gVNIC VPC (MTU 8896) and one RoCE VPC made with the zonal network profile
+- A3 Ultra/A4/A4X: a second gVNIC VPC (MTU 8896) and one RoCE VPC made with the zonal network profile
   `<zone>-vpc-roce`, one subnet per MRDMA NIC. A RoCE VPC accepts no firewall rules (its traffic is allowed
-  implicitly), so it gets none.
+  implicitly), so it gets none. Bare-metal A4X Max: the RoCE VPC's profile is `<zone>-vpc-roce-metal`, which
+  makes the VPC's one (IPv6) subnet itself; no subnet is created for it here.
 - When a file system needs it, a private services access range (the plan's `services` block) and the
   peering connection Managed Lustre and Filestore allocate their addresses from.
 """
@@ -30,9 +31,17 @@ def allow_all() -> list[gcp.compute.FirewallAllowArgs]:
     return [gcp.compute.FirewallAllowArgs(protocol=p) for p in ("tcp", "udp", "icmp")]
 
 
-def roce_profile(project: pulumi.Output[str], zone: str) -> pulumi.Output[str]:
-    """The zonal network profile a RoCE VPC is created with (gcp-rdma-vpc)."""
-    return project.apply(lambda p: f"projects/{p}/global/networkProfiles/{zone}-vpc-roce")
+def roce_profile(project: pulumi.Output[str], zone: str, suffix: str = "vpc-roce") -> pulumi.Output[str]:
+    """The zonal network profile a RoCE VPC is created with (gcp-rdma-vpc; bare metal: `vpc-roce-metal`)."""
+    return project.apply(lambda p: f"projects/{p}/global/networkProfiles/{zone}-{suffix}")
+
+
+def profile_subnet(project: pulumi.Output[str], region: str, network: pulumi.Output[str]) -> pulumi.Output[str]:
+    """The subnet a `vpc-roce-metal` profile makes in its VPC, `default-subnet-1-<network>` (gcp-ct-a4xmax): the
+    one every MRDMA NIC of an A4X Max instance is on."""
+    return pulumi.Output.all(project, network).apply(
+        lambda a: f"projects/{a[0]}/regions/{region}/subnetworks/default-subnet-1-{a[1]}"
+    )
 
 
 class GcpNetworkArgs(TypedDict):
@@ -110,7 +119,11 @@ class GcpNetwork(pulumi.ComponentResource):
             opts=child,
         )
         for vpc in n.vpcs:
-            profile = roce_profile(host.project, vpc.network_profile_zone) if vpc.network_profile_zone else None
+            profile = (
+                roce_profile(host.project, vpc.network_profile_zone, vpc.network_profile)
+                if vpc.network_profile_zone
+                else None
+            )
             net = gcp.compute.Network(
                 f"{name}-{vpc.name}",
                 auto_create_subnetworks=False,
@@ -120,6 +133,8 @@ class GcpNetwork(pulumi.ComponentResource):
                 opts=child,
             )
             self.vpc_ids[vpc.name] = net.self_link
+            if vpc.network_profile == "vpc-roce-metal":
+                self.subnet_ids[(vpc.role, 0)] = profile_subnet(host.project, n.region, net.name)
             ranges = []
             for index in vpc.subnets:
                 sub = n.role(vpc.role, index)

@@ -1,5 +1,6 @@
 """A3/A4 GPU NIC layout (GCP): VMs and instance templates of a machine type with GPU NICs declare the NICs, NIC
-types and VPCs that machine type needs (catalog: network.fabric and network.gpu_nics)."""
+types and VPCs that machine type needs (catalog: network.fabric, network.gpu_nics and, for bare-metal A4X Max,
+network.gcp)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 
 from pulumi_policy import EnforcementLevel, Severity
 
-from aicluster.catalog import InstanceType, load_catalog
+from aicluster.catalog import GcpNicLayout, InstanceType, load_catalog
 
 from ..facts.engine import UNKNOWN, Res, get, items
 from ..facts.gcp import GCP_INSTANCE, GCP_NETWORK, GCP_SUBNETWORK, GCP_TEMPLATES
@@ -20,8 +21,9 @@ MANDATORY = EnforcementLevel.MANDATORY
 def _gcp_nic_layout(res: Res) -> Iterator[str]:
     """What a GPU VM or instance template lacks of the NIC layout its machine type needs (catalog: network.fabric
     and network.gpu_nics). GPUDirect-TCPX/TCPXO (A3 High, A3 Mega): nic0 plus one gVNIC per GPU NIC, every NIC in
-    a VPC of its own. GPUDirect RDMA (A3 Ultra, A4): two gVNICs in two VPCs, then the MRDMA NICs in one RoCE VPC,
-    a subnet each.
+    a VPC of its own. GPUDirect RDMA (A3 Ultra, A4, A4X): two gVNICs in two VPCs, then the MRDMA NICs in one RoCE
+    VPC, a subnet each. Bare-metal A4X Max (catalog network.gcp): IDPF host NICs, and the MRDMA NICs share the one
+    IPv6 subnet the RoCE VPC's `vpc-roce-metal` profile makes, each with stackType IPV6_ONLY.
 
     Networks are usually unknown during preview: the check then counts the distinct VPCs and subnets the NICs
     reference through the engine's property dependencies (which the engine reports for all NICs together, so a
@@ -34,6 +36,10 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
     rdma = it.network.fabric == "gpudirect-rdma"
     system = 2 if rdma else 1
     expected = system + it.network.gpu_nics
+    layout = it.network.gcp or GcpNicLayout()
+    host = layout.host_nic_type
+    shared = layout.rdma_network_profile == "vpc-roce-metal"  # one subnet, made by the profile, for every MRDMA NIC
+    each = "sharing the one subnet its profile makes" if shared else "a subnet each"
     nics = items(res.props, "networkInterfaces")
     where = f"{machine} {_gcp_kind(res)} {res.name}"
     if res.get("networkInterfaces") is UNKNOWN or any(n is UNKNOWN for n in nics):
@@ -42,19 +48,28 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
         yield (
             f"{where} declares {len(nics)} network interfaces; it needs {expected} ({system} for the host, "
             f"{it.network.gpu_nics} for GPU traffic, "
-            + ("the MRDMA NICs in one RoCE VPC, a subnet each" if rdma else "each in its own VPC")
+            + (f"the MRDMA NICs in one RoCE VPC, {each}" if rdma else "each in its own VPC")
             + "): without them NCCL falls back to the host NIC at a fraction of the bandwidth"
         )
         return
     types = [get(n, "nicType") for n in nics]
     if rdma:
-        wanted = ["GVNIC"] * system + ["MRDMA"] * it.network.gpu_nics
+        wanted = [host] * system + ["MRDMA"] * it.network.gpu_nics
         wrong = [f"nic{i} {t or 'unset'}" for i, (t, w) in enumerate(zip(types, wanted, strict=True)) if t != w]
         if wrong:
             yield (
-                f"{where} needs nicType GVNIC on nic0-nic1 and MRDMA on nic2-nic{expected - 1}; got "
+                f"{where} needs nicType {host} on nic0-nic1 and MRDMA on nic2-nic{expected - 1}; got "
                 f"{', '.join(wrong)}: GPUDirect RDMA runs only over MRDMA NICs"
+                + (" (a bare-metal instance's host NICs are IDPF)" if host == "IDPF" else "")
             )
+        if layout.rdma_stack_type == "IPV6_ONLY":
+            stacks = [get(n, "stackType") for n in nics[system:]]
+            v4 = [f"nic{system + i} {t or 'unset'}" for i, t in enumerate(stacks) if t != "IPV6_ONLY"]
+            if v4:
+                yield (
+                    f"{where} needs stackType IPV6_ONLY on its MRDMA NICs; got {', '.join(v4)}: the "
+                    f"{layout.rdma_network_profile} RoCE network is IPv6 only"
+                )
     else:
         wrong = [f"nic{i} {t}" for i, t in enumerate(types) if isinstance(t, str) and t != "GVNIC"]
         if wrong:
@@ -69,14 +84,20 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
     if all(isinstance(n, str) for n in networks):
         if rdma:
             distinct = len(set(host_nets)) == system and not set(host_nets) & set(gpu_nets) and len(set(gpu_nets)) == 1
-            shape = "the two gVNICs in two VPCs of their own and every MRDMA NIC in one RoCE VPC"
+            pair = "IDPF NICs" if host == "IDPF" else "gVNICs"
+            shape = f"the two {pair} in two VPCs of their own and every MRDMA NIC in one RoCE VPC"
         else:
             distinct = len(set(networks)) == expected
             shape = "every NIC in a VPC of its own"
         if not distinct:
             yield f"{where} does not put {shape}: NICs that share a VPC share its bandwidth and routes"
     rdma_subnets = subnets[system:]
-    if rdma and all(isinstance(n, str) for n in rdma_subnets) and len(set(rdma_subnets)) != len(rdma_subnets):
+    if (
+        rdma
+        and not shared
+        and all(isinstance(n, str) for n in rdma_subnets)
+        and len(set(rdma_subnets)) != len(rdma_subnets)
+    ):
         yield f"{where} puts two MRDMA NICs in one subnet; each MRDMA NIC needs a subnet of its own in the RoCE VPC"
     linked_nets = {id(r) for r in res.linked("networkInterfaces", GCP_NETWORK)}
     linked_subnets = {id(r) for r in res.linked("networkInterfaces", GCP_SUBNETWORK)}
@@ -88,10 +109,12 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
             f"{where} reaches {len(linked_nets) + len(known_nets)} VPCs through its network interfaces; it needs "
             f"{need_nets} (" + ("two gVNIC VPCs and a RoCE VPC" if rdma else "a VPC of its own for every NIC") + ")"
         )
-    if rdma and linked_subnets and len(linked_subnets) + len(known_subnets) < expected:
+    # the subnet a vpc-roce-metal profile makes is no resource of the program: only the host NICs' subnets are linked
+    need_subnets = system if shared else expected
+    if rdma and linked_subnets and len(linked_subnets) + len(known_subnets) < need_subnets:
         yield (
             f"{where} reaches {len(linked_subnets) + len(known_subnets)} subnets through its network interfaces; it "
-            f"needs {expected} (one per gVNIC and one per MRDMA NIC)"
+            f"needs {need_subnets} (" + ("one per IDPF NIC" if shared else "one per gVNIC and one per MRDMA NIC") + ")"
         )
 
 

@@ -68,7 +68,7 @@ def gcp_market(res: Res | None) -> str:
         return "spot"
     if model == "FLEX_START":
         return "flex-start"
-    if res.get("reservationAffinity", "type") == "SPECIFIC_RESERVATION":
+    if model == "RESERVATION_BOUND" or res.get("reservationAffinity", "type") == "SPECIFIC_RESERVATION":
         return "reserved"
     return "on-demand"
 

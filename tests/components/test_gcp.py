@@ -19,7 +19,7 @@ from components.gcp.filesystems import short_name
 from components.gcp.gpu_pool import network_interfaces
 from components.gcp.identity import account_id
 from tests.components.conftest import Built
-from tests.helpers import gcp_cluster, gcp_pool, tpu_pool
+from tests.helpers import a4x_max_pool, gcp_cluster, gcp_pool, tpu_pool
 
 Build = Callable[[dict[str, Any]], Built]
 
@@ -183,6 +183,27 @@ def test_a3_ultra_roce_vpc_mrdma_nics_and_no_placement_policy(catalog: Catalog) 
     }
     assert "resourcePolicies" not in t
     assert b.of_type(POLICY) == []
+
+
+def test_a4x_max_bare_metal_idpf_nics_and_an_ipv6_roce_vpc_on_the_metal_profile(catalog: Catalog) -> None:
+    """A4X Max (bare metal): IDPF host NICs, 8 IPv6-only MRDMA NICs on the one subnet the vpc-roce-metal profile
+    makes (none created here), one compact policy per NVLink sub-block with gpuTopology 1x72."""
+    pool = a4x_max_pool(nodes=36, reservation="gb300-res")
+    pricing = {"overrides": [{"sku": "a4x-maxgpu-4g-metal", "usd_per_hour": 40.0}]}
+    b = build_with_project(catalog, gcp_cluster(name="a4xmax", pools=[pool], storage=[], pricing=pricing))
+    nets = {r.name: r.inputs for r in b.of_type(NETWORK)}
+    roce = nets["a4xmax-us-east5-rdma"]
+    assert roce["networkProfile"] == "projects/ml-proj/global/networkProfiles/us-east5-b-vpc-roce-metal"
+    assert sorted(r.name for r in b.of_type(SUBNET)) == ["a4xmax-us-east5-gvnic-1", "a4xmax-us-east5-nodes"]
+    templates = b.of_type(TEMPLATE)
+    assert len(templates) == 2
+    nics = templates[0].inputs["networkInterfaces"]
+    assert [n["nicType"] for n in nics] == ["IDPF", "IDPF"] + ["MRDMA"] * 8
+    assert [n.get("stackType") for n in nics] == [None, None] + ["IPV6_ONLY"] * 8
+    assert len({n["subnetwork"] for n in nics[2:]}) == 1  # the profile's one subnet (its name is computed)
+    assert templates[0].inputs["scheduling"]["provisioningModel"] == "RESERVATION_BOUND"
+    policies = b.of_type(POLICY)
+    assert [p.inputs["groupPlacementPolicy"]["gpuTopology"] for p in policies] == ["1x72", "1x72"]
 
 
 def test_spot_and_flex_start_provisioning(build: Build) -> None:

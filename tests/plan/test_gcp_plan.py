@@ -11,7 +11,7 @@ import pytest
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.plan.network import usable
-from tests.helpers import gcp_cluster, gcp_pool, plan_of, plan_problems, pool, tpu_pool
+from tests.helpers import a4x_max_pool, gcp_cluster, gcp_pool, plan_of, plan_problems, pool, tpu_pool
 
 
 def one_pool(catalog: Catalog, **changes: object) -> ClusterPlan:
@@ -435,3 +435,54 @@ def test_gke_refuses_a_tpu_slice_without_a_documented_topology(catalog: Catalog,
     t = plan_of(catalog, gcp_cluster(pools=[tpu_pool(tpu=accelerator_type)], storage=[])).pools[0].tpu
     assert t is not None
     assert (t.gke_machine_type, t.topology) == (None, None)
+
+
+A4X_MAX_PRICE = {"overrides": [{"sku": "a4x-maxgpu-4g-metal", "usd_per_hour": 40.0}]}
+
+
+def test_a4x_max_is_bare_metal_with_idpf_host_nics_and_an_ipv6_roce_vpc_of_its_profile(catalog: Catalog) -> None:
+    """A4X Max (catalog network.gcp): IDPF host NICs, then 8 IPv6-only MRDMA NICs that share the one subnet the
+    vpc-roce-metal profile makes, so the plan carves no address block for them."""
+    p = plan_of(
+        catalog,
+        gcp_cluster(pools=[a4x_max_pool()], storage=[], pricing=A4X_MAX_PRICE),
+    )
+    d = p.pools[0].gcp
+    assert d is not None
+    assert [(n.subnet_role, n.subnet_index, n.vpc, n.nic_type, n.stack_type) for n in d.nics] == [
+        ("compute", 0, "", "IDPF", None),
+        ("gvnic", 0, "gvnic-1", "IDPF", None),
+    ] + [("rdma", 0, "rdma", "MRDMA", "IPV6_ONLY")] * 8
+    (net,) = p.networks
+    gvnic, rdma = net.vpcs
+    assert gvnic.name == "gvnic-1"
+    assert (rdma.name, rdma.subnets, rdma.network_profile, rdma.network_profile_zone) == (
+        "rdma",
+        (),
+        "vpc-roce-metal",
+        "us-east5-b",
+    )
+    assert [s.role for s in net.subnets if s.role == "rdma"] == []
+    assert p.pools[0].cpu_arch == "arm64"
+    assert [g.gpu_topology for g in d.groups] == ["1x72"]
+    assert d.provisioning_model == "RESERVATION_BOUND"  # sold only from reservations: GCP takes no other model
+
+
+def test_a4x_max_and_a4_cannot_share_a_regions_roce_vpc(catalog: Catalog) -> None:
+    """A region has one RoCE VPC, made with one profile: vpc-roce (A4) and vpc-roce-metal (A4X Max) do not mix."""
+    problems = plan_problems(
+        catalog,
+        gcp_cluster(
+            pools=[
+                gcp_pool(name="b200", instance_type="a4-highgpu-8g", region="us-east4", zone="us-east4-b"),
+                a4x_max_pool(region="us-east4", zone="us-east4-b"),
+            ],
+            storage=[],
+            pricing={"overrides": [{"sku": "a4-highgpu-8g", "usd_per_hour": 80.0}, *A4X_MAX_PRICE["overrides"]]},
+        ),
+    )
+    assert problems == [
+        't: pools[1].region: got "us-east4"; pools[0] (a4-highgpu-8g) makes the us-east4 RoCE network with the '
+        "profile us-east4-b-vpc-roce, and a4x-maxgpu-4g-metal needs us-east4-b-vpc-roce-metal; a region has one RoCE "
+        "VPC, so put this pool in another region"
+    ]

@@ -16,7 +16,7 @@ def plan_problems(catalog: Catalog, data: dict[str, object]) -> list[str]:
     return [p.removeprefix("t: ") for p in located(catalog, data)]
 
 
-A4X = {"instance_type": "a4x-highgpu-4g", "region": "us-east1", "zone": "us-east1-d", "market": "reserved"}
+A4X = {"instance_type": "a4x-highgpu-4g", "region": "us-east4", "zone": "us-east4-b", "market": "reserved"}
 
 
 def a4x_cluster(nodes: int, **changes: object) -> dict[str, object]:

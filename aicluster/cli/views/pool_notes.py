@@ -60,18 +60,20 @@ def _gcp_notes(p: PlannedPool, stack_images: bool) -> list[str]:
     notes = []
     if p.gcp is not None:
         d = p.gcp
-        kinds = [n.nic_type for n in d.nics]
+        kinds: list[str] = [n.nic_type for n in d.nics]
         groups = ", ".join(
             f"{g.name} ({g.nodes} VMs: nodes {g.first_node}-{g.first_node + g.nodes - 1}"
             + (f", max distance {g.max_distance}" if g.max_distance else "")
             + ")"
             for g in d.groups
         )
+        host = "IDPF" if "IDPF" in kinds else "gVNIC"  # IDPF: a bare-metal instance's host NICs (A4X Max)
         notes.append(
-            f"{p.name}: {len(d.nics)} NICs per VM ({kinds.count('GVNIC')} gVNIC"
+            f"{p.name}: {len(d.nics)} NICs per VM ({kinds.count(host.upper())} {host}"
             + (f" + {kinds.count('MRDMA')} MRDMA" if "MRDMA" in kinds else "")
+            + (" IPv6-only" if any(n.stack_type == "IPV6_ONLY" for n in d.nics) else "")
             + f", {p.fabric}); placement: {d.placement} ({d.placement_reason}); groups: {groups}; "
-            f"{d.provisioning_model.lower()} capacity, reservation affinity {d.reservation_affinity}"
+            f"{d.provisioning_model.lower().replace('_', '-')} capacity, reservation affinity {d.reservation_affinity}"
             + (f" {d.reservation}" if d.reservation else "")
             + f"; price {basis(p)}"
         )

@@ -63,18 +63,31 @@ class GcpPlanner(CloudPlanner):
         key = f"gcp-{pool.region}"
         ctx.state("gcp").setdefault("fabrics", {}).setdefault(key, set()).add(it.network.fabric)
         nodes = pool.nodes or 0
+        shared = gcp.shared_rdma_subnet(it)
         for nic in details.nics[1:]:
+            if nic.subnet_role == "rdma" and shared:
+                continue  # the vpc-roce-metal profile makes the RoCE VPC's one subnet itself (no address block)
             role = "gvnic" if nic.subnet_role == "gvnic" else f"{nic.subnet_role}-{nic.subnet_index}"
             ctx.need(path, "gcp", pool.region, None, nodes, role=role)
         if it.network.fabric == gcp.RDMA_FABRIC:
-            first = ctx.state("gcp").setdefault("rdma_zones", {}).setdefault(key, (i, zone))
+            profile = gcp.nic_layout(it).rdma_network_profile
+            first = ctx.state("gcp").setdefault("rdma_zones", {}).setdefault(key, (i, zone, profile, it.name))
             if first[1] != zone:
                 ctx.problem(
                     ("pools", i, "zone"),
                     f"pools[{first[0]}] already puts the {pool.region} RoCE network in {first[1]}; a RoCE VPC is "
-                    f"created with a zonal network profile ({first[1]}-vpc-roce), so every A3 Ultra/A4 pool of a "
-                    f"region must share its zone: set zone {first[1]}, or use another region",
+                    f"created with a zonal network profile ({first[1]}-{first[2]}), so every RDMA pool ({first[3]}, "
+                    f"{it.name}) of a region must share its zone: set zone {first[1]}, or use another region",
                     zone,
+                )
+                return None
+            if first[2] != profile:
+                ctx.problem(
+                    ("pools", i, "region"),
+                    f"pools[{first[0]}] ({first[3]}) makes the {pool.region} RoCE network with the profile "
+                    f"{zone}-{first[2]}, and {it.name} needs {zone}-{profile}; a region has one RoCE VPC, so put "
+                    "this pool in another region",
+                    pool.region,
                 )
                 return None
         if len(details.groups) > 1 and nvlink is None:
@@ -193,15 +206,18 @@ class GcpPlanner(CloudPlanner):
         if "gvnic" in roles:
             vpcs.append(GcpVpc(name="gvnic-1", role="gvnic", mtu=gcp.MTU_JUMBO, subnets=(0,)))
         rdma = tuple(k for k in range(8) if f"rdma-{k}" in roles)
-        if rdma:
+        placed = ctx.state("gcp").get("rdma_zones", {}).get(key)
+        if placed is not None:
+            _, zone, profile, _ = placed
             vpcs.append(
                 GcpVpc(
                     name="rdma",
                     role="rdma",
                     mtu=gcp.MTU_JUMBO,
-                    subnets=rdma,
-                    network_profile_zone=ctx.state("gcp")["rdma_zones"][key][1],
+                    subnets=() if profile == "vpc-roce-metal" else rdma,  # the metal profile makes its own subnet
+                    network_profile_zone=zone,
                     firewall_internal=False,  # a RoCE VPC accepts no firewall rules
+                    network_profile=profile,
                 )
             )
         return {"mtu": gcp.MTU_JUMBO if jumbo else gcp.MTU_TCPX, "vpcs": tuple(vpcs)}

@@ -6,14 +6,17 @@ gcp-ct-a3mega-blueprint, gcp-ct-a3ultra-blueprint, gcp-dranet-gce):
 - a3-highgpu-8g (GPUDirect-TCPX): nic0 in the host VPC, then 4 GPU NICs, each in a VPC of its own.
 - a3-megagpu-8g (GPUDirect-TCPXO): nic0, then 8 GPU NICs, one VPC each.
 - a3-ultragpu-8g, a4-highgpu-8g (GPUDirect RDMA): nic0 and nic1 are gVNICs in two VPCs, then 8 MRDMA
-  NICs in one RoCE VPC (network profile `<zone>-vpc-roce`), one subnet per NIC.
+  NICs in one RoCE VPC (network profile `<zone>-vpc-roce`), one subnet per NIC; a4x-highgpu-4g the same with 4.
+- a4x-maxgpu-4g-metal (bare metal, catalog `network.gcp`, gcp-ct-a4xmax): nic0 and nic1 are IDPF NICs in the
+  same two VPCs, then 8 IPv6-only MRDMA NICs in one RoCE VPC made with `<zone>-vpc-roce-metal`, whose profile
+  makes the VPC's one subnet itself: every MRDMA NIC is on it.
 An A3 Mega without its eight GPU NICs still boots, and NCCL silently falls back to TCP at about 1% of the
 bandwidth: the layout is derived here from the catalog, never written by hand in a stack.
 """
 
 from __future__ import annotations
 
-from aicluster.catalog import InstanceType, TpuType
+from aicluster.catalog import GcpNicLayout, InstanceType, TpuType
 from aicluster.plan.groups import bounded, fill
 from aicluster.plan.models import GcpNic, GcpPoolDetails, PlacementGroup, PoolNvlink, TpuDetails, TpuSlice
 from aicluster.spec import GcpPool
@@ -48,9 +51,21 @@ def image_pinned(image: str) -> bool:
     return "/global/images/family/" not in image
 
 
+def nic_layout(it: InstanceType) -> GcpNicLayout:
+    """How the type's NICs differ from the VM layout (catalog `network.gcp`; bare-metal A4X Max), else the VM one."""
+    return it.network.gcp or GcpNicLayout()
+
+
+def shared_rdma_subnet(it: InstanceType) -> bool:
+    """The RoCE VPC's profile makes its one subnet itself, and every MRDMA NIC is on it (vpc-roce-metal)."""
+    return nic_layout(it).rdma_network_profile == "vpc-roce-metal"
+
+
 def nics(it: InstanceType) -> tuple[GcpNic, ...]:
     """Every NIC of the machine type, in the order GCP attaches them (nic0 first)."""
-    out = [GcpNic(index=0, subnet_role="compute", subnet_index=0, vpc="", nic_type="GVNIC")]
+    layout = nic_layout(it)
+    host = layout.host_nic_type
+    out = [GcpNic(index=0, subnet_role="compute", subnet_index=0, vpc="", nic_type=host)]
     fabric, count = it.network.fabric, it.network.gpu_nics
     if fabric in TCPX_FABRICS:
         out += [
@@ -58,9 +73,19 @@ def nics(it: InstanceType) -> tuple[GcpNic, ...]:
             for k in range(count)
         ]
     elif fabric == RDMA_FABRIC:
-        out.append(GcpNic(index=1, subnet_role="gvnic", subnet_index=0, vpc="gvnic-1", nic_type="GVNIC"))
+        out.append(GcpNic(index=1, subnet_role="gvnic", subnet_index=0, vpc="gvnic-1", nic_type=host))
+        shared = shared_rdma_subnet(it)
+        ipv6 = "IPV6_ONLY" if layout.rdma_stack_type == "IPV6_ONLY" else None
         out += [
-            GcpNic(index=k + 2, subnet_role="rdma", subnet_index=k, vpc="rdma", nic_type="MRDMA") for k in range(count)
+            GcpNic(
+                index=k + 2,
+                subnet_role="rdma",
+                subnet_index=0 if shared else k,
+                vpc="rdma",
+                nic_type="MRDMA",
+                stack_type=ipv6,
+            )
+            for k in range(count)
         ]
     return tuple(out)
 
@@ -143,6 +168,8 @@ def details(
     else:
         affinity = "ANY_RESERVATION"  # GCP's default: matching reservations are consumed first
     model = {"spot": "SPOT", "flex-start": "FLEX_START"}.get(pool.market, "STANDARD")
+    if it.markets == ("reserved",):
+        model = "RESERVATION_BOUND"  # A4X, A4X Max: a MIG of them takes no other provisioning model (gcp-a4x-mig)
     return GcpPoolDetails(
         nics=nics(it),
         groups=groups(pool, it, pool.nodes, kind == "compact", nvlink),

@@ -4,6 +4,7 @@ amortised purchase or a node-hour rate) plus the energy the nodes draw at the si
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -113,6 +114,26 @@ def _racks_fit(ctx: PlanCtx, i: int, pool: OnpremPool, site: Site, nvlink: PoolN
     return ok
 
 
+def _scalable_units(ctx: PlanCtx, i: int, name: str, nvlink: PoolNvlink, type_name: str) -> None:
+    """Advice, not a refusal: a DGX SuperPOD is built in scalable units (GB200/GB300: 8 racks, 576 GPUs), and
+    NVIDIA's reference architecture allows fewer racks but then designs the fabric for the whole SU (its leaves and
+    leaf-spine cables, the missing racks' ports left free). Say where a pool is not a whole number of SUs."""
+    units = nvlink.scalable_units
+    if units is None or units == int(units):
+        return
+    su = nvlink.scalable_unit
+    assert su is not None
+    racks = sum(1 for d in nvlink.domains if d.whole)
+    whole = math.ceil(units)
+    ctx.warnings.append(
+        f"pools[{i}] ({name}): {racks} {type_name} racks are {units:g} DGX SuperPOD scalable units of {su} racks "
+        f"({su * nvlink.gpus_per_domain:,} GPUs); the SuperPOD reference architecture builds a partial SU's fabric as "
+        f"a whole one (leaf switches and leaf-spine cables, the missing racks' ports left free), while the fabric "
+        f"planned here is sized for these {racks} racks: {whole * su - racks} more make {whole} whole SU"
+        + ("s" if whole > 1 else "")
+    )
+
+
 def _domain_racks(pool: OnpremPool, nvlink: PoolNvlink) -> tuple[str, ...]:
     """The rack each NVLink domain is: its hosts' rack, else <pool>-rNN."""
     if pool.hosts:
@@ -138,6 +159,8 @@ class OnpremPlanner:
         nvlink = pool_nvlink(ctx, (*base, "nodes"), pool.name, nodes, it) if it.nvlink_domain else None
         if it.nvlink_domain is not None and (nvlink is None or not _racks_fit(ctx, i, pool, site, nvlink, it.name)):
             return None
+        if nvlink is not None:
+            _scalable_units(ctx, i, pool.name, nvlink, it.name)
         price = hardware_price(site)
         if price is None:
             ctx.warnings.append(

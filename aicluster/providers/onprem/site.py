@@ -46,13 +46,24 @@ def _plan_site_fabrics(ctx: PlanCtx, site: Site, pools: Sequence[PlannedPool]) -
                     spec.reserved_ports,
                     link_gbps=spec.link_gbps,
                     planes=spec.planes,
-                    node_ports_per_cage=2 if rails >= 8 else 1,
+                    node_ports_per_cage=_ports_per_cage(ctx, mine, rails),
                     alternatives=ctx.catalog.switches.values(),
                 )
             )
         except FabricRefused as exc:
             ctx.problem(path, exc.message, has_value=False)
     return out
+
+
+def _ports_per_cage(ctx: PlanCtx, pools: Sequence[PlannedPool], rails: int) -> int:
+    """Compute NIC ports one node-side transceiver carries: the catalog's, where the node shapes give it (DGX B300:
+    8 single-port OSFP cages), else 2 on 8-rail nodes (DGX H100/B200: twin-port cages) and 1 below."""
+    given = {
+        it.network.ports_per_cage
+        for p in pools
+        if (it := ctx.catalog.instance_type("onprem", p.instance_type)) is not None and it.network.ports_per_cage
+    }
+    return min(given) if given else (2 if rails >= 8 else 1)
 
 
 def _rails(ctx: PlanCtx, pool: PlannedPool) -> int:

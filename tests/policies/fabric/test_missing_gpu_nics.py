@@ -30,6 +30,18 @@ def known(*networks: str, types: Sequence[str] = (), subnets: Sequence[str] = ()
 
 
 RDMA_TYPES = ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
+A4X_MAX = "a4x-maxgpu-4g-metal"
+METAL_TYPES = ["IDPF", "IDPF"] + ["MRDMA"] * 8
+
+
+def metal(*, types: Sequence[str] = METAL_TYPES, ipv6: bool = True) -> list[dict[str, Any]]:
+    """A4X Max as aicluster declares it: IDPF host NICs in two VPCs, 8 IPv6-only MRDMA NICs sharing the one subnet
+    the RoCE VPC's vpc-roce-metal profile makes."""
+    out = known("host", "idpf", *["roce"] * 8, types=types, subnets=["s0", "s1", *["roce-sub"] * 8])
+    for nic in out[2:]:
+        if ipv6:
+            nic["stackType"] = "IPV6_ONLY"
+    return out
 
 
 def test_a_tpu_stack_is_not_applicable_to_the_gpu_nic_rule() -> None:
@@ -99,6 +111,22 @@ def test_a_tpu_stack_is_not_applicable_to_the_gpu_nic_rule() -> None:
             "a3-ultragpu-8g instance template x does not put the two gVNICs in two VPCs of their own and every MRDMA "
             "NIC in one RoCE VPC: NICs that share a VPC share its bandwidth and routes",
             id="a3-ultra-gvnics-share-a-vpc",
+        ),
+        pytest.param(A4X_MAX, metal(), None, id="a4x-max-metal-ok"),
+        pytest.param(
+            A4X_MAX,
+            metal(types=RDMA_TYPES),
+            "a4x-maxgpu-4g-metal instance template x needs nicType IDPF on nic0-nic1 and MRDMA on nic2-nic9; got nic0 "
+            "GVNIC, nic1 GVNIC: GPUDirect RDMA runs only over MRDMA NICs (a bare-metal instance's host NICs are IDPF)",
+            id="a4x-max-gvnic-host-nics",
+        ),
+        pytest.param(
+            A4X_MAX,
+            metal(ipv6=False),
+            "a4x-maxgpu-4g-metal instance template x needs stackType IPV6_ONLY on its MRDMA NICs; got nic2 unset, "
+            "nic3 unset, nic4 unset, nic5 unset, nic6 unset, nic7 unset, nic8 unset, nic9 unset: the vpc-roce-metal "
+            "RoCE network is IPv6 only",
+            id="a4x-max-ipv4-mrdma",
         ),
         pytest.param(
             "a3-ultragpu-8g",

@@ -112,6 +112,7 @@ def test_tpu_slice_shapes() -> None:
         pytest.param(template(), "on-demand", id="standard"),
         pytest.param(template(model="SPOT"), "spot", id="spot"),
         pytest.param(template(model="FLEX_START"), "flex-start", id="flex-start"),
+        pytest.param(template(model="RESERVATION_BOUND"), "reserved", id="reservation-bound"),
         pytest.param(
             template(affinity={"type": "SPECIFIC_RESERVATION", "specificReservation": {"values": ["r"]}}),
             "reserved",
