@@ -154,9 +154,13 @@ def _hardware(
         if fp8 is not None:
             peak = fp8.fp8_tflops
             sources.append(fp8.source)
+        elif acc.fp8_tflops is not None:  # the accelerator's own dense FP8 peak (Blackwell records carry it)
+            peak = acc.fp8_tflops
+            sources.append(acc.source_of("fp8_tflops"))
         notes.append(
             f"fp8: matmuls at the bf16 prior x {catalog.sizing.fp8_speedup} (the published end-to-end FP8 speed-up); "
-            f"MFU is against the {'fp8' if fp8 else 'bf16 (no fp8 figure in the catalog)'} peak of {peak:g} TFLOP/s"
+            f"MFU is against the {'fp8' if peak != acc.bf16_tflops else 'bf16 (no fp8 figure in the catalog)'} "
+            f"peak of {peak:g} TFLOP/s"
         )
     if utilisation is None:
         basis = f"source {prior.source}" + ("" if prior.runs else ", borrowed: no published run of this GPU")
