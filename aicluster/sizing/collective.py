@@ -483,6 +483,17 @@ def _published(catalog: Catalog, p: _Platform, op: str, nbytes: int, place: _Pla
     return f"no published figure {regime} for {p.domain.id} ({p.domain.generation}): nothing to set beside it"
 
 
+def _parts_text(counts: tuple[int, ...]) -> str:
+    """Nodes per domain as a sum: "18 + 2", or "5,555 x 18 + 10" when many domains are alike."""
+    whole, last = counts[:-1], counts[-1]
+    if len(counts) <= 4:
+        return " + ".join(str(c) for c in counts)
+    head = f"{len(whole):,} x {whole[0]}" if len(set(whole)) == 1 else " + ".join(str(c) for c in whole)
+    if last == whole[0]:
+        return f"{len(counts):,} x {last}"
+    return f"{head} + {last}"
+
+
 def _split_notes(p: _Platform, op: str, nbytes: int, place: _Placement, sharp: bool, busbw: float) -> list[str]:
     """Multi-node NVLink domains: where the ranks are, and what splitting domains costs against whole ones."""
     if not p.multi_node:
@@ -495,9 +506,9 @@ def _split_notes(p: _Platform, op: str, nbytes: int, place: _Placement, sharp: b
             f"one NVLink domain ({unit} of {whole} nodes): {place.nodes} node{'s' if place.nodes > 1 else ''} x {g} "
             "GPUs on its NVLink fabric (multi-node NVLink), no NIC in the path"
         ]
-    parts = " + ".join(str(c) for c in place.node_counts)
+    parts = _parts_text(place.node_counts)
     notes = [
-        f"spans {place.domains} NVLink domains ({parts} nodes of the {whole} {_article(unit)} {unit} holds): NVLink "
+        f"spans {place.domains:,} NVLink domains ({parts} nodes of the {whole} {_article(unit)} {unit} holds): NVLink "
         f"inside each, the scale-out network between them with {place.smallest} GPUs of the job in the smallest part"
     ]
     split = place.smallest < whole * g or place.per_domain != place.smallest

@@ -755,6 +755,8 @@ def test_a_split_domain_is_allowed_and_the_notes_say_what_it_costs(catalog: Cata
     assert packed.algorithm == "nvls"
     assert spread.algorithm != "nvls"
     assert any("all 16 nodes in one domain reach busbw" in n for n in spread.notes)
+    many = estimate_collective(catalog, "a4x-highgpu-4g", 100, "all_reduce", GIB)
+    assert any("spans 6 NVLink domains (5 x 18 + 10 nodes" in n for n in many.notes)
 
 
 def test_nodes_per_domain_is_checked_against_the_catalog(catalog: Catalog) -> None:
