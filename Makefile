@@ -72,6 +72,7 @@ bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/tune_hosts.py   # needs root, debootstrap, iproute2, openssh-client
 	$(BIN)/python benchmarks/discover_scale.py
 	$(BIN)/python benchmarks/size_scale.py
+	$(BIN)/python benchmarks/published_runs.py   # the sizing model beside published training runs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

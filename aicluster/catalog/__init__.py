@@ -313,10 +313,29 @@ def _check(cat: Catalog) -> None:
         for peak in cat.sizing.fp8:
             if peak.accelerator not in cat.accelerators:
                 problems.append(f"sizing fp8: unknown accelerator {peak.accelerator!r}")
+        runs = {r.id: r for r in cat.sizing.published_runs}
+        if len(runs) != len(cat.sizing.published_runs):
+            problems.append("sizing published_runs: duplicate ids")
         for prior in cat.sizing.utilisation:
             for acc_id in prior.accelerators:
                 if acc_id not in cat.accelerators:
                     problems.append(f"sizing utilisation: unknown accelerator {acc_id!r}")
+            for run_id in prior.runs:
+                run = runs.get(run_id)
+                if run is None or run.role != "calibration" or run.accelerator not in prior.accelerators:
+                    problems.append(
+                        f"sizing utilisation {'/'.join(prior.accelerators) or 'default'}: {run_id!r} is not a "
+                        "calibration run of its accelerators"
+                    )
+        for run in cat.sizing.published_runs:
+            if run.accelerator not in cat.accelerators:
+                problems.append(f"sizing published run {run.id}: unknown accelerator {run.accelerator!r}")
+            stand_in = cat.instance_types.get((run.provider, run.instance_type))
+            if stand_in is None or stand_in.accelerator != run.accelerator or run.gpus % stand_in.accelerator_count:
+                problems.append(
+                    f"sizing published run {run.id}: {run.provider}/{run.instance_type} is not a {run.accelerator} "
+                    f"type whose nodes hold its {run.gpus} GPUs"
+                )
         if {o.optimizer for o in cat.sizing.optimizers} != {"adam", "adamw", "sgd"}:
             problems.append("sizing: optimizers must cover adam, adamw and sgd")
     problems.extend(collective_problems(cat.collectives, cat.instance_types, cat.accelerators, cat.sources))

@@ -3,9 +3,11 @@ about each GPU instance type's scale-up (NVLink/NVSwitch) and scale-out (NIC rai
 nccl-tests results it is checked against.
 
 Three kinds of record:
-- ``NvlinkDomain``: one NVSwitch generation as nccl-tests sees it on one node (8 GPUs): the all_reduce bus
-  bandwidth ceiling (NVLink SHARP, "NVLS", where the switch has it), the ring ceiling the other collectives
-  reach, the NVLink side's algorithm bandwidth in the two-node tree regime, and an effective latency;
+- ``NvlinkDomain``: one NVSwitch generation as nccl-tests sees it on one NVLink domain (one 8-GPU node, or a
+  multi-node domain such as a GB200 NVL72 rack of 18 nodes): the all_reduce bus bandwidth ceiling (NVLink SHARP,
+  "NVLS", where the switch has it), the ring ceiling the other collectives reach, the NVLink side's algorithm
+  bandwidth in the two-domain tree regime, an effective latency, and for multi-node domains how latency grows with
+  the ranks in the domain and what a ring across domains reaches;
 - ``CollectiveNetwork``: the NICs NCCL uses on a set of instance types of one provider (rails x link rate),
   the share of line rate a ring reaches, whether the fabric reduces in the network (SHARP), a per-hop latency;
 - ``CalibrationPoint``: one published nccl-tests figure {op, nodes, GPUs per node, bytes, busbw}.
@@ -27,7 +29,8 @@ CollectiveOpName = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to
 
 
 class NvlinkDomain(Sourced):
-    """One NVSwitch generation as nccl-tests measures it on one node of `gpus` GPUs."""
+    """One NVSwitch generation as nccl-tests measures it on one NVLink domain of `gpus` GPUs: one node for 8-GPU
+    servers, a rack of 18 nodes for GB200/GB300 NVL72 (the instance type's `nvlink_domain` says how many nodes)."""
 
     id: Annotated[str, Field(description="Id the network records cite (e.g. `nvswitch3-hopper`).")]
     generation: Annotated[str, Field(description="NVLink and NVSwitch generation (e.g. `NVLink 4, NVSwitch gen 3`).")]
@@ -48,9 +51,44 @@ class NvlinkDomain(Sourced):
         Field(gt=0, description="NVLink-side algbw ceiling of the two-node tree / NVLS-tree all_reduce, GB/s."),
     ]
     latency_us: Annotated[
-        float, Field(gt=0, description="Effective fixed time of one collective on one node (alpha), microseconds.")
+        float,
+        Field(
+            gt=0, description="Effective fixed time of one collective on 8 GPUs of the domain (alpha), microseconds."
+        ),
     ]
     note: Annotated[str, Field(description="What was measured and what is derived (with the arithmetic).")]
+    domain_latency_us: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            description="Multi-node domains: alpha of an all_reduce over all `gpus` GPUs of the domain, microseconds; "
+            "between 8 and `gpus` ranks the model interpolates linearly (None: latency_us at any rank count).",
+        ),
+    ] = None
+    cross_domain_ring_busbw_gb_s: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            description="Multi-node domains: the busbw ceiling a ring across domains reached (whatever the NICs "
+            "could carry), GB/s (None: only the NICs and NVLink bound it).",
+        ),
+    ] = None
+    nvlink_ring_step_us: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            description="Multi-node domains: latency of one ring step over NVLink inside a domain, added for each such "
+            "step of a ring across domains, microseconds (None: the fitted latencies hold them).",
+        ),
+    ] = None
+
+    def latency_at(self, ranks: int) -> float:
+        """alpha in microseconds of a collective over `ranks` GPUs of one domain: latency_us up to 8 ranks, then
+        linear up to domain_latency_us at the whole domain (derived: the two published sweeps' alphas joined)."""
+        if self.domain_latency_us is None or ranks <= 8 or self.gpus <= 8:
+            return self.latency_us
+        share = (min(ranks, self.gpus) - 8) / (self.gpus - 8)
+        return self.latency_us + share * (self.domain_latency_us - self.latency_us)
 
 
 class CollectiveNetwork(Sourced):
@@ -105,6 +143,26 @@ class CalibrationPoint(Sourced):
     bytes: Annotated[int, Field(ge=1, description="nccl-tests size column, bytes.")]
     busbw_gb_s: Annotated[float, Field(gt=0, description="Published busbw, GB/s.")]
     algorithm: Annotated[str | None, Field(description="NCCL algorithm, where the source states or implies it.")] = None
+    nodes_per_domain: Annotated[
+        int | None,
+        Field(ge=1, description="Multi-node NVLink domains: the run's nodes in each domain (None: whole domains)."),
+    ] = None
+    sharp: Annotated[
+        bool | None,
+        Field(
+            description="False: the run had no in-network reduction (NCCL's CollNet plugin not loaded) though the "
+            "fabric record has SHARP; None: as the fabric record."
+        ),
+    ] = None
+    tolerance: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            le=1,
+            description="The model / published ratio this point is checked within, 1 +/- tolerance, where it differs "
+            "from the size's default (the note says why); None: the default.",
+        ),
+    ] = None
     kind: Annotated[
         Literal["measured", "maintainer", "minimum"],
         Field(
@@ -207,6 +265,14 @@ def collective_problems(
                 continue
             if domain is not None and it.accelerator not in domain.accelerators:
                 problems.append(f"collectives {what}: {name} has {it.accelerator}, not a GPU of nvlink {domain.id}")
+            if domain is not None:
+                # the NVLink record's figures were measured on one whole domain of the type: a node, or a rack
+                nodes = it.nvlink_domain.nodes if it.nvlink_domain is not None else 1
+                if domain.gpus != nodes * it.accelerator_count:
+                    problems.append(
+                        f"collectives {what}: nvlink {domain.id} has {domain.gpus} GPUs per domain but {name}'s NVLink "
+                        f"domain has {nodes} x {it.accelerator_count}"
+                    )
             if net.rails * net.nic_gbps > it.network.bandwidth_gbps + 1e-6:
                 problems.append(
                     f"collectives {what}: {net.rails} x {net.nic_gbps:g} Gb/s exceeds {name}'s "
@@ -229,10 +295,18 @@ def collective_problems(
                 f"collectives: GPU instance type {prov}/{name} has {count} network records in collectives.yaml "
                 "(exactly one needed)"
             )
+    for dom in data.nvlink:
+        multi = (dom.domain_latency_us, dom.cross_domain_ring_busbw_gb_s, dom.nvlink_ring_step_us)
+        if dom.gpus <= 8 and any(v is not None for v in multi):
+            problems.append(f"collectives nvlink {dom.id}: multi-node domain figures on a domain of {dom.gpus} GPUs")
     for pt in data.calibration:
         what = f"calibration {pt.op} {pt.instance_type} x{pt.nodes}"
         cited(pt, what)
         it = instance_types.get((pt.provider, pt.instance_type))
+        if it is not None and pt.nodes_per_domain is not None:
+            whole = it.nvlink_domain.nodes if it.nvlink_domain is not None else 1
+            if pt.nodes_per_domain > whole:
+                problems.append(f"collectives {what}: {pt.nodes_per_domain} nodes per domain, a domain holds {whole}")
         if it is None:
             problems.append(f"collectives {what}: unknown instance type {pt.provider}/{pt.instance_type}")
         elif pt.gpus_per_node > it.accelerator_count:

@@ -2,7 +2,8 @@
 
 For each workload the planner checks its pools (NVIDIA GPUs; one instance type, one provider and region: one job,
 one fabric), hands the estimator what the plan knows of them (PoolFacts: nodes, GPUs, the priced rate per node-hour,
-power, PUE, fabric domains) and of the file systems on their network (FilesystemFacts), and keeps the estimate.
+power, PUE, fabric domains, multi-node NVLink domains) and of the file systems on their network (FilesystemFacts),
+and keeps the estimate.
 Problems are reported like every other planner problem (path, value, fix); a workload that fits no layout or misses
 its target is a warning of the plan (the policy pack judges it too).
 
@@ -43,6 +44,7 @@ def pool_facts(pool: PlannedPool) -> PoolFacts:
         pue=pool.pue,
         fabric_domain_nodes=domains,
         market=pool.market,
+        nvlink_domain_nodes=tuple(d.nodes for d in pool.nvlink.domains) if pool.nvlink is not None else (),
     )
 
 

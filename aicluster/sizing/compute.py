@@ -5,9 +5,11 @@ Q the head width, s the sequence length. These are model FLOPs (the MFU numerato
 recomputation repeats: full recompute runs the forward again (8 N + 16 L H Q s, +33%); selective recompute
 without FlashAttention repeats the attention core's forward (4 L H Q s).
 
-Communication per step, through the collective model (aicluster/sizing/collective.py):
+Communication per step, through the collective model (aicluster/sizing/collective.py), placed on NVLink domains (a
+node of an 8-GPU server; a GB200 NVL72 rack of 18 nodes): groups inside a domain run on NVLink, groups across domains
+use the scale-out network with their ranks in each domain as G:
 - tensor parallel (Megatron): 2 all-reduces forward and 2 backward per layer per micro-batch, each of 2 b s h bytes
-  (with sequence parallelism: all-gather + reduce-scatter of the same volume), inside one node's NVLink; full
+  (with sequence parallelism: all-gather + reduce-scatter of the same volume), inside one NVLink domain; full
   recompute repeats the forward's 2;
 - data parallel: ZeRO 0/1/2 reduce-scatter the gradients and all-gather the weights once per step, 2 bytes x Psi /
   (t p) each (an all-reduce's volume); ZeRO-3 gathers the weights twice (forward and backward) and reduce-scatters
@@ -26,7 +28,8 @@ from collections.abc import Callable
 from .models import CollectiveOp, Layout, StepTime
 from .shape import Shape
 
-# (op, nodes, ranks_per_node, bytes) -> seconds: the collective model bound to one pool's instance type
+# (op, NVLink domains, ranks per domain, bytes) -> seconds: the collective model bound to one pool's instance type
+# (for an 8-GPU server a domain is a node)
 CommFn = Callable[[CollectiveOp, int, int, float], float]
 
 
@@ -48,7 +51,7 @@ def step_time(
     shape: Shape,
     layout: Layout,
     *,
-    gpus_per_node: int,
+    domain_gpus: int,
     peak_tflops: float,
     utilisation: float,
     rate_tflops: float,
@@ -73,21 +76,21 @@ def step_time(
 
     dp_s = 0.0
     if d > 1:
-        # a node holds gpus_per_node / (t p) data-parallel ranks of the same model shard when t p < gpus_per_node
-        per_node = max(1, gpus_per_node // (t * p))
-        per_node = min(per_node, d)
-        nodes = -(-d // per_node)
-        used = -(-layout.gpus // gpus_per_node)
-        if nodes > used:  # t x p does not divide a node: a node holds ranks of two replicas, so the group spans fewer
-            nodes = used
-            per_node = -(-d // nodes)
+        # an NVLink domain holds domain_gpus / (t p) data-parallel ranks of the same model shard when t p < its GPUs
+        per_domain = max(1, domain_gpus // (t * p))
+        per_domain = min(per_domain, d)
+        domains = -(-d // per_domain)
+        used = -(-layout.gpus // domain_gpus)
+        if domains > used:  # t x p does not divide a domain: it holds ranks of two replicas, so the group spans fewer
+            domains = used
+            per_domain = -(-d // domains)
         shard = 2.0 * (shape.parameters - shape.expert_parameters) / (t * p)
-        volume = comm("all_reduce", nodes, per_node, shard)
+        volume = comm("all_reduce", domains, per_domain, shard)
         if shape.expert_parameters and d // e > 1:
             expert_shard = 2.0 * shape.expert_parameters / (t * p * e)
             ranks = d // e
-            per_node_e = min(per_node, ranks)
-            volume += comm("all_reduce", -(-ranks // per_node_e), per_node_e, expert_shard)
+            per_domain_e = min(per_domain, ranks)
+            volume += comm("all_reduce", -(-ranks // per_domain_e), per_domain_e, expert_shard)
         if layout.zero_stage == 3:
             # ZeRO-3 / FSDP frees the gathered weights after each use, so every micro-batch gathers them again for
             # its forward and its backward and reduce-scatters its gradients: 1.5x the all-reduce volume, m times
@@ -97,10 +100,10 @@ def step_time(
 
     ep_s = 0.0
     if shape.experts > 1 and e > 1:
-        per_node = max(1, min(e, gpus_per_node // t))
-        nodes = -(-e // per_node)
+        per_domain = max(1, min(e, domain_gpus // t))
+        domains = -(-e // per_domain)
         nbytes = 2.0 * b * shape.sequence * shape.hidden * shape.experts_per_token / t
-        ep_s = m * layers_per_stage * 4 * comm("all_to_all", nodes, per_node, nbytes)
+        ep_s = m * layers_per_stage * 4 * comm("all_to_all", domains, per_domain, nbytes)
 
     bubble_s = (p - 1) / (layout.virtual_stages * m) * (compute_s + tp_s + ep_s) if p > 1 else 0.0
     total = compute_s + tp_s + dp_s + bubble_s + ep_s

@@ -1,6 +1,8 @@
 """The layout search: tensor x pipeline x data (x expert) parallel, ZeRO stage, recomputation, micro-batch.
 
-Tensor parallel: powers of two up to the GPUs of one node (the NVLink domain) that divide the heads. Pipeline
+Tensor parallel: powers of two up to the GPUs of one NVLink domain (a node of an 8-GPU server; the 72 GPUs of a GB200
+NVL72 rack, 18 nodes) that divide the heads; a tensor-parallel group never spans domains, so a domain holds
+floor(its GPUs / t) groups (an NVL72 holds four TP16 groups and leaves 8 GPUs idle). Pipeline
 parallel: divisors of the layer count (even stages) up to 128 stages. Data parallel: as many replicas as the GPUs
 allow, at most one per sequence of the global batch. ZeRO 0..3, recomputation none/selective/full (selective
 only without FlashAttention: with it, it saves and costs nothing), micro-batch 1, 2, 4 (sequences). Values the
@@ -43,6 +45,20 @@ class Hardware:
     peak_tflops: float  # for MFU (the precision's peak)
     rate_tflops: float  # the achieved matmul rate: bf16 peak x utilisation prior (x FP8 speed-up)
     utilisation: float
+    # GPUs of each multi-node NVLink domain available to the workload (an NVL72 pool: 72 each, the last one short
+    # where targets.gpus caps the GPUs); empty: NVLink ends at the node, each node is a domain of gpus_per_node
+    domains: tuple[int, ...] = ()
+
+    @property
+    def domain_gpus(self) -> int:
+        """The GPUs of the largest NVLink domain: how wide a tensor-parallel group can be."""
+        return max(self.domains) if self.domains else self.gpus_per_node
+
+    def tensor_groups(self, t: int) -> int:
+        """How many tensor-parallel groups of `t` GPUs the GPUs hold (a group never spans NVLink domains)."""
+        if not self.domains:
+            return self.gpus // t
+        return sum(g // t for g in self.domains)
 
 
 @dataclass(frozen=True)
@@ -69,7 +85,7 @@ def layouts(shape: Shape, training: Training, hw: Hardware) -> Iterator[Layout]:
     """Every layout worth timing (bounded, see the module docstring)."""
     seqs = max(1, round(training.global_batch_tokens / shape.sequence))
     if training.tensor_parallel == "auto":
-        tps = [t for t in _powers_of_two(hw.gpus_per_node) if shape.heads % t == 0]
+        tps = [t for t in _powers_of_two(hw.domain_gpus) if shape.heads % t == 0]
     else:
         tps = [training.tensor_parallel]
     pps = _divisors(shape.layers, MAX_STAGES) if training.pipeline_parallel == "auto" else [training.pipeline_parallel]
@@ -80,7 +96,7 @@ def layouts(shape: Shape, training: Training, hw: Hardware) -> Iterator[Layout]:
         recomputes = [training.recompute]
     for t in tps:
         for p in pps:
-            d = min(hw.gpus // (t * p), seqs)
+            d = min(hw.tensor_groups(t) // p, seqs)
             if d < 1:
                 continue
             eps = [1]
@@ -164,7 +180,7 @@ def layout_time(
     return step_time(
         shape,
         layout,
-        gpus_per_node=hw.gpus_per_node,
+        domain_gpus=hw.domain_gpus,
         peak_tflops=hw.peak_tflops,
         utilisation=hw.utilisation,
         rate_tflops=hw.rate_tflops,

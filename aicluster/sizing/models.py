@@ -169,6 +169,8 @@ class PoolFacts(_Model):
     pue: float
     fabric_domain_nodes: tuple[int, ...]  # nodes per fabric domain (one entry: the whole pool)
     market: str = "on-demand"  # the pool's market ("spot": reclaims are not modelled, a note says so)
+    # nodes of each multi-node NVLink domain of the pool (a GB200 NVL72 rack: 18); empty: NVLink ends at the node
+    nvlink_domain_nodes: tuple[int, ...] = ()
 
 
 class FilesystemFacts(_Model):

@@ -14,7 +14,7 @@ from aicluster.catalog import Accelerator, Catalog
 from aicluster.spec.workload import Workload
 
 from . import reliability as _reliability
-from .collective import estimate_collective, fabric_domain_limit
+from .collective import estimate_on_domains, fabric_domain_limit
 from .compute import CommFn
 from .layout import Hardware, Priors, SearchResult, describe, gb, layout_memory, search
 from .models import CollectiveOp, FilesystemFacts, Layout, PoolFacts, Reliability, WorkloadEstimate
@@ -27,20 +27,21 @@ class WorkloadError(ValueError):
 
 def make_comm(catalog: Catalog, pool: PoolFacts, max_nodes: int | None = None) -> tuple[CommFn, set[str]]:
     """The collective model bound to the pool's instance type, cached: (comm, the source ids of the collective
-    estimates it made, filled as it is called). `max_nodes`: the pool's fabric domain where the fabric stops at one
-    (the plan's scale-set size, which may be a raised limit)."""
+    estimates it made, filled as it is called). It takes NVLink domains and ranks per domain (a node of an 8-GPU
+    server; a rack of a GB200 NVL72). `max_nodes`: the pool's fabric domain where the fabric stops at one (the plan's
+    scale-set size, which may be a raised limit)."""
     sources: set[str] = set()
 
     @cache
-    def comm(op: CollectiveOp, nodes: int, ranks_per_node: int, nbytes: float) -> float:
+    def comm(op: CollectiveOp, domains: int, ranks_per_domain: int, nbytes: float) -> float:
         try:
-            est = estimate_collective(
+            est = estimate_on_domains(
                 catalog,
                 pool.instance_type,
-                nodes,
                 op,
                 max(1, int(nbytes)),
-                ranks_per_node=ranks_per_node,
+                domains=domains,
+                ranks_per_domain=ranks_per_domain,
                 provider=pool.provider,
                 max_nodes=max_nodes,
             )
@@ -106,7 +107,29 @@ def capacity_note(catalog: Catalog, acc: Accelerator) -> str:
     )
 
 
-def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> tuple[Hardware, list[str], list[str]]:
+def nvlink_domains(pools: Sequence[PoolFacts], gpus: int) -> tuple[int, ...]:
+    """GPUs of each multi-node NVLink domain of the pools, in order, up to `gpus` (the last one short where a GPU
+    budget cuts it); empty where NVLink ends at the node."""
+    out: list[int] = []
+    left = gpus
+    for p in pools:
+        for nodes in p.nvlink_domain_nodes:
+            if left <= 0:
+                break
+            take = min(nodes * p.gpus_per_node, left)
+            out.append(take)
+            left -= take
+    return tuple(out)
+
+
+def _hardware(
+    catalog: Catalog,
+    pool: PoolFacts,
+    gpus: int,
+    precision: str,
+    domains: tuple[int, ...] = (),
+    utilisation: float | None = None,
+) -> tuple[Hardware, list[str], list[str]]:
     assert catalog.sizing is not None, "catalog has no data/sizing.yaml"
     it = catalog.instance_type(pool.provider, pool.instance_type)
     acc = catalog.accelerator_of(it) if it else None
@@ -116,11 +139,14 @@ def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> t
             "workloads are sized on NVIDIA GPU pools"
         )
     prior = catalog.sizing.utilisation_for(acc.id, "bf16")
+    share = prior.compute_utilisation if utilisation is None else utilisation
     capacity, capacity_source = capacity_bytes(catalog, acc)
+    # the prior rests on the published runs it was calibrated on
     sources = [acc.source_of("bf16_tflops"), capacity_source, prior.source]
+    sources += [catalog.sizing.run(run_id).source for run_id in prior.runs]
     notes: list[str] = [capacity_note(catalog, acc)]
     peak = acc.bf16_tflops
-    rate = acc.bf16_tflops * prior.mfu
+    rate = acc.bf16_tflops * share
     if precision == "fp8":
         fp8 = catalog.sizing.fp8_tflops(acc.id)
         rate *= catalog.sizing.fp8_speedup
@@ -128,22 +154,38 @@ def _hardware(catalog: Catalog, pool: PoolFacts, gpus: int, precision: str) -> t
         if fp8 is not None:
             peak = fp8.fp8_tflops
             sources.append(fp8.source)
+        elif acc.fp8_tflops is not None:  # the accelerator's own dense FP8 peak (Blackwell records carry it)
+            peak = acc.fp8_tflops
+            sources.append(acc.source_of("fp8_tflops"))
         notes.append(
             f"fp8: matmuls at the bf16 prior x {catalog.sizing.fp8_speedup} (the published end-to-end FP8 speed-up); "
-            f"MFU is against the {'fp8' if fp8 else 'bf16 (no fp8 figure in the catalog)'} peak of {peak:g} TFLOP/s"
+            f"MFU is against the {'fp8' if peak != acc.bf16_tflops else 'bf16 (no fp8 figure in the catalog)'} "
+            f"peak of {peak:g} TFLOP/s"
         )
-    notes.append(
-        f"utilisation prior {prior.mfu:.0%} of the {acc.bf16_tflops:g} TFLOP/s bf16 peak ({acc.name}; "
-        f"source {prior.source}) for compute; exposed communication and the pipeline bubble come on top"
-    )
+    if utilisation is None:
+        basis = f"source {prior.source}" + ("" if prior.runs else ", borrowed: no published run of this GPU")
+        notes.append(
+            f"utilisation prior {share:.0%} of the {acc.bf16_tflops:g} TFLOP/s bf16 peak ({acc.name}; {basis}) for "
+            "the compute part of a step (calibrated on published runs); exposed communication and the pipeline "
+            "bubble come on top"
+        )
+    else:
+        notes.append(f"utilisation {share:.1%} of the {acc.bf16_tflops:g} TFLOP/s bf16 peak, given (not the prior)")
     hw = Hardware(
         gpus=gpus,
         gpus_per_node=pool.gpus_per_node,
         capacity_bytes=capacity,
         peak_tflops=peak,
         rate_tflops=rate,
-        utilisation=prior.mfu,
+        utilisation=share,
+        domains=domains,
     )
+    if domains:
+        notes.append(
+            f"NVLink domains: {len(domains)} of up to {max(domains)} GPUs ({pool.nvlink_domain_nodes[0]} nodes x "
+            f"{pool.gpus_per_node}); tensor and expert parallelism may span a domain's nodes (priced with the "
+            "in-domain NVLink collective), pipeline and data parallelism cross domains over the scale-out network"
+        )
     return hw, sources, notes
 
 
@@ -283,6 +325,18 @@ def _gpus_for_target(
     return None, f"GPUs for {target_days:g} days: none found; goodput falls faster than GPUs are added"
 
 
+def _domains_held(lay: Layout, domains: tuple[int, ...]) -> int:
+    """The NVLink domains the layout's tensor-parallel groups occupy, filled in order (a group never spans two)."""
+    groups = lay.pipeline_parallel * lay.data_parallel
+    held = 0
+    for gpus in domains:
+        if groups <= 0:
+            break
+        groups -= gpus // lay.tensor_parallel
+        held += 1
+    return held
+
+
 def _spot_notes(pools: Sequence[PoolFacts]) -> list[str]:
     return [
         f"pool {p.name} is on the spot market: reclaims are not modelled (failures use the hardware interruption "
@@ -299,10 +353,12 @@ def estimate_workload(
     catalog: Catalog,
     *,
     hours_per_month: float = 730.0,
+    utilisation: float | None = None,
 ) -> WorkloadEstimate:
     """Size `workload` on its pools: the layout search, then days, GPU-hours, cost, energy and reliability.
 
-    `hours_per_month` is the month the plan's monthly figures use; the run's cost is priced per node-hour."""
+    `hours_per_month` is the month the plan's monthly figures use; the run's cost is priced per node-hour.
+    `utilisation`: a compute utilisation to use instead of the catalog's prior (the calibration does)."""
     del hours_per_month  # the run is priced by its own hours; kept for the planner's calling convention
     assert catalog.sizing is not None, "catalog has no data/sizing.yaml"
     mine, notes = _pools(workload, pools)
@@ -323,13 +379,19 @@ def estimate_workload(
             "give each domain its own workload"
         )
     training = workload.training
-    if training.tensor_parallel != "auto" and training.tensor_parallel > first.gpus_per_node:
+    domains = nvlink_domains(mine, gpus)
+    domain_gpus = max(domains) if domains else first.gpus_per_node
+    if training.tensor_parallel != "auto" and training.tensor_parallel > domain_gpus:
+        where = (
+            f"one NVLink domain of {first.instance_type} ({domain_gpus} GPUs)"
+            if domains
+            else f"one {first.instance_type} node (its NVLink domain)"
+        )
         raise WorkloadError(
             f"workload {workload.name}: training.tensor_parallel {training.tensor_parallel} is more than the "
-            f"{first.gpus_per_node} GPUs of one {first.instance_type} node (its NVLink domain): use "
-            f"{first.gpus_per_node} or less, or auto"
+            f"{domain_gpus} GPUs of {where}: use {domain_gpus} or less, or auto"
         )
-    hw, sources, hw_notes = _hardware(catalog, first, gpus, training.precision)
+    hw, sources, hw_notes = _hardware(catalog, first, gpus, training.precision, domains, utilisation)
     notes.extend(hw_notes)
     opt = catalog.sizing.optimizer(training.optimizer)
     priors = Priors(
@@ -399,6 +461,15 @@ def estimate_workload(
             days = hours / 24
             gpu_hours = hours * lay.gpus
             nodes_used = math.ceil(lay.gpus / first.gpus_per_node)
+            if domains:
+                held = _domains_held(lay, domains)
+                whole_nodes = held * first.nvlink_domain_nodes[0]
+                if whole_nodes > nodes_used:
+                    notes.append(
+                        f"a multi-node NVLink domain is held whole: the layout uses {nodes_used} nodes, cost and "
+                        f"energy count the {whole_nodes} nodes of the {held} domain{'s' if held > 1 else ''} it touches"
+                    )
+                nodes_used = max(nodes_used, min(whole_nodes, sum(p.nodes for p in mine)))
             if first.usd_per_node_hour is not None:
                 cost = first.usd_per_node_hour * nodes_used * hours
             energy = first.node_power_kw * first.pue * nodes_used * hours / 1000

@@ -309,7 +309,10 @@ class Training(Strict):
     ] = True
     tensor_parallel: Annotated[
         Degree,
-        Field(description="Tensor-parallel degree: `auto` (searched, within one node's NVLink) or a power of two."),
+        Field(
+            description="Tensor-parallel degree: `auto` (searched, within one NVLink domain: a node, or the 72 GPUs "
+            "of a GB200/GB300 NVL72 rack) or a power of two."
+        ),
     ] = "auto"
     pipeline_parallel: Annotated[
         Literal["auto"] | Annotated[int, Field(strict=True, ge=1, le=1024)],

@@ -4,6 +4,7 @@ stack without workloads, bad workload input (exit 2, file:line, field, fix), and
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,31 @@ def test_a_spot_pool_gets_a_note_that_reclaims_are_not_modelled(project: Path) -
     _with_workload(project, "od", GOOD_WORKLOAD)
     proc = run_cli("-C", str(project), "size", "od", "--json", "-")
     assert not any("spot market" in n for n in json.loads(proc.stdout)["workloads"][0]["notes"])
+
+
+@pytest.mark.parametrize(
+    ("stack", "wanted"),
+    [
+        pytest.param("a4x", ("NVLink domains: 2 of up to 72 GPUs (18 nodes x 4)", "layout: TP"), id="gcp-a4x"),
+        pytest.param(
+            "gb200su",
+            ("layout: TP16 x PP", "a multi-node NVLink domain is held whole", "tensor parallel"),
+            id="onprem-gb200-nvl72",
+        ),
+    ],
+)
+def test_size_works_on_a_rack_scale_stack(tmp_path: Path, root: Path, stack: str, wanted: tuple[str, ...]) -> None:
+    """The issue-27 scratch stacks (tests/data/rack_scale) with a workload, in a project of their own: TP groups
+    span the nodes of an NVL72, the notes say how the domains are used, the JSON has the layout."""
+    shutil.copy(root / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copy(root / "__main__.py", tmp_path / "__main__.py")
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(root / "tests" / "data" / "rack_scale" / f"Pulumi.{stack}.yaml", tmp_path / "stacks")
+    proc = run_cli("size", stack, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for text in wanted:
+        assert text in proc.stdout, text
+    doc = json.loads(run_cli("size", stack, "--json", "-", cwd=tmp_path).stdout)
+    (workload,) = doc["workloads"]
+    assert workload["fits"]
+    assert workload["chosen"]["layout"]["gpus"] <= 576

@@ -354,11 +354,61 @@ def test_the_model_is_near_the_published_figure(
     assert low <= ratio <= high, f"model {est.busbw_gb_s:.2f} GB/s vs published {published} ({ratio:.2f}x)"
 
 
+# GB200 NVL72 (multi-node NVLink domains): (nodes, GPUs per node, nodes per domain, bytes, busbw, source, tolerance).
+# The runs had no in-network reduction (no CollNet plugin), so the estimate leaves SHARP out; dgx-gb200-nvl72 stands
+# in for the InfiniBand NVL72 racks measured (same 4 x 400 Gb/s ConnectX-7 per tray).
+NVL72 = [
+    pytest.param(18, 4, None, 8 * GIB, 834.57, "coll-coreweave-gb200-racks", 0.05, id="nvl72-1rack-8GiB"),
+    pytest.param(18, 4, None, 2 * GIB, 757.78, "coll-coreweave-gb200-racks", 0.05, id="nvl72-1rack-2GiB"),
+    pytest.param(18, 4, None, 512 * MIB, 586.06, "coll-coreweave-gb200-racks", 0.05, id="nvl72-1rack-512MiB"),
+    pytest.param(36, 4, None, 16 * GIB, 810.41, "coll-coreweave-gb200-racks", 0.05, id="nvl72-2racks-16GiB"),
+    pytest.param(36, 4, None, 1 * GIB, 596.10, "coll-coreweave-gb200-racks", 0.06, id="nvl72-2racks-1GiB"),
+    pytest.param(360, 4, None, 16 * GIB, 405.74, "coll-coreweave-gb200-racks", 0.03, id="nvl72-20racks-16GiB"),
+    pytest.param(360, 4, None, 512 * MIB, 150.95, "coll-coreweave-gb200-racks", 0.03, id="nvl72-20racks-512MiB"),
+    pytest.param(3, 4, 1, 16 * GIB, 196.72, "coll-nccl-1801", 0.02, id="nccl1801-3x4"),
+    pytest.param(6, 4, 2, 16 * GIB, 393.66, "coll-nccl-1801", 0.02, id="nccl1801-3x8"),
+]
+
+
+@pytest.mark.parametrize(("nodes", "gpn", "per_domain", "nbytes", "published", "source", "tol"), NVL72)
+def test_the_model_is_near_the_published_nvl72_figure(
+    catalog: Catalog,
+    nodes: int,
+    gpn: int,
+    per_domain: int | None,
+    nbytes: int,
+    published: float,
+    source: str,
+    tol: float,
+) -> None:
+    """In one rack (MNNVL), across two racks (NVLS-tree regime) and across 20 racks (ring), and across three partial
+    domains (nccl#1801): the fitted figures reproduce each published row within the stated tolerance."""
+    assert source in catalog.sources
+    est = estimate_collective(
+        catalog,
+        "dgx-gb200-nvl72",
+        nodes,
+        "all_reduce",
+        nbytes,
+        ranks_per_node=gpn,
+        nodes_per_domain=per_domain,
+        sharp=False,
+    )
+    ratio = est.busbw_gb_s / published
+    assert abs(ratio - 1) <= tol, f"model {est.busbw_gb_s:.2f} GB/s vs published {published} ({ratio:.3f}x)"
+
+
 def test_the_catalog_calibration_points_are_the_published_figures_above(catalog: Catalog) -> None:
     tested = {
         (p.values[0], p.values[1], p.values[2], p.values[3], p.values[4], p.values[5], p.values[6], p.values[7])
         for p in PUBLISHED
     }
+    tested |= {
+        ("all_reduce", "onprem", "dgx-gb200-nvl72", p.values[0], p.values[1], p.values[3], p.values[4], p.values[5])
+        for p in NVL72
+    }
+    domains = {(c.nodes, c.bytes): c.nodes_per_domain for c in catalog.collectives.calibration if c.nodes_per_domain}
+    assert domains == {(p.values[0], p.values[3]): p.values[2] for p in NVL72 if p.values[2]}
     listed = {
         (c.op, c.provider, c.instance_type, c.nodes, c.gpus_per_node, c.bytes, c.busbw_gb_s, c.source)
         for c in catalog.collectives.calibration
@@ -547,28 +597,34 @@ def test_a_name_of_two_providers_needs_the_provider(catalog: Catalog) -> None:
     assert estimate_collective(twin, "p5.48xlarge", 2, "all_reduce", GIB, provider="aws").provider == "aws"
 
 
-def test_the_catalog_refuses_a_gpu_type_without_a_collectives_record(tmp_path: Path) -> None:
+def _refused(tmp_path: Path, old: str, new: str, message: str) -> None:
+    """A copy of the catalog with `old` replaced by `new` in collectives.yaml fails to load with `message`."""
     data = tmp_path / "data"
     shutil.copytree(DATA_DIR, data)
     path = data / "collectives.yaml"
     text = path.read_text()
-    old = "instance_types: [p4d.24xlarge, p4de.24xlarge]"
     assert old in text
-    path.write_text(text.replace(old, "instance_types: [p4de.24xlarge]", 1))
-    with pytest.raises(CatalogError, match=re.escape("aws/p4d.24xlarge has 0 network records")):
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(CatalogError, match=re.escape(message)):
         load_catalog(data)
+
+
+def test_the_catalog_refuses_a_gpu_type_without_a_collectives_record(tmp_path: Path) -> None:
+    _refused(
+        tmp_path,
+        "instance_types: [p4d.24xlarge, p4de.24xlarge]",
+        "instance_types: [p4de.24xlarge]",
+        "aws/p4d.24xlarge has 0 network records",
+    )
 
 
 def test_the_catalog_refuses_rails_that_disagree_with_the_instance_type(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    shutil.copytree(DATA_DIR, data)
-    path = data / "collectives.yaml"
-    text = path.read_text()
-    old = "rails: 16                 # 16 EFA interfaces, 3,200 Gb/s in all"
-    assert old in text
-    path.write_text(text.replace(old, "rails: 8", 1))
-    with pytest.raises(CatalogError, match=re.escape("rails 8 but p5en.48xlarge has 16 EFA interfaces")):
-        load_catalog(data)
+    _refused(
+        tmp_path,
+        "rails: 16                 # 16 EFA interfaces, 3,200 Gb/s in all",
+        "rails: 8",
+        "rails 8 but p5en.48xlarge has 16 EFA interfaces",
+    )
 
 
 def test_an_azure_infiniband_domain_holds_100_vms(catalog: Catalog) -> None:
@@ -627,15 +683,116 @@ def test_an_before_vowel_providers(catalog: Catalog) -> None:
 
 
 def test_the_catalog_refuses_an_uncalibrated_network_that_does_not_say_what_it_borrowed(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    shutil.copytree(DATA_DIR, data)
-    path = data / "collectives.yaml"
-    text = path.read_text()
-    old = (
-        '    borrowed: "ring efficiency 0.835 from p4de.24xlarge, network latency 172.5 us from p5.48xlarge '
-        '(both EFA)"\n'
+    _refused(
+        tmp_path,
+        (
+            '    borrowed: "ring efficiency 0.835 from p4de.24xlarge, network latency 172.5 us from p5.48xlarge '
+            '(both EFA)"\n'
+        ),
+        "",
+        "calibrated is false: say in borrowed which figures",
     )
-    assert old in text
-    path.write_text(text.replace(old, "", 1))
-    with pytest.raises(CatalogError, match=re.escape("calibrated is false: say in borrowed which figures")):
-        load_catalog(data)
+
+
+# -- multi-node NVLink domains (GB200 NVL72), driven by the catalog's nvlink_domain ------------------------------
+
+
+@pytest.mark.parametrize("instance_type", ["a4x-highgpu-4g", "dgx-gb200-nvl72"])
+def test_a_collective_inside_one_nvl72_runs_on_nvlink(catalog: Catalog, instance_type: str) -> None:
+    """18 nodes x 4 GPUs are one NVLink domain: all_reduce runs as NVLS over multi-node NVLink, no NIC in the path
+    (no network source), at the published 72-GPU ceiling for large messages."""
+    est = estimate_collective(catalog, instance_type, 18, "all_reduce", 8 * GIB)
+    assert (est.algorithm, est.bottleneck, est.gpus) == ("nvls", "nvlink", 72)
+    assert est.busbw_gb_s == pytest.approx(834.57, rel=0.05)
+    assert not {"gcp-ct-a4x", "onprem-dgx-gb200-guide", "nccl-aws-nccl-tests"} & set(est.sources)
+    assert any("one NVLink domain (" in n and "no NIC in the path" in n for n in est.notes)
+    assert any(n.startswith("published beside it: all_reduce on 72 GPUs") for n in est.notes)
+    # a tensor-parallel group of 16 on four nodes of the rack: NVLink too, and slower to start than 8 GPUs
+    tp16 = estimate_collective(catalog, instance_type, 4, "all_reduce", 64 * MIB)
+    tp8 = estimate_collective(catalog, instance_type, 2, "all_reduce", 64 * MIB)
+    assert tp16.bottleneck == tp8.bottleneck == "nvlink"
+    assert tp8.latency_s == pytest.approx(61e-6)  # the 8-rank alpha
+    assert tp16.latency_s == pytest.approx((61 + (542 - 61) * 8 / 64) * 1e-6)  # interpolated towards 72 ranks
+
+
+def test_across_domains_the_bound_is_the_smaller_of_nvlink_and_g_times_the_nic(catalog: Catalog) -> None:
+    """rack-scale.md section 5: across domains a ring tracks G x the per-GPU NIC rate (G = the job's GPUs per domain,
+    nccl#1801), under NVLink and, for whole racks, under what CoreWeave's 20-rack ring reached."""
+    per_gpu = 400 / 8 * 0.986  # one 400 Gb/s ConnectX-7 per GPU at the calibrated efficiency
+    for per_domain in (1, 2, 4, 18):
+        est = estimate_collective(
+            catalog,
+            "dgx-gb200-nvl72",
+            3 * per_domain,
+            "all_reduce",
+            16 * GIB,
+            nodes_per_domain=per_domain,
+            sharp=False,
+        )
+        g = 4 * per_domain
+        assert est.algorithm == "ring"
+        assert est.bandwidth_gb_s == pytest.approx(min(g * per_gpu, 740, 425.6))
+    # two domains: the tree regime, NVLink-bound with whole racks
+    two = estimate_collective(catalog, "dgx-gb200-nvl72", 36, "all_reduce", 16 * GIB, sharp=False)
+    assert (two.algorithm, two.bottleneck) == ("nvls-tree", "nvlink")
+
+
+def test_a_split_domain_is_allowed_and_the_notes_say_what_it_costs(catalog: Catalog) -> None:
+    """20 nodes = one whole rack + 2 nodes of another: the 8 GPUs of the partial rack carry the cross-domain traffic;
+    the notes set it beside 18 nodes in one rack and 36 in two whole racks. Spreading 16 nodes over two racks (8 + 8)
+    costs against keeping them in one."""
+    est = estimate_collective(catalog, "a4x-highgpu-4g", 20, "all_reduce", GIB)
+    assert est.nodes == 20
+    assert est.gpus == 80
+    assert any("spans 2 NVLink domains (18 + 2 nodes" in n for n in est.notes)
+    assert any("split domains: across domains the job's 8 GPUs" in n for n in est.notes)
+    costs = [n for n in est.notes if n.startswith("what the split costs:")]
+    assert any("18 nodes in 1 whole domain" in n for n in costs)
+    assert any("36 nodes in 2 whole domains" in n for n in costs)
+    spread = estimate_collective(catalog, "a4x-highgpu-4g", 16, "all_reduce", GIB, nodes_per_domain=8)
+    packed = estimate_collective(catalog, "a4x-highgpu-4g", 16, "all_reduce", GIB)
+    assert spread.busbw_gb_s < packed.busbw_gb_s
+    assert packed.algorithm == "nvls"
+    assert spread.algorithm != "nvls"
+    assert any("all 16 nodes in one domain reach busbw" in n for n in spread.notes)
+    many = estimate_collective(catalog, "a4x-highgpu-4g", 100, "all_reduce", GIB)
+    assert any("spans 6 NVLink domains (5 x 18 + 10 nodes" in n for n in many.notes)
+
+
+def test_nodes_per_domain_is_checked_against_the_catalog(catalog: Catalog) -> None:
+    with pytest.raises(CollectiveError, match=r"nodes_per_domain 19: out of range; one a4x-highgpu-4g NVLink domain"):
+        estimate_collective(catalog, "a4x-highgpu-4g", 36, "all_reduce", GIB, nodes_per_domain=19)
+    with pytest.raises(CollectiveError, match=r"p5.48xlarge's NVLink ends at the node"):
+        estimate_collective(catalog, "p5.48xlarge", 4, "all_reduce", GIB, nodes_per_domain=2)
+
+
+def test_the_domain_comes_from_the_catalog_not_from_type_names(catalog: Catalog) -> None:
+    """A type sold in 9-node domains (as AWS's u-p6e-gb200x36 UltraServer): 9 nodes stay on NVLink, 10 cross the
+    network; nothing in the model names a type."""
+    from aicluster.catalog.models import NvlinkDomain as SoldDomain
+
+    key = ("gcp", "a4x-highgpu-4g")
+    it = catalog.instance_types[key]
+    half = it.model_copy(update={"nvlink_domain": SoldDomain(nodes=9, unit="ultraserver", sizes=(9,))})
+    other = dataclasses.replace(catalog, instance_types={**catalog.instance_types, key: half})
+    assert estimate_collective(other, "a4x-highgpu-4g", 9, "all_reduce", GIB).algorithm == "nvls"
+    ten = estimate_collective(other, "a4x-highgpu-4g", 10, "all_reduce", GIB)
+    assert ten.algorithm != "nvls"
+    assert any("9 + 1 nodes of the 9 an ultraserver holds" in n for n in ten.notes)
+
+
+def test_every_estimate_names_the_published_figure_beside_it(catalog: Catalog) -> None:
+    for provider, name in gpu_instance_types(catalog):
+        for nodes in (1, 4):
+            est = estimate_collective(catalog, name, nodes, "all_reduce", 256 * MIB, provider=provider)
+            beside = [n for n in est.notes if n.startswith(("published beside it:", "no published figure"))]
+            assert len(beside) == 1, (name, nodes, est.notes)
+
+
+def test_the_catalog_checks_the_nvlink_record_against_the_domain(tmp_path: Path) -> None:
+    _refused(
+        tmp_path,
+        "    gpus: 72\n",
+        "    gpus: 64\n",
+        "has 64 GPUs per domain but a4x-highgpu-4g's NVLink domain has 18 x 4",
+    )

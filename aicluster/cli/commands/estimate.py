@@ -55,8 +55,9 @@ def parse_bytes(text: str) -> int:
     return int(size)
 
 
-def _count(what: str, high: int | None) -> Callable[[str], int]:
-    """A whole number; `high` None: the range depends on the instance type and the model checks it."""
+def _count(what: str, high: int | None, bound: str = "1 to the type's GPUs per node") -> Callable[[str], int]:
+    """A whole number; `high` None: the range depends on the instance type (`bound` says it) and the model checks
+    it."""
 
     def parse(text: str) -> int:
         try:
@@ -67,8 +68,8 @@ def _count(what: str, high: int | None) -> Callable[[str], int]:
         else:
             ok = True
         if not ok or (high is not None and not 1 <= value <= high):
-            bound = f"1 to {high:,}" if high is not None else "1 to the type's GPUs per node"
-            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of {what} from {bound}")
+            limit = f"1 to {high:,}" if high is not None else bound
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of {what} from {limit}")
         return value
 
     return parse
@@ -108,6 +109,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="GPUs per node in the group (default: all); the node's other GPUs run groups of the same shape",
     )
     c.add_argument(
+        "--nodes-per-domain",
+        type=_count("nodes per NVLink domain", None, "1 to the nodes of one of the type's NVLink domains"),
+        metavar="K",
+        help="types sold in multi-node NVLink domains (GB200 NVL72: 18 nodes): the job's nodes in each domain, as "
+        "Slurm's --segment (default: whole domains in order, the last one partial); the notes say what a split costs",
+    )
+    c.add_argument(
         "--provider",
         choices=get_args(Provider),
         help="the provider, where an instance type name exists for more than one",
@@ -130,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
             args.bytes,
             ranks_per_node=args.ranks_per_node,
             provider=args.provider,
+            nodes_per_domain=args.nodes_per_domain,
         )
     except CollectiveError as exc:
         raise UsageError(str(exc)) from None
