@@ -792,22 +792,23 @@ _SIMPLE_MESSAGES = {
 def _clean_loc(raw_loc: Sequence[str | int], data: Any, etype: str) -> Path:
     """Map pydantic's error location to the user's field path.
 
-    pydantic adds union member tags to the location (`pools.0.aws.zone`): keep only the parts that
-    are real keys or indexes of the data (plus a final missing/unknown key)."""
-    loc = [p for p in raw_loc if not (isinstance(p, str) and p.startswith("function-"))]
+    pydantic adds union member tags and validator markers (`function-after[...]`) to the location
+    (`pools.0.aws.zone`): keep only the parts that are real keys or indexes of the data (plus a final
+    missing/unknown key, which may itself look like a marker: a user's key `function-`)."""
+    loc = list(raw_loc)
     clean: list[str | int] = []
     node = data
-    for part in loc:
+    for k, part in enumerate(loc):
         if isinstance(node, list) and isinstance(part, int):
             clean.append(part)
             node = node[part] if part < len(node) else None
         elif isinstance(node, Mapping) and part in node:
             clean.append(part)
             node = node[part]
-        elif isinstance(node, Mapping) and etype in {"missing", "extra_forbidden"} and part == loc[-1]:
+        elif isinstance(node, Mapping) and etype in {"missing", "extra_forbidden"} and k == len(loc) - 1:
             clean.append(part)
             node = None
-        # else: a union/discriminator tag, not a real key
+        # else: a union/discriminator tag or a validator marker, not a real key
     return tuple(clean)
 
 
