@@ -231,8 +231,8 @@ def _node_groups(
         if pool.cpu_arch == "arm64" and svc.node_image_arm64 is None:
             ctx.problem(
                 (*path, "instance_type"),
-                f"{pool.instance_type} has Arm (Grace) CPUs, and the catalog has no {svc.name} node image for Arm GPU "
-                "nodes (none is sourced): use scheduler kind slurm, or an x86 instance type",
+                f"its hosts are Arm (Grace), and the catalog has no {svc.name} node image for Arm GPU nodes (none "
+                "is sourced): use scheduler kind slurm, or an x86 instance type",
                 pool.instance_type,
             )
             continue
@@ -456,9 +456,8 @@ def _check_compute_domains(ctx: PlanCtx, svc: KubernetesService, version: str, p
         for i, p in rack:
             ctx.problem(
                 ("pools", i, "instance_type"),
-                f"{p.instance_type} is a rack-scale type: its NVLink domains reach pods only through NVIDIA's DRA "
-                f"driver (ComputeDomains), and the catalog documents no {svc.name} cluster running it: use scheduler "
-                "kind slurm",
+                "a rack-scale type: its NVLink domains reach pods only through NVIDIA's DRA driver (ComputeDomains), "
+                f"and the catalog documents no {svc.name} cluster running it: use scheduler kind slurm",
                 p.instance_type,
             )
         return
