@@ -1,12 +1,15 @@
 """Kubernetes objects and Helm values for a cluster with a managed control plane (plan.kubernetes): plain dicts.
 
-- `helm_values(plan, addon)`: the values of one Helm add-on release for this cluster's cloud.
+- `helm_values(plan, addon)`: the values of one Helm add-on release for this cluster's cloud;
+  `release_prerequisites(plan, addon)`: what a release needs in the cluster first (GKE: the DRA driver's quota).
 - `kubernetes_objects(plan)`: what aicluster applies after the add-ons: the namespace, Kueue's Topology,
-  ResourceFlavors (one per node group), ClusterQueue and LocalQueue, the Network Operator's NicClusterPolicy (Azure
-  InfiniBand) and GKE's multi-network objects (GPU NIC VPCs).
+  ResourceFlavors (one per node group; one per rack-scale pool), ClusterQueue and LocalQueue, the Network Operator's
+  NicClusterPolicy (Azure InfiniBand) and GKE's multi-network objects (GPU NIC VPCs).
 - `acceptance_jobset(plan)`: a topology-aware JobSet that runs NCCL's all_reduce_perf over the fabric of every node
-  of the largest node group and fails below the expected bus bandwidth; `acceptance_ssh_secret(plan, ...)`: the SSH
-  key Secret its pods share (both written out by `aicluster acceptance`, never deployed by the program).
+  of the largest node group (of a rack-scale pool: every NVLink domain, each its own ranks) and fails below the
+  expected bus bandwidth; `acceptance_compute_domains(plan)`: the ComputeDomain of each NVLink domain it tests;
+  `acceptance_ssh_secret(plan, ...)`: the SSH key Secret its pods share (all written out by `aicluster acceptance`,
+  never deployed by the program).
 - `installed_by(obj)`: the add-on whose Helm release installs an object's CRD (the component waits for it).
 - `manifest_objects(plan, addon)`: the DaemonSets of a manifest add-on (GKE's GPUDirect NCCL plugin installers and
   NRI device injector), as upstream's manifests have them, scoped to the node groups whose pools need them.
