@@ -23,12 +23,62 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedNodeGroup
 
 from .plan import DRA_ADDON, NVLINK_LABEL
 
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 CHANNEL_CLAIM = "compute-domain-channel"  # the pod's name for its claim (the driver's and Cluster Toolkit's examples)
+# The DeviceClass a ComputeDomain's generated claim template asks for (the chart's
+# deviceclass-compute-domain-default-channel.yaml: IMEX channel 0 of the node), and the logical resource Kueue charges
+# it to. Kueue 0.18+ accounts DRA claims by default (KueueDRAIntegration, beta) and refuses a workload whose claim
+# template names a DeviceClass its Configuration does not map ("DeviceClass ... is not mapped in DRA configuration");
+# so the Configuration maps the channel class to this resource and the rack-scale flavor has one per node (each pod
+# of a job claims its ComputeDomain's channel on its node). Kueue's TAS leaves DRA resources out of its node capacity
+# (Kueue docs, concepts/dynamic_resource_allocation.md, "No DRA + TAS"), so the channel counts only as quota.
+# kubernetes-sigs/kueue v0.19.2: site/content/en/docs/tasks/manage/setup_dra.md, pkg/dra/claims.go.
+CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
+CHANNEL_RESOURCE = "aicluster.io/imex-channel"
+# Kueue 0.19.2's chart default Configuration (charts/kueue/values.yaml managerConfig.controllerManagerConfigYaml, its
+# uncommented keys): a value for controllerManagerConfigYaml replaces the whole document, so it is repeated here with
+# the DRA mapping added. Move it with the pinned Kueue chart.
+KUEUE_DEFAULT_CONFIG: dict[str, Any] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {
+        "groupKindConcurrency": {
+            "Job.batch": 5,
+            "Pod": 5,
+            "Workload.kueue.x-k8s.io": 10,
+            "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5,
+            "ResourceFlavor.kueue.x-k8s.io": 1,
+        }
+    },
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {
+        "frameworks": [
+            "batch/job",
+            "kubeflow.org/mpijob",
+            "ray.io/rayjob",
+            "ray.io/rayservice",
+            "ray.io/raycluster",
+            "jobset.x-k8s.io/jobset",
+            "workload.codeflare.dev/appwrapper",
+            "trainer.kubeflow.org/trainjob",
+            "pod",
+            "deployment",
+            "statefulset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+        ]
+    },
+}
 
 # Where the kubelet plugin finds the NVIDIA driver on the host (chart value nvidiaDriverRoot, docs/install.md): GKE
 # installs it under /home/kubernetes/bin/nvidia; the EKS AL2023 NVIDIA AMI has it on the host (/, the chart's
@@ -105,6 +155,18 @@ def dra_prerequisites(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, 
             },
         },
     ]
+
+
+def kueue_values(plan: ClusterPlan) -> dict[str, Any]:
+    """Kueue's Helm values: the chart's defaults, and on a rack-scale stack its Configuration with the IMEX channel
+    DeviceClass mapped to CHANNEL_RESOURCE (without it Kueue refuses every job that claims a channel)."""
+    if not nvlink_groups(plan):
+        return {}
+    config = {
+        **KUEUE_DEFAULT_CONFIG,
+        "resources": {"deviceClassMappings": [{"name": CHANNEL_RESOURCE, "deviceClassNames": [CHANNEL_DEVICE_CLASS]}]},
+    }
+    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
 
 def channel_template(domain: str) -> str:

@@ -30,7 +30,7 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 from aicluster.render.nccl import expected_busbw
 
-from .nvlink import channel_claim, compute_domain, dra_prerequisites, dra_values
+from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
 from .plan import DRA_ADDON, NVLINK_LABEL, POOL_LABEL
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -175,7 +175,8 @@ def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
     """The values of `addon`'s Helm release for this cluster; every key is one the chart's values.yaml defines.
 
     Kueue and JobSet keep their chart defaults: Topology-Aware Scheduling is beta and on by default since Kueue
-    v0.14, and the JobSet integration is in Kueue's default integrations list."""
+    v0.14, and the JobSet integration is in Kueue's default integrations list; on a rack-scale stack Kueue's
+    Configuration also maps the IMEX channel DeviceClass (`kueue_values`)."""
     kube = _kube(plan)
     if addon.id == "gpu-operator":
         return _gpu_operator(plan, kube)
@@ -184,7 +185,9 @@ def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
     if addon.id == "efa-device-plugin":
         # the plugin's DaemonSet has no tolerations by default; the EFA nodes carry the GPU taint
         return {"tolerations": _accelerator_tolerations(kube)}
-    if addon.id in ("kueue", "jobset"):
+    if addon.id == "kueue":
+        return kueue_values(plan)
+    if addon.id == "jobset":
         return {}
     if addon.id == DRA_ADDON:
         return dra_values(plan)
@@ -216,8 +219,12 @@ def flavor_labels(group: PlannedNodeGroup) -> dict[str, str]:
 
 
 def queued_resources(group: PlannedNodeGroup) -> dict[str, str]:
-    """The group's per-node resources Kueue queues on (everything but hugepages)."""
-    return {k: v for k, v in group.resources.items() if not k.startswith(UNQUEUED_PREFIXES)}
+    """The group's per-node resources Kueue queues on (everything but hugepages); an NVLink domain's node also offers
+    one IMEX channel, claimed through the job's ComputeDomain (Kueue charges the claim to CHANNEL_RESOURCE)."""
+    queued = {k: v for k, v in group.resources.items() if not k.startswith(UNQUEUED_PREFIXES)}
+    if group.nvlink_domain is not None:
+        queued[CHANNEL_RESOURCE] = "1"
+    return queued
 
 
 def _quantity(value: str, nodes: int) -> str:

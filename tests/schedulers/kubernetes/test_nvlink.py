@@ -10,11 +10,18 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
-from aicluster.schedulers.kubernetes.nvlink import CHANNEL_CLAIM, channel_template, dra_values
+from aicluster.schedulers.kubernetes.nvlink import (
+    CHANNEL_CLAIM,
+    CHANNEL_RESOURCE,
+    KUEUE_DEFAULT_CONFIG,
+    channel_template,
+    dra_values,
+)
 from aicluster.schedulers.kubernetes.plan import NVLINK_LABEL
 from aicluster.schedulers.kubernetes.render import (
     acceptance_compute_domains,
@@ -188,7 +195,38 @@ def test_kueue_topology_has_the_nvlink_domain_as_a_level_and_one_flavor_spans_th
     ]["tolerations"]
     (cq,) = [o for o in objs if o["kind"] == "ClusterQueue"]
     (rg,) = cq["spec"]["resourceGroups"]
-    assert rg["flavors"] == [{"name": "gb200", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "144"}]}]
+    # 144 GPUs, and one IMEX channel per node (Kueue charges each pod's channel claim to it)
+    assert rg["coveredResources"] == [CHANNEL_RESOURCE, "nvidia.com/gpu"]
+    assert rg["flavors"] == [
+        {
+            "name": "gb200",
+            "resources": [
+                {"name": CHANNEL_RESOURCE, "nominalQuota": "36"},
+                {"name": "nvidia.com/gpu", "nominalQuota": "144"},
+            ],
+        }
+    ]
+
+
+@pytest.mark.parametrize("stack", KUBERNETES_STACKS)
+def test_kueue_maps_the_imex_channel_device_class_only_on_rack_scale_stacks(stack: str) -> None:
+    """Kueue 0.18+ refuses a job whose claim template names a DeviceClass its Configuration does not map."""
+    plan = stack_plan(stack)
+    assert plan.kubernetes is not None
+    (kueue,) = [a for a in plan.kubernetes.addons if a.id == "kueue"]
+    values = helm_values(plan, kueue)
+    if not plan.nvlink_domains:
+        assert values == {}  # the chart's defaults
+        return
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["resources"]["deviceClassMappings"] == [
+        {"name": CHANNEL_RESOURCE, "deviceClassNames": ["compute-domain-default-channel.nvidia.com"]}
+    ]
+    # the rest is the chart's default Configuration: the JobSet integration stays on
+    assert config["kind"] == "Configuration"
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert "jobset.x-k8s.io/jobset" in config["integrations"]["frameworks"]
+    assert {k: v for k, v in config.items() if k != "resources"} == KUEUE_DEFAULT_CONFIG
 
 
 # ------------------------------------------------------------------------------------------------- the DRA driver
