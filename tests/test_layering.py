@@ -79,7 +79,7 @@ RULES = [
                 "aicluster.providers.base",
                 "aicluster.spec",
                 "aicluster.catalog",
-                *(f"aicluster.plan.{m}" for m in ("context", "models", "network", "pools", "placement")),
+                *(f"aicluster.plan.{m}" for m in ("context", "models", "network", "pools", "placement", "nvlink")),
             ),
             id=f"schedulers-{name}-import-plan-submodules-never-the-package",
         )

@@ -31,6 +31,7 @@ from .models import (
     KubernetesService,
     NcclData,
     NcclProfile,
+    NodeTaint,
     Offering,
     PortMode,
     Provider,
@@ -66,6 +67,7 @@ __all__ = [
     "KubernetesService",
     "NcclData",
     "NcclProfile",
+    "NodeTaint",
     "Offering",
     "PortMode",
     "Provider",
@@ -288,6 +290,12 @@ def _check(cat: Catalog) -> None:
         cited(k, f"kubernetes {k.service}")
         if not all(levels and levels[-1] == "kubernetes.io/hostname" for levels in k.topology.values()):
             problems.append(f"kubernetes {k.service}: every topology must end with kubernetes.io/hostname")
+        if ("nvlink" in k.topology) != (k.nvlink_level is not None) or (
+            k.nvlink_level is not None and k.nvlink_level not in k.topology["nvlink"]
+        ):
+            problems.append(f"kubernetes {k.service}: nvlink_level must be a level of topology nvlink, and both set")
+        if k.dra_min_version is not None and "nvlink" not in k.topology:
+            problems.append(f"kubernetes {k.service}: a DRA version without an nvlink topology plans nothing")
         system = cat.constants.defaults.get(k.provider)
         if system is None or system.kubernetes_system_instance_type is None:
             problems.append(f"kubernetes {k.service}: constants has no {k.provider} kubernetes_system_instance_type")

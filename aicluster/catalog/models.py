@@ -689,6 +689,14 @@ class NcclData(_Record):
 # -- Managed Kubernetes (data/kubernetes.yaml) ------------------------------------------------------
 
 
+class NodeTaint(_Record):
+    """A node taint as Kubernetes writes it (key=value:effect)."""
+
+    key: Annotated[str, Field(description="Taint key (e.g. `kubernetes.io/arch`).")]
+    value: Annotated[str, Field(description="Taint value (e.g. `arm64`).")]
+    effect: Literal["NoSchedule", "NoExecute"]
+
+
 class KubernetesService(Sourced):
     """A cloud's managed Kubernetes control plane: what it offers, costs, and labels its nodes with."""
 
@@ -727,6 +735,31 @@ class KubernetesService(Sourced):
     group_name_max: Annotated[int, Field(ge=1, description="Longest node group / node pool / agent pool name.")]
     group_name_hyphens: Annotated[bool, Field(description="Whether node group names may contain hyphens.")]
     max_taints_per_group: Annotated[int | None, Field(ge=1)] = None
+    node_image_arm64: Annotated[
+        str | None,
+        Field(
+            description="The image Arm (Grace) GPU node groups boot, in the service's own terms (e.g. "
+            "`AL2023_ARM_64_NVIDIA`); null: none documented, so Arm pools are refused."
+        ),
+    ] = None
+    arm64_taint: Annotated[
+        NodeTaint | None,
+        Field(description="The taint the service itself puts on Arm nodes (GKE); pods and flavors tolerate it."),
+    ] = None
+    dra_min_version: Annotated[
+        str | None,
+        Field(
+            description="Oldest Kubernetes minor on which the service runs NVIDIA's DRA driver for ComputeDomains "
+            "(rack-scale NVLink domains); null: not documented, so rack-scale pools are refused."
+        ),
+    ] = None
+    nvlink_level: Annotated[
+        str | None,
+        Field(
+            description="Node label whose value names one multi-node NVLink domain (a level of topology `nvlink`, "
+            "e.g. `cloud.google.com/gce-topology-subblock`); null: no NVLink topology."
+        ),
+    ] = None
 
 
 class KubernetesAddon(Sourced):

@@ -421,6 +421,15 @@ class PlannedNodeGroup(_Plan):
     # what one node offers pods, as a pod requests it: accelerators and fabric devices
     resources: dict[str, str]
     topology: str  # the KueueTopology its flavor names
+    # a rack-scale pool's group is one multi-node NVLink domain (PlannedNvlinkDomain.id); None: an 8-GPU server pool
+    nvlink_domain: str | None = None
+    cpu_arch: Literal["x86_64", "arm64"] = "x86_64"  # the nodes' architecture: the node image they boot
+    # taints the service itself puts on the nodes (GKE's on Arm nodes): aicluster does not set them, pods tolerate them
+    service_taints: tuple[Taint, ...] = ()
+
+    def all_taints(self) -> tuple[Taint, ...]:
+        """Every taint the group's nodes carry: what a pod meant for them tolerates."""
+        return (*self.taints, *self.service_taints)
 
 
 class KueueTopology(_Plan):
@@ -479,6 +488,17 @@ class PlannedKubernetes(_Plan):
     system_co2e_t_per_month: float
     unpriced: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    node_image_arm64: str | None = None  # what Arm (Grace) GPU node groups boot; None: the cluster has none
+    # the Kueue topology level (node label) whose value names one NVLink domain; None: no rack-scale node groups
+    nvlink_level: str | None = None
+
+    def node_image_of(self, group: PlannedNodeGroup) -> str:
+        """The image the group's nodes boot: the service's Arm image on Grace nodes (the planner refuses an Arm group
+        where the catalog has none)."""
+        if group.cpu_arch == "arm64":
+            assert self.node_image_arm64 is not None, f"node group {group.name} is Arm and the plan has no Arm image"
+            return self.node_image_arm64
+        return self.node_image
 
 
 class PlannedSite(_Plan):

@@ -1,7 +1,9 @@
 """What aicluster installs into a managed Kubernetes cluster: the add-ons as Helm v3 releases (their values stay
-visible to the policy pack and the offline preview) and the objects of aicluster.schedulers.kubernetes.render
-(namespace, Kueue, NicClusterPolicy, GKE networks, the DaemonSets of manifest add-ons), each custom resource after
-the release that installs its CRD. The NCCL acceptance JobSet is not deployed: `aicluster` writes it out."""
+visible to the policy pack and the offline preview), each after the objects it needs first (GKE: the DRA driver's
+namespace and quota), and the objects of aicluster.schedulers.kubernetes.render (namespace, Kueue, NicClusterPolicy,
+GKE networks, the DaemonSets of manifest add-ons), each custom resource after the release that installs its CRD. The
+NCCL acceptance JobSet and its ComputeDomains are not deployed: `aicluster acceptance` writes them out (a
+ComputeDomain belongs to one workload)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from aicluster.plan import ClusterPlan
-from aicluster.schedulers.kubernetes.render import gke_networks, helm_values, installed_by, kubernetes_objects
+from aicluster.schedulers.kubernetes.render import (
+    gke_networks,
+    helm_values,
+    installed_by,
+    kubernetes_objects,
+    release_prerequisites,
+)
 
 
 class KubernetesAddonsArgs(TypedDict):
@@ -48,6 +56,8 @@ class KubernetesAddons(pulumi.ComponentResource):
             if addon.kind != "helm":
                 continue
             oci = addon.repository.startswith("oci://")
+            # what the release needs first (GKE: the DRA driver's namespace and its critical-pods quota)
+            before = [self._create(name, obj, {}, on_cluster) for obj in release_prerequisites(plan, addon)]
             self.releases[addon.id] = k8s.helm.v3.Release(
                 f"{name}-{addon.id}",
                 name=addon.id,
@@ -55,10 +65,10 @@ class KubernetesAddons(pulumi.ComponentResource):
                 version=addon.version,
                 repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=addon.repository),
                 namespace=addon.namespace,
-                create_namespace=True,
+                create_namespace=not any(isinstance(r, k8s.core.v1.Namespace) for r in before),
                 atomic=True,
                 values=helm_values(plan, addon),
-                opts=on_cluster,
+                opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=before)),
             )
         vpcs, subnets = args.get("gcp_vpc_ids") or {}, args.get("gcp_subnet_ids") or {}
         names: dict[str, dict[str, pulumi.Input[str]]] = {}
@@ -81,6 +91,8 @@ class KubernetesAddons(pulumi.ComponentResource):
         rname = f"{name}-{kind.lower()}-{meta['name']}"
         if kind == "Namespace":
             return k8s.core.v1.Namespace(rname, metadata=meta, opts=opts)
+        if kind == "ResourceQuota":  # in a namespace made just before it (release_prerequisites)
+            return k8s.core.v1.ResourceQuota(rname, metadata=meta, spec=obj["spec"], opts=opts)
         if kind == "DaemonSet":  # a manifest add-on (GKE's GPUDirect installers): core API, no CRD to wait for
             return k8s.apps.v1.DaemonSet(rname, metadata=meta, spec=obj["spec"], opts=opts)
         owner = installed_by(obj)

@@ -141,7 +141,7 @@ def agent_pool_args(k: PlannedKubernetes, group: PlannedNodeGroup, pool: Planned
         "enable_auto_scaling": False,  # a training fleet is sized by the plan, and its fabric with it
         "availability_zones": [group.zone] if group.zone else None,
         "os_type": azure.containerservice.OSType.LINUX,
-        "os_sku": k.node_image,
+        "os_sku": k.node_image_of(group),
         "os_disk_size_gb": d.root_volume_gib,
         "os_disk_type": azure.containerservice.OSDiskType.MANAGED,
         "gpu_profile": azure.containerservice.GPUProfileArgs(driver=azure.containerservice.GPUDriver.NONE)

@@ -319,7 +319,7 @@ class AwsEksCluster(pulumi.ComponentResource):
                 node_group_name=g.name,
                 node_role_arn=node_role.arn,
                 subnet_ids=[subnets[g.zone]],  # one zone: EFA does not cross zones, a capacity block lives in one
-                ami_type=k.node_image,
+                ami_type=k.node_image_of(g),  # the ARM NVIDIA AMI on Grace nodes
                 capacity_type=capacity_type(pool),
                 # The instance type is in the template, so none here (EKS refuses both).
                 # Sized to the group (min = max = desired). Capacity blocks: EKS requires desired size 0 while such a

@@ -12,6 +12,9 @@ pool's VMs (components/gcp/gpu_pool.py).
   training job on it. So node pools keep auto-upgrade on, as GKE requires, and the cluster carries a maintenance
   exclusion of scope NO_MINOR_OR_NODE_UPGRADES until the minor's end of support: the control plane still gets
   its patches, nodes are upgraded only when the operator lifts the exclusion between jobs.
+- NVLink domains (A4X): one node pool per domain (GCP sub-block) under a resource policy with a workload policy
+  (HIGH_THROUGHPUT, accelerator topology 1x72), labelled with the domain; the Arm image where the catalog has one
+  (GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule itself: the plan tolerates it, the pool does not set it).
 - GPU node pools: one zone, compact placement under a resource policy with the plan's max distance, GKE-managed
   NVIDIA drivers (`LATEST`), gVNIC, the plan's labels and taint, the pool's reservation / spot / flex-start
   model, one additional node network per GPU NIC, surge upgrades one node at a time with no extra node (a GPU
@@ -341,7 +344,21 @@ class GkeCluster(pulumi.ComponentResource):
         assert g.zone is not None
         group = d.groups[g.index]
         placement = None
-        if d.placement == "compact":
+        if d.placement == "compact" and group.gpu_topology is not None:
+            # an NVLink domain: GKE takes a workload policy asking for the sub-block's accelerator topology (1x72),
+            # as Cluster Toolkit's gke-a4x attaches to its A4X node pools, one node pool per sub-block here
+            policy = gcp.compute.ResourcePolicy(
+                f"{name}-{g.name}-placement",
+                region=pool.region,
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    type="HIGH_THROUGHPUT", accelerator_topology=group.gpu_topology
+                ),
+                description=f"NVLink domain {g.nvlink_domain} for GKE node pool {g.name}: {g.nodes} "
+                f"{pool.instance_type} nodes in one sub-block ({group.gpu_topology})",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy.name)
+        elif d.placement == "compact":
             policy = gcp.compute.ResourcePolicy(
                 f"{name}-{g.name}-placement",
                 region=pool.region,
@@ -381,7 +398,7 @@ class GkeCluster(pulumi.ComponentResource):
             else None,
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=pool.instance_type,
-                image_type=self._image(args),
+                image_type=self._image(args, g),
                 disk_size_gb=d.root_volume_gib,
                 disk_type=d.boot_disk_type,
                 guest_accelerators=[
@@ -445,7 +462,7 @@ class GkeCluster(pulumi.ComponentResource):
             node_count=shape.nodes,
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=shape.machine_type,
-                image_type=self._image(args),
+                image_type=self._image(args, g),
                 labels=dict(g.labels),
                 taints=taints(g),
                 spot=t.spot,
@@ -466,10 +483,10 @@ class GkeCluster(pulumi.ComponentResource):
         )
         return node_pool.name
 
-    def _image(self, args: GkeClusterArgs) -> str:
+    def _image(self, args: GkeClusterArgs, group: PlannedNodeGroup) -> str:
         k = args["plan"].kubernetes
         assert k is not None
-        return k.node_image
+        return k.node_image_of(group)
 
 
 def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: GcpBase, outputs: dict[str, Any]) -> None:

@@ -287,8 +287,9 @@ def test_acceptance_writes_the_secret_and_the_jobset_to_a_0600_file(
     text = target.read_text(encoding="utf-8")
     assert "&id" not in text
     assert "*id" not in text
-    secret, jobset = yaml.safe_load_all(text)
+    secret, *domains, jobset = yaml.safe_load_all(text)
     assert jobset == render.acceptance_jobset(plan)
+    assert domains == render.acceptance_compute_domains(plan)  # rack-scale stacks: one per NVLink domain tested
     assert jobset["metadata"]["namespace"] == secret["metadata"]["namespace"] == plan.kubernetes.namespace
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == plan.kubernetes.local_queue
     # the Secret the pods mount is the one written, and its keys are a working ed25519 pair

@@ -304,3 +304,62 @@ def test_a_plan_without_the_tpu_shape_is_refused(catalog: Catalog) -> None:
     assert p.pools[0].tpu.topology is None
     with pytest.raises(ValueError, match=r"pool v5p: the plan has no GKE machine type or topology for v5p-384"):
         tpu_shape(p.pools[0])
+
+
+# ------------------------------------------------------------------------------------- A4X: NVLink domains (gke-a4x)
+
+
+@pytest.fixture(scope="module")
+def a4x(catalog: Catalog) -> Built:
+    p = plan(parse_cluster(stack("gke-a4x"), "test"), catalog)
+    from components import AiCluster
+
+    return Built(p, run(lambda: AiCluster(p.name, {"plan": p}), "aicluster", "test", {"gcp:project": "ml-proj"}))
+
+
+def test_each_nvlink_domain_is_a_node_pool_under_a_1x72_workload_policy(a4x: Built) -> None:
+    assert [d.id for d in a4x.plan.nvlink_domains] == ["gb200-nvl0", "gb200-nvl1"]
+    for domain in a4x.plan.nvlink_domains:
+        pool = a4x.one(NODE_POOL, f"-{domain.id}")
+        np = pool.inputs
+        assert np["name"] == domain.id
+        assert np["nodeCount"] == len(domain.nodes) == 18
+        assert np["nodeLocations"] == ["us-east1-d"]
+        assert np["placementPolicy"]["type"] == "COMPACT"
+        policy = a4x.by_urn(pool.property_dependencies["placementPolicy"][0])
+        assert policy.type == POLICY
+        # GKE's way to ask for one sub-block (an NVL72 rack): Cluster Toolkit's gke-a4x workload policy
+        assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}
+        assert "groupPlacementPolicy" not in policy.inputs
+        cfg = np["nodeConfig"]
+        assert cfg["labels"] == {
+            "aicluster.io/pool": "gb200",
+            "aicluster.io/fabric-domain": domain.id,
+            "aicluster.io/nvlink-domain": domain.id,
+        }
+        assert cfg["guestAccelerators"][0]["type"] == "nvidia-gb200"
+        assert cfg["guestAccelerators"][0]["count"] == 4
+        assert cfg["imageType"] == "COS_CONTAINERD"  # the catalog's Arm image type for GKE
+        # aicluster sets the GPU taint; GKE sets the Arm one itself
+        assert cfg["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+        assert cfg["reservationAffinity"]["values"] == ["projects/ml-capacity/reservations/gb200-us-east1-d"]
+        # the pool's 2 gVNIC + 4 MRDMA NICs: the second gVNIC and the RDMA NICs as extra node networks
+        assert len(np["networkConfig"]["additionalNodeNetworkConfigs"]) == 5
+    assert len(a4x.of_type(POLICY)) == 2
+
+
+def test_a4x_cluster_installs_the_dra_driver_after_its_namespace_quota(a4x: Built) -> None:
+    release = next(r for r in a4x.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "dra-driver-gpu")
+    assert release.inputs["chart"] == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+    assert release.inputs["version"] == "0.4.0"
+    assert release.inputs["createNamespace"] is False  # made first, with its quota
+    (quota,) = a4x.of_type("kubernetes:core/v1:ResourceQuota")
+    assert quota.urn in release.dependencies
+    assert quota.inputs["metadata"]["namespace"] == "dra-driver-nvidia-gpu"
+    namespace = next(
+        r
+        for r in a4x.of_type("kubernetes:core/v1:Namespace")
+        if r.inputs["metadata"]["name"] == "dra-driver-nvidia-gpu"
+    )
+    assert namespace.urn in release.dependencies
+    assert not [r for r in a4x.capture.resources if r.inputs.get("kind") == "ComputeDomain"]  # per workload

@@ -144,3 +144,24 @@ def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> 
         assert r.inputs["spec"] == expected[name]["spec"]
     # a manifest add-on is no Helm release
     assert {r.inputs["name"] for r in of_type(capture, RELEASE)} == {"kueue", "jobset"}
+
+
+def test_rack_scale_stack_gets_the_dra_release_its_prerequisites_and_an_nvlink_topology() -> None:
+    plan, capture = deploy("gke-a4x")
+    releases = {r.inputs["name"]: r for r in of_type(capture, RELEASE)}
+    assert set(releases) == {"dra-driver-gpu", "kueue", "jobset"}
+    dra = releases["dra-driver-gpu"]
+    assert plan.kubernetes is not None
+    (addon,) = [a for a in plan.kubernetes.addons if a.id == "dra-driver-gpu"]
+    assert dra.inputs["values"] == helm_values(plan, addon)
+    assert dra.inputs["values"]["resources"]["computeDomains"] == {"enabled": True}
+    (quota,) = of_type(capture, "kubernetes:core/v1:ResourceQuota")
+    assert quota.urn in dra.dependencies
+    assert quota.inputs["spec"]["scopeSelector"]["matchExpressions"][0]["scopeName"] == "PriorityClass"
+    (topology,) = [r for r in capture.resources if r.inputs.get("kind") == "Topology"]
+    assert "cloud.google.com/gce-topology-subblock" in [lv["nodeLabel"] for lv in topology.inputs["spec"]["levels"]]
+    assert releases["kueue"].urn in topology.dependencies
+    # the Arm gIB installer is a typed DaemonSet; the other releases keep creating their namespace
+    (ds,) = of_type(capture, "kubernetes:apps/v1:DaemonSet")
+    assert ds.inputs["metadata"]["name"] == "nccl-rdma-installer-arm64"
+    assert releases["kueue"].inputs["createNamespace"] is True

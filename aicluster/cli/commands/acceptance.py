@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from aicluster.files import check_target, write_atomic
-    from aicluster.schedulers.kubernetes.render import ACCEPTANCE_SSH_SECRET, acceptance_jobset, acceptance_ssh_secret
+    from aicluster.schedulers.kubernetes.render import (
+        ACCEPTANCE_SSH_SECRET,
+        acceptance_compute_domains,
+        acceptance_jobset,
+        acceptance_ssh_secret,
+    )
 
     project, stack, plan = kubernetes_plan(
         args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"
@@ -53,20 +58,26 @@ def run(args: argparse.Namespace) -> int:
         )
     target = check_target(args.output or (work_dir(project, stack.stack) / "nccl-acceptance.yaml"), "-o")
     print_warnings(plan)
-    jobset = acceptance_jobset(plan)
+    try:
+        jobset = acceptance_jobset(plan)
+    except ValueError as e:  # a fabric aicluster has no pinned test image for
+        raise UsageError(f"{stack.source}: {e}") from None
+    domains = acceptance_compute_domains(plan)  # rack-scale pools: one ComputeDomain per NVLink domain tested
     secret = acceptance_ssh_secret(plan, *_ssh_key_pair())
 
     class _Plain(yaml.SafeDumper):  # shared dicts (requests == limits) written out, not as &id001 anchors
         def ignore_aliases(self, data: Any) -> bool:
             return True
 
-    text = yaml.dump_all([secret, jobset], Dumper=_Plain, sort_keys=False)
+    text = yaml.dump_all([secret, *domains, jobset], Dumper=_Plain, sort_keys=False)
     write_atomic(target, text, mode=0o600, flag="-o")
     shown = escape(str(target))
     namespace = escape(jobset["metadata"]["namespace"])
     out.print(
-        f"wrote {shown} (mode 0600: the Secret {ACCEPTANCE_SSH_SECRET} with a fresh SSH key pair, and the JobSet "
-        f"{escape(jobset['metadata']['name'])}); run it with: kubectl apply -f {shown} && "
-        f"kubectl -n {namespace} logs -f jobs/{escape(jobset['metadata']['name'])}-node-0"
+        f"wrote {shown} (mode 0600: the Secret {ACCEPTANCE_SSH_SECRET} with a fresh SSH key pair, "
+        + (f"{len(domains)} ComputeDomain(s), one per NVLink domain, " if domains else "")
+        + f"and the JobSet {escape(jobset['metadata']['name'])}); run it with: kubectl apply -f {shown} && "
+        f"kubectl -n {namespace} logs -f jobs/{escape(jobset['metadata']['name'])}-"
+        f"{escape(jobset['spec']['replicatedJobs'][0]['name'])}-0"
     )
     return EXIT_OK

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from aicluster.plan import ClusterPlan, PlannedNodeGroup
 
 
-def _taints(g: PlannedNodeGroup) -> str:
-    return ", ".join(f"{t.key}={t.value}:{t.effect}" for t in g.taints)
+def _taints(g: PlannedNodeGroup, service: str) -> str:
+    own = [f"{t.key}={t.value}:{t.effect}" for t in g.taints]
+    return ", ".join([*own, *(f"{t.key}={t.value}:{t.effect} (set by {service})" for t in g.service_taints)])
 
 
 def _per_node(g: PlannedNodeGroup) -> str:
@@ -67,7 +68,7 @@ def kubernetes_tables(plan: ClusterPlan) -> list[Table]:
             escape(g.pool),
             escape(where(k.region, g.zone)),
             f"{g.nodes:,}",
-            escape(_taints(g)),
+            escape(_taints(g, k.service.upper())),
             escape(_per_node(g)),
         )
     addons = Table(title="Add-ons", title_justify="left")
@@ -90,6 +91,20 @@ def kubernetes_notes(plan: ClusterPlan) -> list[str]:
         *(f"kueue topology {t.name}: {' > '.join(t.levels)}" for t in k.topologies),
         f"node groups boot {k.node_image} ({k.service_name}'s node image for Kubernetes {k.version}), which the "
         "control plane keeps in step with its version (a Kubernetes stack sets no pool image)",
+        *(
+            [f"Arm (Grace) node groups boot {k.node_image_arm64}"]
+            if k.node_image_arm64 is not None and k.node_image_arm64 != k.node_image
+            else []
+        ),
+        *(
+            [
+                "NVLink domains: one node group each, labelled aicluster.io/nvlink-domain; Kueue level "
+                f"{k.nvlink_level}; each job brings its own ComputeDomain (NVIDIA's DRA driver), `aicluster "
+                "acceptance` one per domain"
+            ]
+            if k.nvlink_level is not None
+            else []
+        ),
         f"pods: {k.pod_cidr or 'VPC addresses (VPC CNI)'}; services: {k.service_cidr}; secrets encrypted with "
         f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
     ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aicluster.plan.models import ClusterPlan, PlannedKubernetes
 
 # Add-ons that do on a Kubernetes node what the Slurm path's roles (nvidia, efa, infiniband, nccl) do on a VM.
-NODE_ADDONS = ("gpu-operator", "network-operator", "efa-device-plugin")
+NODE_ADDONS = ("gpu-operator", "network-operator", "efa-device-plugin", "dra-driver-gpu")
 
 
 def _kube(plan: ClusterPlan) -> PlannedKubernetes:

@@ -13,7 +13,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from aicluster.catalog import InstanceType, KubernetesService
+from aicluster.catalog import InstanceType, KubernetesService, NodeTaint
+from aicluster.catalog.models import version_in_range
 from aicluster.catalog.pricing import cents, compute_price, hourly_month
 from aicluster.plan.context import PlanCtx, instance_type_of, round2, service_cost
 from aicluster.plan.models import (
@@ -23,9 +24,11 @@ from aicluster.plan.models import (
     PlannedKubernetes,
     PlannedNetwork,
     PlannedNodeGroup,
+    PlannedNvlinkDomain,
     PlannedPool,
     Taint,
 )
+from aicluster.plan.nvlink import cluster_domains
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
 from aicluster.schedulers.base import ControlPlane
@@ -36,6 +39,11 @@ from . import describe
 
 POOL_LABEL = "aicluster.io/pool"
 DOMAIN_LABEL = "aicluster.io/fabric-domain"
+# a rack-scale pool's node group is one multi-node NVLink domain (PlannedNvlinkDomain.id): the DRA driver's kubelet
+# plugin runs where this label is, and the acceptance test pins each domain's ranks with it
+NVLINK_LABEL = "aicluster.io/nvlink-domain"
+NVLINK_TOPOLOGY = "nvlink"  # the catalog's topology key (and the Kueue Topology's name) of rack-scale node groups
+DRA_ADDON = "dra-driver-gpu"
 # Accelerator pools keep everything else off their nodes: the taint GKE and Cluster Toolkit put on GPU node pools,
 # and the one GKE puts on TPU node pools. A pod that requests the accelerator gets the toleration (GKE's webhook,
 # the GPU Operator's, Kueue's flavor).
@@ -63,6 +71,7 @@ def _addons(
 ) -> list[PlannedAddon]:
     fabrics = {p.fabric for p in pools}
     gpu = any(g.accelerator_kind == "gpu" for g in groups)
+    rdma_arch = {p.cpu_arch for p in pools if p.fabric == "gpudirect-rdma"}
     why = {
         "gpu-operator": (
             gpu and provider != "gcp",
@@ -82,8 +91,17 @@ def _addons(
             "injects the GPU device files into the TCPXO receive-data-path manager sidecar, by pod annotation",
         ),
         "nccl-rdma-installer": (
-            "gpudirect-rdma" in fabrics,
+            "x86_64" in rdma_arch,
             "installs the GPUDirect-RDMA NCCL plugin on the A3 Ultra / A4 nodes",
+        ),
+        "nccl-rdma-installer-arm64": (
+            "arm64" in rdma_arch,
+            "installs the Arm build of the GPUDirect-RDMA NCCL plugin (gIB) on the A4X nodes",
+        ),
+        DRA_ADDON: (
+            any(g.nvlink_domain is not None for g in groups),
+            "runs NVIDIA's ComputeDomain controller and kubelet plugin on the rack-scale nodes: a job's ComputeDomain "
+            "gets an IMEX domain over the nodes its pods land on, and each pod an IMEX channel for multi-node NVLink",
         ),
         "kueue": (True, "queues jobs and admits them by quota, placing them by network topology"),
         "jobset": (True, "runs multi-node training jobs (and the NCCL acceptance test) as one unit"),
@@ -108,10 +126,88 @@ def _addons(
     return out
 
 
+def _taint(t: NodeTaint) -> Taint:
+    return Taint(key=t.key, value=t.value, effect=t.effect)
+
+
+def _group_name_fits(
+    ctx: PlanCtx, svc: KubernetesService, path: tuple[str | int, ...], pool: PlannedPool, name: str
+) -> bool:
+    """Whether the service takes `name` for a node group of `pool`; a problem at the pool's name when not."""
+    if len(name) <= svc.group_name_max and (svc.group_name_hyphens or name[:1].isalpha()):
+        return True
+    ctx.problem(
+        (*path, "name"),
+        f"{svc.name} names this pool's node group {name!r}, longer than its {svc.group_name_max} "
+        f"characters{'' if svc.group_name_hyphens else ' (lowercase letters and digits, a letter first)'}"
+        ": give the pool a shorter name",
+        pool.name,
+    )
+    return False
+
+
+def _nvlink_groups(
+    ctx: PlanCtx,
+    svc: KubernetesService,
+    path: tuple[str | int, ...],
+    pool: PlannedPool,
+    domains: Sequence[PlannedNvlinkDomain],
+    resources: dict[str, str],
+    service_taints: tuple[Taint, ...],
+) -> list[PlannedNodeGroup]:
+    """A rack-scale pool: one node group per NVLink domain of the plan (plan.nvlink_domains), never split, labelled
+    with its domain. The provider placed each domain as one unit (a GCP sub-block's placement policy, an Azure scale
+    set, an AWS UltraServer), and a node group that held parts of two would let Kubernetes mix racks that share no
+    NVLink; so where the provider's fabric domains exist they must be the NVLink domains themselves."""
+    nvlink = pool.nvlink
+    assert nvlink is not None
+    fabric = {name: nodes for name, nodes in pool.fabric_domains()}
+    groups = []
+    for d, cut in zip(domains, nvlink.domains, strict=True):
+        assert d.id == cut.name, "plan.nvlink_domains follows each pool's NVLink slices"
+        assert not fabric or fabric.get(d.id) == range(cut.first_node, cut.first_node + cut.nodes), (
+            f"pool {pool.name}: its provider placed {d.id} apart from its NVLink domain"
+        )
+        name = _group_name(svc, d.id)
+        if len(d.nodes) > svc.max_nodes_per_group:
+            ctx.problem(
+                (*path, "nodes"),
+                f"an NVLink domain of {pool.name} has {len(d.nodes)} nodes, more than one {svc.name} node group holds "
+                f"({svc.max_nodes_per_group}); a domain is never split over node groups: use scheduler kind slurm",
+                pool.nodes,
+            )
+            continue
+        if not _group_name_fits(ctx, svc, path, pool, name):
+            continue
+        groups.append(
+            PlannedNodeGroup(
+                name=name,
+                pool=pool.name,
+                domain=d.id,
+                index=cut.index,
+                nodes=len(d.nodes),
+                first_node=cut.first_node,
+                zone=pool.zone,
+                accelerator_kind="gpu",
+                labels={POOL_LABEL: pool.name, DOMAIN_LABEL: d.id, NVLINK_LABEL: d.id},
+                taints=(ACCELERATOR_TAINTS["gpu"],),
+                resources=resources,
+                topology=NVLINK_TOPOLOGY,
+                nvlink_domain=d.id,
+                cpu_arch=pool.cpu_arch,
+                service_taints=service_taints,
+            )
+        )
+    return groups
+
+
 def _node_groups(
     ctx: PlanCtx, svc: KubernetesService, pools: Sequence[PlannedPool], resources: dict[str, dict[str, str]]
 ) -> list[PlannedNodeGroup]:
     groups: list[PlannedNodeGroup] = []
+    nvlink: dict[str, list[PlannedNvlinkDomain]] = {}
+    for d in cluster_domains(pools):  # the plan's one list of NVLink domains (ClusterPlan.nvlink_domains)
+        nvlink.setdefault(d.pool, []).append(d)
     for i, spec_pool in enumerate(ctx.spec.pools):
         pool = next((p for p in pools if p.name == spec_pool.name), None)
         if pool is None:
@@ -131,6 +227,18 @@ def _node_groups(
                 pool.instance_type,
             )
             continue
+        arm_taints = (_taint(svc.arm64_taint),) if pool.cpu_arch == "arm64" and svc.arm64_taint else ()
+        if pool.cpu_arch == "arm64" and svc.node_image_arm64 is None:
+            ctx.problem(
+                (*path, "instance_type"),
+                f"its hosts are Arm (Grace), and the catalog has no {svc.name} node image for Arm GPU nodes (none "
+                "is sourced): use scheduler kind slurm, or an x86 instance type",
+                pool.instance_type,
+            )
+            continue
+        if pool.nvlink is not None:
+            groups += _nvlink_groups(ctx, svc, path, pool, nvlink[pool.name], resources[pool.name], arm_taints)
+            continue
         domains = pool.fabric_domains() or [(pool.name, range(pool.nodes))]
         whole = len(domains) == 1 and domains[0][0] == pool.name
         # A fabric domain larger than one node group may hold is split into node groups of the same zone and
@@ -143,14 +251,7 @@ def _node_groups(
         for index, domain, nodes, part, split in chunks:
             suffix = f"-{(part.start - nodes.start) // svc.max_nodes_per_group}" if split else ""
             name = _group_name(svc, domain + suffix)
-            if len(name) > svc.group_name_max or (not svc.group_name_hyphens and not name[:1].isalpha()):
-                ctx.problem(
-                    (*path, "name"),
-                    f"{svc.name} names this pool's node group {name!r}, longer than its {svc.group_name_max} "
-                    f"characters{'' if svc.group_name_hyphens else ' (lowercase letters and digits, a letter first)'}"
-                    ": give the pool a shorter name",
-                    pool.name,
-                )
+            if not _group_name_fits(ctx, svc, path, pool, name):
                 continue
             groups.append(
                 PlannedNodeGroup(
@@ -166,6 +267,8 @@ def _node_groups(
                     taints=(ACCELERATOR_TAINTS[kind],),
                     resources=resources[pool.name],
                     topology=kind,
+                    cpu_arch=pool.cpu_arch,
+                    service_taints=arm_taints,
                 )
             )
     names = [g.name for g in groups]
@@ -224,6 +327,7 @@ def plan_kubernetes(
             + f": plan the upgrade to {svc.versions[-1]}"
         )
     groups = _node_groups(ctx, svc, pools, resources)
+    _check_compute_domains(ctx, svc, sched.version, pools)
     taken = {a.namespace: a.name for a in ctx.catalog.addons.values()}
     if sched.namespace == "default" or sched.namespace.startswith("kube-") or sched.namespace in taken:
         owner = taken.get(sched.namespace, "Kubernetes itself")
@@ -284,11 +388,9 @@ def plan_kubernetes(
     )
     for g in groups:
         if g.topology not in svc.topology:
-            ctx.problem(
-                ("pools",),
-                f"the catalog has no {g.accelerator_kind.upper()} node topology for {svc.name}",
-                g.pool,
-            )
+            what = "NVLink-domain" if g.topology == NVLINK_TOPOLOGY else g.accelerator_kind.upper()
+            ctx.problem(("pools",), f"the catalog has no {what} node topology for {svc.name}", g.pool)
+    rack_scale = any(g.nvlink_domain is not None for g in groups)
     name = ctx.spec.name
     return PlannedKubernetes(
         service=svc.service,
@@ -326,8 +428,56 @@ def plan_kubernetes(
         system_power_kw_facility=round2(kw * reg.pue),
         system_co2e_t_per_month=round2(kw * reg.pue * ctx.catalog.hours_per_month * reg.carbon_g_per_kwh / 1e6),
         unpriced=tuple(unpriced),
-        sources=tuple(dict.fromkeys((svc.source, svc.source_of("versions"), svc.source_of("topology")))),
+        sources=tuple(
+            dict.fromkeys(
+                (
+                    svc.source,
+                    svc.source_of("versions"),
+                    svc.source_of("topology"),
+                    *((svc.source_of("nvlink_level"), svc.source_of("dra_min_version")) if rack_scale else ()),
+                )
+            )
+        ),
+        node_image_arm64=svc.node_image_arm64 if any(g.cpu_arch == "arm64" for g in groups) else None,
+        nvlink_level=svc.nvlink_level if rack_scale else None,
     )
+
+
+def _check_compute_domains(ctx: PlanCtx, svc: KubernetesService, version: str, pools: Sequence[PlannedPool]) -> None:
+    """A rack-scale pool's NVLink domains reach pods only through NVIDIA's DRA driver (ComputeDomains: an IMEX domain
+    per job, an IMEX channel per pod), which needs DRA on by default in the cluster's Kubernetes and a service that
+    documents running it; refuse what the catalog does not show to work."""
+    rack_pools = {q.name for q in pools if q.nvlink is not None}
+    rack = [(i, p) for i, p in enumerate(ctx.spec.pools) if p.name in rack_pools]
+    if not rack:
+        return
+    names = ", ".join(p.name for _, p in rack)
+    if svc.dra_min_version is None or svc.nvlink_level is None:
+        for i, p in rack:
+            ctx.problem(
+                ("pools", i, "instance_type"),
+                "a rack-scale type: its NVLink domains reach pods only through NVIDIA's DRA driver (ComputeDomains), "
+                f"and the catalog documents no {svc.name} cluster running it: use scheduler kind slurm",
+                p.instance_type,
+            )
+        return
+    addon = ctx.catalog.addons.get(DRA_ADDON)
+    if addon is None or svc.provider not in addon.providers:
+        ctx.problem(("pools", rack[0][0], "instance_type"), f"the catalog pins no NVIDIA DRA driver for {svc.name}")
+    if not version_in_range(version, f">={svc.dra_min_version}"):
+        newer = [v for v in (*svc.versions, *svc.extended_versions) if version_in_range(v, f">={svc.dra_min_version}")]
+        source = ctx.catalog.sources[svc.source_of("dra_min_version")]
+        ctx.problem(
+            (*BASE, "version"),
+            f"the NVLink domains of pool(s) {names} need NVIDIA's DRA driver (a ComputeDomain per job), which "
+            f"{svc.name} runs from Kubernetes {svc.dra_min_version} (DRA on by default; {source.title}, "
+            f"{source.retrieved}): pick {' or '.join(sorted(newer, key=_minor))}",
+            version,
+        )
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
 
 
 def with_address_ranges(

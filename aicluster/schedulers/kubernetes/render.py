@@ -1,12 +1,15 @@
 """Kubernetes objects and Helm values for a cluster with a managed control plane (plan.kubernetes): plain dicts.
 
-- `helm_values(plan, addon)`: the values of one Helm add-on release for this cluster's cloud.
+- `helm_values(plan, addon)`: the values of one Helm add-on release for this cluster's cloud;
+  `release_prerequisites(plan, addon)`: what a release needs in the cluster first (GKE: the DRA driver's quota).
 - `kubernetes_objects(plan)`: what aicluster applies after the add-ons: the namespace, Kueue's Topology,
-  ResourceFlavors (one per node group), ClusterQueue and LocalQueue, the Network Operator's NicClusterPolicy (Azure
-  InfiniBand) and GKE's multi-network objects (GPU NIC VPCs).
+  ResourceFlavors (one per node group; one per rack-scale pool), ClusterQueue and LocalQueue, the Network Operator's
+  NicClusterPolicy (Azure InfiniBand) and GKE's multi-network objects (GPU NIC VPCs).
 - `acceptance_jobset(plan)`: a topology-aware JobSet that runs NCCL's all_reduce_perf over the fabric of every node
-  of the largest node group and fails below the expected bus bandwidth; `acceptance_ssh_secret(plan, ...)`: the SSH
-  key Secret its pods share (both written out by `aicluster acceptance`, never deployed by the program).
+  of the largest node group (of a rack-scale pool: every NVLink domain, each its own ranks) and fails below the
+  expected bus bandwidth; `acceptance_compute_domains(plan)`: the ComputeDomain of each NVLink domain it tests;
+  `acceptance_ssh_secret(plan, ...)`: the SSH key Secret its pods share (all written out by `aicluster acceptance`,
+  never deployed by the program).
 - `installed_by(obj)`: the add-on whose Helm release installs an object's CRD (the component waits for it).
 - `manifest_objects(plan, addon)`: the DaemonSets of a manifest add-on (GKE's GPUDirect NCCL plugin installers and
   NRI device injector), as upstream's manifests have them, scoped to the node groups whose pools need them.
@@ -27,12 +30,20 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 from aicluster.render.nccl import expected_busbw
 
+from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
+from .plan import DRA_ADDON, NVLINK_LABEL, POOL_LABEL
+
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 NIC_POLICY_API = "mellanox.com/v1alpha1"
 GKE_NETWORK_API = "networking.gke.io/v1"
 # API group -> catalog add-on whose chart installs the CRD (GKE's networking.gke.io is GKE's own)
-CRD_ADDONS = {"kueue.x-k8s.io": "kueue", "jobset.x-k8s.io": "jobset", "mellanox.com": "network-operator"}
+CRD_ADDONS = {
+    "kueue.x-k8s.io": "kueue",
+    "jobset.x-k8s.io": "jobset",
+    "mellanox.com": "network-operator",
+    "resource.nvidia.com": DRA_ADDON,
+}
 
 # Hugepages are a node resource a pod must request (EFA's libfabric uses them), not a capacity worth queueing on:
 # Kueue admits by GPUs and fabric devices; the scheduler still checks hugepages on the node.
@@ -57,6 +68,7 @@ RDMA_HCA_MAX = 63  # pods per node sharing the HCAs (Network Operator examples, 
 # 2026-11-24). It belongs in the catalog's GCP instance types; until it is there, an unlisted type is refused.
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 GKE_ACCELERATOR = {
+    "a4x-highgpu-4g": "nvidia-gb200",  # Cluster Toolkit examples/gke-a4x accelerator_type (k8s-gke-toolkit-a4x)
     "a4-highgpu-8g": "nvidia-b200",
     "a3-ultragpu-8g": "nvidia-h200-141gb",
     "a3-highgpu-8g": "nvidia-h100-80gb",
@@ -65,13 +77,16 @@ GKE_ACCELERATOR = {
 
 # Manifest add-ons (catalog kind: manifest): the fabric whose pools need each, and the image the catalog's version
 # pins, as GoogleCloudPlatform/container-engine-accelerators' manifests name them (commits in the catalog sources).
-MANIFEST_FABRICS = {
-    "nccl-tcpxo-installer": "gpudirect-tcpxo",
-    "nri-device-injector": "gpudirect-tcpxo",
-    "nccl-rdma-installer": "gpudirect-rdma",
+# (fabric, CPU architecture or None for any): the gIB plugin is built per architecture, in its own image.
+MANIFEST_FABRICS: dict[str, tuple[str, str | None]] = {
+    "nccl-tcpxo-installer": ("gpudirect-tcpxo", None),
+    "nri-device-injector": ("gpudirect-tcpxo", None),
+    "nccl-rdma-installer": ("gpudirect-rdma", "x86_64"),
+    "nccl-rdma-installer-arm64": ("gpudirect-rdma", "arm64"),
 }
 TCPXO_PLUGIN_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev"
 GIB_PLUGIN_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib"
+GIB_PLUGIN_IMAGE_ARM64 = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64"
 NRI_INJECTOR_IMAGE = "gcr.io/gke-release/nri-device-injector"
 # The installers finish in init containers; the pod then idles in GKE's pause image, pinned by digest upstream.
 GKE_PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
@@ -99,8 +114,9 @@ def _pool(plan: ClusterPlan, group: PlannedNodeGroup) -> PlannedPool:
 
 
 def tolerations(group: PlannedNodeGroup) -> list[dict[str, str]]:
-    """Tolerations that let a pod (or a flavor's pods) onto the group's nodes: exactly its taints."""
-    return [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints]
+    """Tolerations that let a pod (or a flavor's pods) onto the group's nodes: exactly its taints (those aicluster
+    sets and those the service sets itself, e.g. GKE's on Arm nodes)."""
+    return [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.all_taints()]
 
 
 def gke_accelerator(pool: PlannedPool) -> str:
@@ -118,7 +134,7 @@ def _accelerator_tolerations(kube: PlannedKubernetes, kind: str = "gpu") -> list
     seen: dict[tuple[str, str], dict[str, str]] = {}
     for g in kube.node_groups:
         if g.accelerator_kind == kind:
-            for t in g.taints:
+            for t in g.all_taints():
                 seen.setdefault((t.key, t.effect), {"key": t.key, "operator": "Exists", "effect": t.effect})
     return list(seen.values())
 
@@ -159,7 +175,8 @@ def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
     """The values of `addon`'s Helm release for this cluster; every key is one the chart's values.yaml defines.
 
     Kueue and JobSet keep their chart defaults: Topology-Aware Scheduling is beta and on by default since Kueue
-    v0.14, and the JobSet integration is in Kueue's default integrations list."""
+    v0.14, and the JobSet integration is in Kueue's default integrations list; on a rack-scale stack Kueue's
+    Configuration also maps the IMEX channel DeviceClass (`kueue_values`)."""
     kube = _kube(plan)
     if addon.id == "gpu-operator":
         return _gpu_operator(plan, kube)
@@ -168,8 +185,12 @@ def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
     if addon.id == "efa-device-plugin":
         # the plugin's DaemonSet has no tolerations by default; the EFA nodes carry the GPU taint
         return {"tolerations": _accelerator_tolerations(kube)}
-    if addon.id in ("kueue", "jobset"):
+    if addon.id == "kueue":
+        return kueue_values(plan)
+    if addon.id == "jobset":
         return {}
+    if addon.id == DRA_ADDON:
+        return dra_values(plan)
     raise ValueError(f"add-on {addon.id!r} is not a Helm chart aicluster knows how to configure")
 
 
@@ -184,12 +205,26 @@ def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, A
 
 
 def flavor_name(group: PlannedNodeGroup) -> str:
-    return group.name.lower()
+    """The group's Kueue ResourceFlavor: its own; a rack-scale pool's groups (its NVLink domains) share the pool's,
+    and Topology-Aware Scheduling picks the domain (the Topology has it as a level), so one job may take several
+    domains (a PodSet is admitted in one flavor), as Cluster Toolkit's gke-a4x flavors all its A4X node pools alike."""
+    return (group.pool if group.nvlink_domain is not None else group.name).lower()
+
+
+def flavor_labels(group: PlannedNodeGroup) -> dict[str, str]:
+    """The node labels the group's flavor selects on: the group's own, or its pool's for an NVLink domain."""
+    if group.nvlink_domain is not None:
+        return {POOL_LABEL: group.labels[POOL_LABEL]}
+    return dict(group.labels)
 
 
 def queued_resources(group: PlannedNodeGroup) -> dict[str, str]:
-    """The group's per-node resources Kueue queues on (everything but hugepages)."""
-    return {k: v for k, v in group.resources.items() if not k.startswith(UNQUEUED_PREFIXES)}
+    """The group's per-node resources Kueue queues on (everything but hugepages); an NVLink domain's node also offers
+    one IMEX channel, claimed through the job's ComputeDomain (Kueue charges the claim to CHANNEL_RESOURCE)."""
+    queued = {k: v for k, v in group.resources.items() if not k.startswith(UNQUEUED_PREFIXES)}
+    if group.nvlink_domain is not None:
+        queued[CHANNEL_RESOURCE] = "1"
+    return queued
 
 
 def _quantity(value: str, nodes: int) -> str:
@@ -211,30 +246,35 @@ def _kueue(kube: PlannedKubernetes) -> list[dict[str, Any]]:
         for t in kube.topologies
     ]
     topologies = {t.name for t in kube.topologies}
-    flavors = []
+    flavors: dict[str, list[PlannedNodeGroup]] = {}
     for g in kube.node_groups:
-        spec: dict[str, Any] = {"nodeLabels": dict(g.labels), "tolerations": tolerations(g)}
+        flavors.setdefault(flavor_name(g), []).append(g)
+    for name, (g, *_) in flavors.items():
+        spec: dict[str, Any] = {"nodeLabels": flavor_labels(g), "tolerations": tolerations(g)}
         if g.topology in topologies:
             spec["topologyName"] = g.topology
-        objs.append(
-            {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": _meta(flavor_name(g)), "spec": spec}
-        )
-        flavors.append(g)
+        objs.append({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": _meta(name), "spec": spec})
     # One resource group per set of covered resources: a flavor in a group must offer every covered resource
-    groups: dict[tuple[str, ...], list[PlannedNodeGroup]] = {}
-    for g in flavors:
-        groups.setdefault(tuple(sorted(queued_resources(g))), []).append(g)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, (g, *_) in flavors.items():
+        groups.setdefault(tuple(sorted(queued_resources(g))), []).append(name)
     resource_groups = [
         {
             "coveredResources": list(covered),
             "flavors": [
                 {
-                    "name": flavor_name(g),
+                    "name": name,
                     "resources": [
-                        {"name": r, "nominalQuota": _quantity(queued_resources(g)[r], g.nodes)} for r in covered
+                        {
+                            "name": r,
+                            "nominalQuota": _quantity(
+                                queued_resources(flavors[name][0])[r], sum(m.nodes for m in flavors[name])
+                            ),
+                        }
+                        for r in covered
                     ],
                 }
-                for g in members
+                for name in members
             ],
         }
         for covered, members in groups.items()
@@ -424,6 +464,10 @@ def _tcpxo_installer(addon: PlannedAddon) -> dict[str, Any]:
 
 
 def _rdma_installer(addon: PlannedAddon) -> dict[str, Any]:
+    """The gIB installer of A3 Ultra / A4 (x86) and, for `nccl-rdma-installer-arm64`, of A4X: the Arm build of the
+    plugin, installed the same way, without the martian-logging step (Cluster Toolkit's A4X template has none: its
+    RDMA NICs are not the gpu<N>rdma0 devices of the 8-GPU machines)."""
+    arm = addon.id == "nccl-rdma-installer-arm64"
     # the RDMA NICs' addresses are answered on other NICs by design; upstream keeps the kernel from logging them
     martians = "".join(f"sysctl -w net.ipv4.conf.gpu{i}rdma0.log_martians=0\n" for i in range(8))
     install = (
@@ -433,6 +477,13 @@ def _rdma_installer(addon: PlannedAddon) -> dict[str, Any]:
         "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
         'echo "installation finishes"\n'
     )
+    quiet = {
+        "name": "disable-log-martian",
+        "image": SYSCTL_IMAGE,
+        "securityContext": {"privileged": True},
+        "command": ["/bin/sh"],
+        "args": ["-c", martians],
+    }
     return {
         "volumes": [
             {
@@ -442,16 +493,10 @@ def _rdma_installer(addon: PlannedAddon) -> dict[str, Any]:
             {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}},
         ],
         "initContainers": [
-            {
-                "name": "disable-log-martian",
-                "image": SYSCTL_IMAGE,
-                "securityContext": {"privileged": True},
-                "command": ["/bin/sh"],
-                "args": ["-c", martians],
-            },
+            *(() if arm else (quiet,)),
             {
                 "name": "nccl-rdma-installer",
-                "image": f"{GIB_PLUGIN_IMAGE}:{addon.version}",
+                "image": f"{GIB_PLUGIN_IMAGE_ARM64 if arm else GIB_PLUGIN_IMAGE}:{addon.version}",
                 "resources": {"requests": {"cpu": INSTALLER_CPU}},
                 "securityContext": {"privileged": True},
                 "volumeMounts": [
@@ -494,6 +539,7 @@ MANIFEST_PODS = {
     "nccl-tcpxo-installer": _tcpxo_installer,
     "nri-device-injector": _nri_device_injector,
     "nccl-rdma-installer": _rdma_installer,
+    "nccl-rdma-installer-arm64": _rdma_installer,
 }
 # upstream's object names (the TCPXO workload guides refer to the DaemonSets by them)
 MANIFEST_NAMES = {"nri-device-injector": "device-injector"}
@@ -507,8 +553,8 @@ def manifest_objects(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, A
     kube = _kube(plan)
     if addon.kind != "manifest" or addon.id not in MANIFEST_PODS:
         raise ValueError(f"add-on {addon.id!r} is not a manifest aicluster knows how to render")
-    fabric = MANIFEST_FABRICS[addon.id]
-    groups = [g for g in kube.node_groups if _pool(plan, g).fabric == fabric]
+    fabric, arch = MANIFEST_FABRICS[addon.id]
+    groups = [g for g in kube.node_groups if _pool(plan, g).fabric == fabric and arch in (None, g.cpu_arch)]
     accelerators = sorted({gke_accelerator(_pool(plan, g)) for g in groups})
     if not accelerators:
         return []
@@ -516,7 +562,7 @@ def manifest_objects(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, A
     selector = {"k8s-app": name}
     tolerations = [
         {"key": t.key, "operator": "Exists", "effect": t.effect}
-        for t in {(t.key, t.effect): t for g in groups for t in g.taints}.values()
+        for t in {(t.key, t.effect): t for g in groups for t in g.all_taints()}.values()
     ]
     affinity = {
         "nodeAffinity": {
@@ -563,6 +609,13 @@ def kubernetes_objects(plan: ClusterPlan) -> list[dict[str, Any]]:
         if addon.kind == "manifest":
             objs += manifest_objects(plan, addon)
     return objs
+
+
+def release_prerequisites(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, Any]]:
+    """Core objects the Helm release of `addon` needs before it installs (the component creates them first, the
+    release after them): on GKE the DRA driver's namespace and the quota that admits its critical pods."""
+    _kube(plan)
+    return dra_prerequisites(plan, addon)
 
 
 def installed_by(obj: dict[str, Any]) -> str | None:
@@ -625,6 +678,19 @@ TCPXO_RXDM_DEVICES.append("/dev/dmabuf_import_helper")
 # NCCL_NET_GDR_LEVEL=SYS, CUDA_DEVICE_ORDER=PCI_BUS_ID), the pod asking for rdma/shared_ib with IPC_LOCK.
 # https://github.com/Azure/aks-rdma-infiniband/tree/main/tests/scenarios/k8s (values.yaml, templates/mpi-job.yaml)
 IB_ENV = {"NCCL_IB_DISABLE": "0", "NCCL_NET_GDR_LEVEL": "SYS", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+# Multi-node NVLink (rack-scale pools): every rank of one NVLink domain claims the channel of its ComputeDomain, and
+# NCCL is told to use MNNVL (NCCL_MNNVL_ENABLE=1, not the default 2 = auto, which falls back to the network when the
+# fabric or the IMEX channel is not ready: the test would then pass on the wrong path; a broken channel makes NCCL
+# fail instead, "Check IMEX channel configuration") with cuMem on, which MNNVL needs (NCCL src/mnnvl.cc; the AWS EKS
+# and CoreWeave GB200 recipes set both or MNNVL with NVLS; rack-scale reference §3.5).
+MNNVL_ENV = {"NCCL_MNNVL_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1"}
+# GKE A4X: Cluster Toolkit's gke-a4x NCCL JobSet runs Google's Arm gIB diagnostic image (nccl-tests under
+# /third_party/nccl-tests/build, MPI, sshd) with GKE's driver libraries at /usr/local/nvidia/lib64; within one NVLink
+# domain NCCL's traffic stays on NVLink, so no RDMA network is attached.
+GIB_DIAGNOSTIC_ARM64_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic-arm64:v1.0.6"
+GIB_ALL_REDUCE_PERF = "/third_party/nccl-tests/build/all_reduce_perf"
+GKE_DRIVER_LIB_DIR = "/usr/local/nvidia/lib64"
 
 
 @dataclass(frozen=True)
@@ -695,11 +761,26 @@ def _tcpxo(plan: ClusterPlan) -> NcclTransport:
     )
 
 
+def _mnnvl(plan: ClusterPlan, group: PlannedNodeGroup) -> NcclTransport:
+    pool = _pool(plan, group)
+    if pool.provider == "gcp" and group.cpu_arch == "arm64":
+        env = {"LD_LIBRARY_PATH": GKE_DRIVER_LIB_DIR, **MNNVL_ENV}
+        return NcclTransport("mnnvl", GIB_DIAGNOSTIC_ARM64_IMAGE, GIB_ALL_REDUCE_PERF, env=env)
+    raise ValueError(
+        f"node group {group.name}: aicluster knows no pinned {group.cpu_arch} nccl-tests image for multi-node NVLink "
+        f"on {pool.provider} (AWS's GB200 example pulls an unversioned image): the acceptance test is not written; "
+        "run nccl-tests with a ComputeDomain by hand"
+    )
+
+
 def nccl_transport(plan: ClusterPlan, group: PlannedNodeGroup) -> NcclTransport:
     """The image and environment that make all_reduce_perf use the node group's fabric: EFA through aws-ofi-nccl
-    (EKS), GPUDirect-TCPXO through Google's plugin and RxDM (GKE A3 Mega), InfiniBand verbs (AKS). GKE's
-    GPUDirect-TCPX (A3 High) and GPUDirect-RDMA (A3 Ultra / A4) were not sourced for a pod: those groups get the generic
-    image, which measures the pod network (TCP sockets), not the GPU NICs."""
+    (EKS), GPUDirect-TCPXO through Google's plugin and RxDM (GKE A3 Mega), InfiniBand verbs (AKS), multi-node NVLink
+    within an NVLink domain (rack-scale groups: GKE A4X). GKE's GPUDirect-TCPX (A3 High) and GPUDirect-RDMA (A3 Ultra /
+    A4) were not sourced for a pod: those groups get the generic image, which measures the pod network (TCP sockets),
+    not the GPU NICs."""
+    if group.nvlink_domain is not None:
+        return _mnnvl(plan, group)
     fabric = _pool(plan, group).fabric
     if fabric == "efa":
         return NcclTransport(fabric, EFA_NCCL_TESTS_IMAGE, EFA_ALL_REDUCE_PERF, mpirun=EFA_MPIRUN, env=dict(EFA_ENV))
@@ -715,10 +796,25 @@ def acceptance_min_busbw(plan: ClusterPlan, group: PlannedNodeGroup, catalog: Ca
     instance type under its NCCL profile (the one the Slurm acceptance role gates on) and ACCEPTANCE_MIN_FRACTION of
     it. None where no source gives a multi-node figure: a single-VM figure (Azure's AzNHC, NVLink only) says nothing
     about the fabric the test crosses."""
-    busbw = expected_busbw(_pool(plan, group), catalog)
+    pool = _pool(plan, group)
+    if group.nvlink_domain is not None:
+        return _mnnvl_min_busbw(pool, group, catalog)
+    busbw = expected_busbw(pool, catalog)
     if busbw is None or busbw.busbw_gb_s is None or (busbw.nodes or 0) < 2:
         return None
     return busbw.busbw_gb_s, round(busbw.busbw_gb_s * ACCEPTANCE_MIN_FRACTION, 2)
+
+
+def _mnnvl_min_busbw(pool: PlannedPool, group: PlannedNodeGroup, catalog: Catalog) -> tuple[float, float] | None:
+    """An NVLink domain's all_reduce figure: the catalog's NVLink record of the type (collectives.yaml), measured on
+    as many GPUs as the group has (a whole NVL72: 72); a partial domain has no figure of its own."""
+    net = catalog.collectives.network_of(pool.provider, pool.instance_type)
+    domain = catalog.collectives.domain(net.nvlink) if net is not None else None
+    gpus = group.nodes * pool.accelerators_per_node
+    if domain is None or domain.gpus != gpus:
+        return None
+    busbw = domain.all_reduce_busbw_gb_s
+    return busbw, round(busbw * ACCEPTANCE_MIN_FRACTION, 2)
 
 
 # The gate on rank 0's output (nccl-tests all_reduce_perf with -c 1): the out-of-place busbw and #wrong of the largest
@@ -739,8 +835,10 @@ END {
 }'"""
 
 
-def _launcher_script(name: str, nodes: int, gpus: int, transport: NcclTransport) -> str:
-    hosts = ",".join(f"{name}-node-0-{i}.{name}:{gpus}" for i in range(nodes))
+def _launcher_script(name: str, nodes: int, gpus: int, transport: NcclTransport, job: str = "node") -> str:
+    """Pod 0 of replicated job `job` launches MPI over the job's pods (JobSet hostnames <name>-<job>-0-<i>)."""
+    host = f"{name}-{job}-0"
+    hosts = ",".join(f"{host}-{i}.{name}:{gpus}" for i in range(nodes))
     rank = f"exec {transport.all_reduce_perf} -b 8 -e 16G -f 2 -g 1 -c 1"
     if transport.rank_setup:
         rank = f"{transport.rank_setup} && {rank}"
@@ -751,12 +849,12 @@ def _launcher_script(name: str, nodes: int, gpus: int, transport: NcclTransport)
         f"mkdir -p /run/sshd && /usr/sbin/sshd -p {ACCEPTANCE_SSH_PORT}\n"
         # workers serve MPI until pod 0 (the launcher) finishes and leaves the headless service
         'if [ "$JOB_COMPLETION_INDEX" != 0 ]; then\n'
-        f"  until getent hosts {name}-node-0-0.{name}; do sleep 2; done\n"
-        f"  while getent hosts {name}-node-0-0.{name}; do sleep 10; done\n"
+        f"  until getent hosts {host}-0.{name}; do sleep 2; done\n"
+        f"  while getent hosts {host}-0.{name}; do sleep 10; done\n"
         "  exit 0\n"
         "fi\n"
         f"for i in $(seq 0 {nodes - 1}); do\n"
-        f"  until getent hosts {name}-node-0-$i.{name}; do sleep 2; done\n"
+        f"  until getent hosts {host}-$i.{name}; do sleep 2; done\n"
         "done\n"
         f"{transport.mpirun} --allow-run-as-root -np {gpus * nodes} -H {hosts} --bind-to none "
         f"-mca plm_rsh_args '-p {ACCEPTANCE_SSH_PORT} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' "
@@ -773,10 +871,40 @@ def acceptance_group(plan: ClusterPlan) -> PlannedNodeGroup:
     return max(kube.node_groups, key=lambda g: g.nodes)
 
 
+def acceptance_groups(plan: ClusterPlan) -> list[PlannedNodeGroup]:
+    """The node groups the acceptance test runs on, one replicated job each: the largest group; for a rack-scale
+    pool, every NVLink domain of the largest group's pool, each domain's ranks on its own nodes (one test per rack:
+    a rack left out would go untested)."""
+    group = acceptance_group(plan)
+    if group.nvlink_domain is None:
+        return [group]
+    return [g for g in _kube(plan).node_groups if g.pool == group.pool and g.nvlink_domain is not None]
+
+
+def _job_name(group: PlannedNodeGroup) -> str:
+    """The replicated job of an NVLink domain: the domain's suffix within its pool (nvl0, nvl1, ...)."""
+    assert group.nvlink_domain is not None
+    return group.nvlink_domain.removeprefix(f"{group.pool}-")
+
+
+def acceptance_compute_domains(plan: ClusterPlan) -> list[dict[str, Any]]:
+    """The ComputeDomains of the acceptance test, one per NVLink domain it tests (empty off rack-scale pools): each
+    domain's ranks are one workload, and each workload has its own ComputeDomain."""
+    kube = _kube(plan)
+    return [
+        compute_domain(f"{ACCEPTANCE_NAME}-{_job_name(g)}", kube.namespace, {NVLINK_LABEL: str(g.nvlink_domain)})
+        for g in acceptance_groups(plan)
+        if g.nvlink_domain is not None
+    ]
+
+
 def _required_level(kube: PlannedKubernetes, group: PlannedNodeGroup) -> tuple[str, str]:
     """The TAS annotation that keeps the test in one fabric domain: a node group is one domain (an AKS scale set,
-    a GKE placement group, an EKS placement group's pool), so require its level where the topology has one, else
-    prefer the widest network level (EKS and GKE topology labels come from the cloud's network)."""
+    a GKE placement group, an EKS placement group's pool, an NVLink domain), so require its level where the topology
+    has one (an NVLink domain's: the plan's nvlink_level), else prefer the widest network level (EKS and GKE topology
+    labels come from the cloud's network)."""
+    if group.nvlink_domain is not None and kube.nvlink_level is not None:
+        return ("kueue.x-k8s.io/podset-required-topology", kube.nvlink_level)
     levels = next((t.levels for t in kube.topologies if t.name == group.topology), ())
     if "kubernetes.azure.com/agentpool" in levels:
         return ("kueue.x-k8s.io/podset-required-topology", "kubernetes.azure.com/agentpool")
@@ -804,24 +932,55 @@ def acceptance_jobset(plan: ClusterPlan, catalog: Catalog | None = None) -> dict
     Pod 0 launches MPI over the JobSet's headless service once every pod resolves (SSH with the key pair of the Secret
     `nccl-allreduce-ssh`, `acceptance_ssh_secret`), then fails the JobSet when the bus bandwidth at the largest message
     size is below ACCEPTANCE_MIN_FRACTION of the catalog's figure for the instance type (annotation
-    `aicluster.io/expected-busbw-gb-s`; no figure, no minimum: the log still has the table)."""
+    `aicluster.io/expected-busbw-gb-s`; no figure, no minimum: the log still has the table).
+
+    A rack-scale pool is tested domain by domain: one replicated job per NVLink domain (nvl0, nvl1, ...), its pods
+    pinned to the domain's nodes and required in one NVLink domain by Kueue, each claiming the channel of the
+    domain's own ComputeDomain (`acceptance_compute_domains`), with NCCL forced onto multi-node NVLink; the gate is the
+    catalog's all_reduce figure for a whole NVLink domain."""
     kube = _kube(plan)
-    group = acceptance_group(plan)
+    catalog = catalog or load_catalog()
+    groups = acceptance_groups(plan)
+    name = ACCEPTANCE_NAME
+    annotations = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}
+    gate = acceptance_min_busbw(plan, groups[0], catalog)
+    if gate is not None:
+        annotations[EXPECTED_BUSBW_ANNOTATION] = f"{gate[0]:g}"
+    jobs = [
+        _replicated_job(plan, kube, g, "node" if g.nvlink_domain is None else _job_name(g), catalog) for g in groups
+    ]
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": {
+            **_meta(name, kube.namespace, **{"kueue.x-k8s.io/queue-name": kube.local_queue}),
+            "annotations": annotations,
+        },
+        "spec": {
+            "network": {"enableDNSHostnames": True, "subdomain": name, "publishNotReadyAddresses": True},
+            "failurePolicy": {"maxRestarts": 0},
+            "replicatedJobs": jobs,
+        },
+    }
+
+
+def _replicated_job(
+    plan: ClusterPlan, kube: PlannedKubernetes, group: PlannedNodeGroup, job: str, catalog: Catalog
+) -> dict[str, Any]:
+    """One replicated job of the acceptance JobSet: a pod per node of `group`, pod 0 launching MPI over them."""
     transport = nccl_transport(plan, group)
     gpus = int(group.resources.get("nvidia.com/gpu", "0"))
     name = ACCEPTANCE_NAME
-    gate = acceptance_min_busbw(plan, group, catalog or load_catalog())
+    gate = acceptance_min_busbw(plan, group, catalog)
     env = [{"name": k, "value": v} for k, v in transport.env.items()]
-    annotations = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}
     if gate is not None:
         env.append({"name": MIN_BUSBW_ENV, "value": f"{gate[1]:g}"})
-        annotations[EXPECTED_BUSBW_ANNOTATION] = f"{gate[0]:g}"
     key, level = _required_level(kube, group)
     requests = dict(group.resources)
     container: dict[str, Any] = {
         "name": "nccl",
         "image": transport.image,
-        "command": ["/bin/bash", "-c", _launcher_script(name, group.nodes, gpus, transport)],
+        "command": ["/bin/bash", "-c", _launcher_script(name, group.nodes, gpus, transport, job)],
         "resources": {"requests": requests, "limits": requests},
         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
         "volumeMounts": [
@@ -843,38 +1002,28 @@ def acceptance_jobset(plan: ClusterPlan, catalog: Catalog | None = None) -> dict
             *transport.volumes,
         ],
     }
+    if group.nvlink_domain is not None:  # the channel of this domain's ComputeDomain (acceptance_compute_domains)
+        pod_claim, container_claim = channel_claim(f"{name}-{job}")
+        pod_spec["resourceClaims"] = [pod_claim]
+        container["resources"]["claims"] = [container_claim]
     if transport.sidecars:
         pod_spec["initContainers"] = list(transport.sidecars)
     return {
-        "apiVersion": JOBSET_API,
-        "kind": "JobSet",
-        "metadata": {
-            **_meta(name, kube.namespace, **{"kueue.x-k8s.io/queue-name": kube.local_queue}),
-            "annotations": annotations,
-        },
-        "spec": {
-            "network": {"enableDNSHostnames": True, "subdomain": name, "publishNotReadyAddresses": True},
-            "failurePolicy": {"maxRestarts": 0},
-            "replicatedJobs": [
-                {
-                    "name": "node",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "parallelism": group.nodes,
-                            "completions": group.nodes,
-                            "completionMode": "Indexed",
-                            "backoffLimit": 0,
-                            "template": {
-                                "metadata": {
-                                    "labels": {"aicluster.io/test": name},
-                                    "annotations": {key: level, **transport.annotations},
-                                },
-                                "spec": pod_spec,
-                            },
-                        }
+        "name": job,
+        "replicas": 1,
+        "template": {
+            "spec": {
+                "parallelism": group.nodes,
+                "completions": group.nodes,
+                "completionMode": "Indexed",
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {
+                        "labels": {"aicluster.io/test": name},
+                        "annotations": {key: level, **transport.annotations},
                     },
-                }
-            ],
+                    "spec": pod_spec,
+                },
+            }
         },
     }

@@ -19,10 +19,12 @@ from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.schedulers.kubernetes.render import (
+    ACCEPTANCE_NAME,
     GKE_NETWORK_API,
     JOBSET_API,
     KUEUE_API,
     NIC_POLICY_API,
+    acceptance_compute_domains,
     acceptance_jobset,
     acceptance_ssh_secret,
     busbw_gate,
@@ -51,8 +53,20 @@ CRDS = {
     ("kueue.x-k8s.io", "LocalQueue"): "kueue/kueue.x-k8s.io_localqueues.yaml",
     ("jobset.x-k8s.io", "JobSet"): "jobset/jobset.x-k8s.io_jobsets.yaml",
     ("mellanox.com", "NicClusterPolicy"): "network-operator/mellanox.com_nicclusterpolicies.yaml",
+    ("resource.nvidia.com", "ComputeDomain"): "dra-driver-gpu/resource.nvidia.com_computedomains.yaml",
 }
 CHART_VALUES = {"gpu-operator": "gpu-operator/values.yaml", "network-operator": "network-operator/values.yaml"}
+# The DRA driver's chart values.yaml is not in the shared schemas folder (only its CRD is): the keys aicluster sets, as
+# deployments/helm/dra-driver-nvidia-gpu/values.yaml at v0.4.0 (6910a2be) defines them, nested as there (a list is a
+# leaf, as in `walk`).
+DRA_CHART_KEYS: dict[str, Any] = {
+    "nvidiaDriverRoot": "/",
+    "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": True}},
+    "kubeletPlugin": {
+        "tolerations": [],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
+    },
+}
 
 # GKE installs networking.gke.io itself and publishes no CRD; the fields its guides set, from
 # https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx (and the A3 Ultra / A4 RDMA
@@ -149,8 +163,13 @@ def test_core_objects_validate_against_the_clusters_kubernetes_version(stack: st
 def test_custom_resources_validate_against_their_crds(stack: str) -> None:
     plan = stack_plan(stack)
     checked = 0
-    for obj in [*kubernetes_objects(plan), acceptance_jobset(plan)]:
-        if obj["apiVersion"].split("/")[0] in ("kueue.x-k8s.io", "jobset.x-k8s.io", "mellanox.com"):
+    for obj in [*kubernetes_objects(plan), *acceptance_compute_domains(plan), acceptance_jobset(plan)]:
+        if obj["apiVersion"].split("/")[0] in (
+            "kueue.x-k8s.io",
+            "jobset.x-k8s.io",
+            "mellanox.com",
+            "resource.nvidia.com",
+        ):
             validate_cr(obj)
             checked += 1
     assert checked >= 5  # Topology, flavor, ClusterQueue, LocalQueue, JobSet at least
@@ -189,6 +208,8 @@ def test_helm_values_keys_exist_in_the_chart(stack: str) -> None:
         if addon.id in CHART_VALUES:
             chart = yaml.safe_load((SCHEMAS / CHART_VALUES[addon.id]).read_text(encoding="utf-8"))
             assert walk(values, chart) == [], f"{addon.id}: keys the chart does not define"
+        if addon.id == "dra-driver-gpu":
+            assert walk(values, DRA_CHART_KEYS) == [], f"{addon.id}: keys the chart does not define"
 
 
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
@@ -241,14 +262,16 @@ def test_each_flavor_selects_and_tolerates_its_node_group(stack: str) -> None:
     plan = stack_plan(stack)
     assert plan.kubernetes is not None
     flavors = {o["metadata"]["name"]: o for o in kubernetes_objects(plan) if o["kind"] == "ResourceFlavor"}
-    assert len(flavors) == len(plan.kubernetes.node_groups)
+    # one flavor per node group; a rack-scale pool's NVLink domains share their pool's (TAS picks the domain)
+    assert set(flavors) == {flavor_name(g) for g in plan.kubernetes.node_groups}
     topologies = {t.name for t in plan.kubernetes.topologies}
     for g in plan.kubernetes.node_groups:
         spec = flavors[flavor_name(g)]["spec"]
-        assert spec["nodeLabels"] == g.labels
+        assert spec["nodeLabels"].items() <= g.labels.items()
+        assert spec["nodeLabels"] == (g.labels if g.nvlink_domain is None else {"aicluster.io/pool": g.pool})
         assert spec["topologyName"] == g.topology
         assert g.topology in topologies
-        for taint in g.taints:
+        for taint in g.all_taints():
             assert any(
                 t["key"] == taint.key
                 and t["effect"] == taint.effect
@@ -273,13 +296,12 @@ def test_cluster_queue_quotas_are_nodes_times_per_node_amounts(stack: str) -> No
         for f in rg["flavors"]
         for r in f["resources"]
     }
-    expected = {
-        (flavor_name(g), r): str(int(v) * g.nodes)
-        for g in plan.kubernetes.node_groups
-        for r, v in g.resources.items()
-        if not r.startswith("hugepages-")
-    }
-    assert quota == expected
+    expected: dict[tuple[str, str], int] = {}
+    for g in plan.kubernetes.node_groups:
+        assert queued_resources(g).items() >= {r: v for r, v in g.resources.items() if "hugepages" not in r}.items()
+        for r, v in queued_resources(g).items():
+            expected[(flavor_name(g), r)] = expected.get((flavor_name(g), r), 0) + int(v) * g.nodes
+    assert quota == {k: str(v) for k, v in expected.items()}
     for rg in cq["spec"]["resourceGroups"]:  # Kueue: every flavor of a group lists the covered resources, in order
         for f in rg["flavors"]:
             assert [r["name"] for r in f["resources"]] == rg["coveredResources"]
@@ -347,34 +369,47 @@ def test_aks_nic_cluster_policy_offers_shared_ib_on_mellanox_nodes() -> None:
 
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
 def test_acceptance_jobset_runs_one_pod_per_node_of_the_largest_group(stack: str) -> None:
+    """One replicated job per tested group: the largest group, or every NVLink domain of a rack-scale pool."""
     plan = stack_plan(stack)
     assert plan.kubernetes is not None
-    group = max(plan.kubernetes.node_groups, key=lambda g: g.nodes)
+    largest = max(plan.kubernetes.node_groups, key=lambda g: g.nodes)
+    groups = [
+        g
+        for g in plan.kubernetes.node_groups
+        if g == largest or (largest.nvlink_domain is not None and g.pool == largest.pool)
+    ]
     js = acceptance_jobset(plan)
     assert js["apiVersion"] == JOBSET_API
     assert installed_by(js) == "jobset"
     assert js["metadata"]["namespace"] == plan.kubernetes.namespace
     assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == plan.kubernetes.local_queue
     assert js["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "kubernetes.io/hostname"
-    (rj,) = js["spec"]["replicatedJobs"]
-    job = rj["template"]["spec"]
-    assert job["parallelism"] == job["completions"] == group.nodes
-    pod = job["template"]
-    annotations = pod["metadata"]["annotations"]
-    (level,) = [v for k, v in annotations.items() if k.startswith("kueue.x-k8s.io/podset-")]
-    levels = next(t.levels for t in plan.kubernetes.topologies if t.name == group.topology)
-    assert level in levels
-    assert level != "kubernetes.io/hostname"
-    (container,) = pod["spec"]["containers"]
-    assert container["resources"]["requests"] == group.resources == container["resources"]["limits"]
-    assert ":" in container["image"]
-    assert not container["image"].endswith(":latest")
-    assert "all_reduce_perf" in container["command"][-1]
-    gpus = int(group.resources["nvidia.com/gpu"])
-    assert f"-np {gpus * group.nodes} " in container["command"][-1]
-    assert pod["spec"]["tolerations"] == [
-        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints
-    ]
+    jobs = js["spec"]["replicatedJobs"]
+    assert len(jobs) == len(groups)
+    for rj, group in zip(jobs, groups, strict=True):
+        assert rj["replicas"] == 1
+        job = rj["template"]["spec"]
+        assert job["parallelism"] == job["completions"] == group.nodes
+        pod = job["template"]
+        assert pod["spec"]["nodeSelector"] == group.labels
+        annotations = pod["metadata"]["annotations"]
+        (level,) = [v for k, v in annotations.items() if k.startswith("kueue.x-k8s.io/podset-")]
+        levels = next(t.levels for t in plan.kubernetes.topologies if t.name == group.topology)
+        assert level in levels
+        assert level != "kubernetes.io/hostname"
+        (container,) = pod["spec"]["containers"]
+        requests = {k: v for k, v in container["resources"].items() if k != "claims"}
+        assert requests == {"requests": group.resources, "limits": group.resources}
+        assert ":" in container["image"]
+        assert not container["image"].endswith(":latest")
+        script = container["command"][-1]
+        assert "all_reduce_perf" in script
+        gpus = int(group.resources["nvidia.com/gpu"])
+        assert f"-np {gpus * group.nodes} " in script
+        assert f"-H {ACCEPTANCE_NAME}-{rj['name']}-0-0.{ACCEPTANCE_NAME}:{gpus}," in script
+        assert pod["spec"]["tolerations"] == [
+            {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.all_taints()
+        ]
 
 
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
