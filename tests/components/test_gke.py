@@ -324,7 +324,7 @@ def test_each_nvlink_domain_is_a_node_pool_under_a_1x72_workload_policy(a4x: Bui
         np = pool.inputs
         assert np["name"] == domain.id
         assert np["nodeCount"] == len(domain.nodes) == 18
-        assert np["nodeLocations"] == ["us-east1-d"]
+        assert np["nodeLocations"] == ["us-east4-b"]
         assert np["placementPolicy"]["type"] == "COMPACT"
         policy = a4x.by_urn(pool.property_dependencies["placementPolicy"][0])
         assert policy.type == POLICY
@@ -342,7 +342,7 @@ def test_each_nvlink_domain_is_a_node_pool_under_a_1x72_workload_policy(a4x: Bui
         assert cfg["imageType"] == "COS_CONTAINERD"  # the catalog's Arm image type for GKE
         # aicluster sets the GPU taint; GKE sets the Arm one itself
         assert cfg["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
-        assert cfg["reservationAffinity"]["values"] == ["projects/ml-capacity/reservations/gb200-us-east1-d"]
+        assert cfg["reservationAffinity"]["values"] == ["projects/ml-capacity/reservations/gb200-us-east4-b"]
         # the pool's 2 gVNIC + 4 MRDMA NICs: the second gVNIC and the RDMA NICs as extra node networks
         assert len(np["networkConfig"]["additionalNodeNetworkConfigs"]) == 5
     assert len(a4x.of_type(POLICY)) == 2

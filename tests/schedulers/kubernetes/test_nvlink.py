@@ -39,7 +39,7 @@ from tests.conftest import KUBERNETES_STACKS, ROOT
 from tests.helpers import gcp_cluster, gcp_pool, plan_of
 from tests.helpers import plan_problems as located
 
-A4X = {"instance_type": "a4x-highgpu-4g", "region": "us-east1", "zone": "us-east1-d", "market": "reserved"}
+A4X = {"instance_type": "a4x-highgpu-4g", "region": "us-east4", "zone": "us-east4-b", "market": "reserved"}
 SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 ARM_TAINT = {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}
 
