@@ -139,9 +139,13 @@ class AwsPool(Strict):
                 problems.append(
                     Problem(
                         ("reservations",),
-                        f"reservations names one Capacity Block per UltraServer, which only market capacity-block "
-                        f"buys; set market: capacity-block, or give a {self.market} pool's reservation as "
-                        "reservation",
+                        "reservations names one Capacity Block per UltraServer, which only market capacity-block "
+                        "buys; set market: capacity-block, or "
+                        + (
+                            "give the reserved pool's one reservation as reservation"
+                            if self.market == "reserved"
+                            else "drop reservations"
+                        ),
                     )
                 )
             seen: set[str] = set()
