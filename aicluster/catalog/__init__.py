@@ -230,8 +230,9 @@ def _check(cat: Catalog) -> None:
             reg = cat.region(prov, off.region)
             if reg is None:
                 problems.append(f"{what}: offering in unknown region {off.region!r}")
-            elif not set(off.zones) <= set(reg.zones):
-                problems.append(f"{what}: zones {sorted(set(off.zones) - set(reg.zones))} not in {off.region}")
+            elif not set(off.zones) <= {*reg.zones, *reg.local_zones}:
+                unknown = sorted(set(off.zones) - {*reg.zones, *reg.local_zones})
+                problems.append(f"{what}: zones {unknown} not in {off.region}")
     for tpu in cat.tpu_types.values():
         cited(tpu, f"tpu {tpu.name}")
         if tpu.accelerator not in cat.accelerators:

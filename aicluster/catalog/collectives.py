@@ -280,9 +280,9 @@ def collective_problems(
                 )
             if it.network.gpu_nics and net.rails != it.network.gpu_nics:
                 problems.append(f"collectives {what}: rails {net.rails} but {name} has {it.network.gpu_nics} GPU NICs")
-            if it.network.aws is not None and net.rails != it.network.aws.efa_interfaces:
+            if it.network.aws is not None and net.rails != len(it.network.aws.efa_layout()):
                 problems.append(
-                    f"collectives {what}: rails {net.rails} but {name} has {it.network.aws.efa_interfaces} EFA "
+                    f"collectives {what}: rails {net.rails} but {name} has {len(it.network.aws.efa_layout())} EFA "
                     "interfaces"
                 )
     for (prov, name), it in sorted(instance_types.items()):

@@ -70,11 +70,51 @@ class Accelerator(Sourced):
 
 
 class NetworkInterfaceLimits(_Record):
-    """What the instance type allows on its network cards (AWS DescribeInstanceTypes NetworkInfo)."""
+    """What the instance type allows on its network cards (AWS DescribeInstanceTypes NetworkInfo), and which cards a
+    node's EFA interfaces go on."""
 
     network_cards: Annotated[int, Field(ge=1, description="MaximumNetworkCards.")]
     efa_interfaces: Annotated[int, Field(ge=0, description="EfaInfo.MaximumEfaInterfaces.")]
-    max_interfaces: Annotated[int, Field(ge=1, description="MaximumNetworkInterfaces (all cards).")]
+    max_interfaces: Annotated[
+        int | None, Field(ge=1, description="MaximumNetworkInterfaces (all cards); null: no stored copy gives it.")
+    ]
+    efa_cards: Annotated[
+        tuple[int, ...],
+        Field(
+            description="The cards that carry the node's EFA interfaces where the vendor configures fewer than every "
+            "EFA-capable card (p6e-gb200: one per GPU's group of cards, `[1, 5, 9, 13]`); empty: every EFA-capable "
+            "card, one interface each."
+        ),
+    ] = ()
+
+    @property
+    def primary_card_efa(self) -> bool:
+        """Whether card 0 takes an EFA interface beside the primary ENA one: AWS's types with fewer EFA interfaces
+        than cards (p6-b300, p6e-gb200: 16 of 17) have an ENA-only card 0 (ParallelCluster infers it the same way
+        from DescribeInstanceTypes)."""
+        return self.efa_interfaces >= self.network_cards
+
+    def efa_layout(self) -> tuple[int, ...]:
+        """The network cards that carry one EFA interface each, in card order."""
+        if self.efa_cards:
+            return self.efa_cards
+        if self.efa_interfaces == 0:
+            return ()
+        first = 0 if self.primary_card_efa else 1
+        return tuple(range(first, min(first + self.efa_interfaces, self.network_cards)))
+
+    @model_validator(mode="after")
+    def _efa_cards(self) -> NetworkInterfaceLimits:
+        cards = list(self.efa_cards)
+        lowest = 0 if self.primary_card_efa else 1
+        if cards and (cards != sorted(set(cards)) or cards[0] < lowest or cards[-1] >= self.network_cards):
+            raise ValueError(
+                f"efa_cards {cards}: ascending card indexes from {lowest} to {self.network_cards - 1} (card 0 "
+                "takes EFA only where every card does)"
+            )
+        if len(cards) > self.efa_interfaces:
+            raise ValueError(f"efa_cards: {len(cards)} cards, more than the {self.efa_interfaces} EFA interfaces")
+        return self
 
 
 class GcpNicLayout(_Record):
@@ -112,6 +152,14 @@ class Network(_Record):
             "DGX B300 and NVL72 trays: `1`); null: 2 on 8-rail nodes, else 1.",
         ),
     ] = None
+    infiniband_across_scale_sets: Annotated[
+        bool,
+        Field(
+            description="Azure: the VM's InfiniBand reaches VMs of other scale sets (ND GB200/GB300 v6: 'to up to "
+            "100,000 GPUs through InfiniBand'); false: only the VMs of its own scale set and placement group "
+            "(ND v4/v5)."
+        ),
+    ] = False
 
 
 class Offering(Sourced):
@@ -179,6 +227,13 @@ class NvlinkDomain(_Record):
             "the u-p6e-gb200x36 and x72 UltraServers); a smaller one is a partial domain the vendor sells.",
         ),
     ]
+    unit_types: Annotated[
+        tuple[str, ...],
+        Field(
+            description="The vendor's name of each size, in the order of `sizes` (AWS UltraServer types "
+            "`u-p6e-gb200x36`, `u-p6e-gb200x72`: what a Capacity Block is bought as); empty: the vendor names none."
+        ),
+    ] = ()
     rack_kw: Annotated[
         float | None,
         Field(gt=0, description="The whole rack's maximum draw, kW (switch trays and power shelves included)."),
@@ -201,7 +256,13 @@ class NvlinkDomain(_Record):
     def _sizes(self) -> NvlinkDomain:
         if list(self.sizes) != sorted(set(self.sizes)) or self.sizes[-1] != self.nodes or self.sizes[0] < 1:
             raise ValueError(f"sizes {list(self.sizes)}: ascending node counts ending with the whole domain")
+        if self.unit_types and len(self.unit_types) != len(self.sizes):
+            raise ValueError(f"unit_types {list(self.unit_types)}: one name per size {list(self.sizes)}")
         return self
+
+    def unit_type(self, nodes: int) -> str | None:
+        """The vendor's name of a domain of `nodes` nodes (None: unnamed)."""
+        return dict(zip(self.sizes, self.unit_types, strict=False)).get(nodes)
 
 
 class InstanceType(Sourced):
@@ -408,6 +469,14 @@ class Region(Sourced):
     country: Annotated[str, Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2.")]
     jurisdiction: Annotated[str, Field(description="Data-protection jurisdiction (e.g. `US`, `EU`, `UK`).")]
     zones: tuple[str, ...]
+    local_zones: Annotated[
+        tuple[str, ...],
+        Field(
+            description="AWS Local Zones of the region that an offering names (e.g. `us-east-1-dfw-2a`): extensions "
+            "of the region's network in another city, opted into per account; only the types offered there launch "
+            "there, and NAT gateways, file systems and controllers stay in the region's own zones."
+        ),
+    ] = ()
     carbon_g_per_kwh: Annotated[float, Field(ge=0, description="Grid carbon intensity, gCO2e/kWh.")]
     pue: Annotated[float, Field(ge=1.0, description="Typical facility power usage effectiveness.")]
 

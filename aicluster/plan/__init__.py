@@ -36,6 +36,7 @@ from aicluster.spec import (
 
 from .context import UNPRICED_NOTE, PlanCtx, round2, service_cost
 from .models import (
+    AwsGroup,
     AwsPoolDetails,
     AzurePoolDetails,
     ClusterPlan,
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
     from aicluster.schedulers.base import SchedulerPlanner
 
 __all__ = [
+    "AwsGroup",
     "AwsPoolDetails",
     "AzurePoolDetails",
     "ClusterPlan",
@@ -329,11 +331,21 @@ def _with_clients(
         users.append(("controller", controller.zone))
     zones = tuple(sorted({*([fs.zone] if fs.zone else []), *(z for _, z in users if z)}))
     if fs.kind == "lustre":
-        far = sorted({name for name, zone in users if zone != fs.zone and name != "controller"})
+        reg = ctx.catalog.region(fs.provider, fs.region)
+        local = set(reg.local_zones) if reg is not None else set()
+        far = sorted({name for name, zone in users if zone != fs.zone and zone not in local and name != "controller"})
         if far:
             ctx.warnings.append(
                 f"{fs.name} ({fs.service}) is in {fs.zone}; pool(s) {', '.join(far)} reach it across zones "
                 "(more latency, and inter-zone data charges); set its zone to where the busiest pool runs"
+            )
+        remote = sorted({(name, zone) for name, zone in users if zone in local})
+        if remote:
+            ctx.warnings.append(
+                f"{fs.name} ({fs.service}) is in {fs.zone}; pool(s) "
+                f"{', '.join(f'{name} ({zone})' for name, zone in remote)} reach it from a Local Zone over its link "
+                "to the region (more latency, and data charges): the catalog places file systems in the region's "
+                "own zones only"
             )
     return fs.model_copy(update={"client_zones": zones})
 
@@ -485,12 +497,13 @@ def _plan_networks(ctx: PlanCtx) -> list[PlannedNetwork]:
                     index=cut.index,
                     addresses_needed=cut.need,
                     addresses_available=available,
+                    nat_zone=cut.nat_zone,
                 )
             )
         # AWS: one NAT gateway (and its public IPv4 address) per zone in use; Azure: one per network,
         # attached to its compute subnet (a NAT gateway serves every subnet of a VNet it is attached to);
         # GCP: one Cloud NAT on the host VPC's regional router.
-        nats = cloud.nat_gateways(zones)
+        nats = cloud.nat_gateways(zones, layout)
         # priced one gateway (and address) at a time, as the policy pack sees them, so the figures agree
         gateway = service_cost(ctx, provider, "nat-gateway", region, 1, f"the {key} network's NAT gateways")
         address = service_cost(

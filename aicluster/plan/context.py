@@ -102,12 +102,13 @@ def zone_of(
     if zone is None:
         return None
     choices = list(allowed or reg.zones)
-    if zone not in reg.zones:
+    if zone not in reg.zones and zone not in reg.local_zones:
         ctx.problem(
             path,
-            f"not a zone of {reg.name}; zones: {', '.join(reg.zones)}",
+            f"not a zone of {reg.name}; zones: {', '.join(reg.zones)}"
+            + (f"; Local Zones: {', '.join(reg.local_zones)}" if reg.local_zones else ""),
             zone,
-            did_you_mean(zone, list(reg.zones)),
+            did_you_mean(zone, [*reg.zones, *reg.local_zones]),
         )
         return None
     if zone not in choices:

@@ -36,6 +36,9 @@ class Subnet(_Plan):
     index: int = 0  # which GPU NIC (gpu, rdma)
     addresses_needed: int
     addresses_available: int
+    # an AWS Local Zone's compute subnet: the region zone whose NAT gateway its traffic leaves through (Local Zones
+    # take no NAT gateway of their own); None: its own zone's
+    nat_zone: str | None = None
 
 
 class GcpVpc(_Plan):
@@ -90,6 +93,18 @@ class Nic(_Plan):
     security_groups: tuple[Literal["efa", "node"], ...]
 
 
+class AwsGroup(_Plan):
+    """One Auto Scaling group of an UltraServer pool: one UltraServer (an NVLink domain), bought as its own Capacity
+    Block, launched from its own launch template that targets that block."""
+
+    name: str  # the NVLink domain's name, <pool>-nvl<k>
+    index: int
+    nodes: int
+    first_node: int  # pool-wide index of its first node
+    capacity_reservation_id: str  # the UltraServer's Capacity Block (cr-...)
+    ultraserver_type: str | None  # e.g. u-p6e-gb200x72; None: the catalog names none
+
+
 class AwsPoolDetails(_Plan):
     nics: tuple[Nic, ...]
     efa_devices: int  # EFA interfaces per node (0: no EFA)
@@ -104,6 +119,9 @@ class AwsPoolDetails(_Plan):
     root_volume_gib: int
     imds_hop_limit: int
     capacity_rebalance: bool  # spot: replace instances at risk of interruption before they are reclaimed
+    # an UltraServer pool (p6e-gb200): one group per UltraServer, each targeting its own Capacity Block; empty: one
+    # Auto Scaling group for the whole pool
+    groups: tuple[AwsGroup, ...] = ()
 
 
 class ScaleSet(_Plan):
@@ -120,6 +138,9 @@ class AzurePoolDetails(_Plan):
     scale_sets: tuple[ScaleSet, ...]
     max_vms_per_scale_set: int  # VMs one placement group holds (100 unless raised by Azure support)
     infiniband: bool
+    # ND GB200/GB300 v6: InfiniBand reaches across the pool's scale sets (one per NVL72 rack); False: each scale set
+    # is its own InfiniBand domain (ND v4/v5)
+    infiniband_across_scale_sets: bool = False
     single_placement_group: bool
     platform_fault_domain_count: int
     overprovision: bool
@@ -324,9 +345,16 @@ class PlannedPool(_Plan):
     nvlink: PoolNvlink | None = None  # rack-scale types: the pool's multi-node NVLink domains
 
     def ib_domains(self) -> list[tuple[str, range]]:
-        """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric."""
+        """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric: each scale set, or the
+        whole pool where the type's InfiniBand reaches across them (ND GB200/GB300 v6)."""
         if self.azure is None:
             return []
+        if self.azure.infiniband_across_scale_sets:
+            return [(self.name, range(self.nodes))]
+        return self._scale_sets()
+
+    def _scale_sets(self) -> list[tuple[str, range]]:
+        assert self.azure is not None
         return [(s.name, range(s.first_node, s.first_node + s.nodes)) for s in self.azure.scale_sets]
 
     def node_names(self) -> list[str]:
@@ -339,13 +367,15 @@ class PlannedPool(_Plan):
 
     def fabric_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes the plan keeps close together: an Azure scale
-        set (one InfiniBand fabric), a GCP placement group or a TPU slice (one ICI domain). Empty: one
-        domain, the pool (an AWS cluster placement group)."""
+        set (one InfiniBand fabric), a GCP placement group or a TPU slice (one ICI domain), an AWS UltraServer
+        (one Capacity Block). Empty: one domain, the pool (an AWS cluster placement group)."""
         if self.gcp is not None:
             return [(g.name, range(g.first_node, g.first_node + g.nodes)) for g in self.gcp.groups]
+        if self.aws is not None and self.aws.groups:
+            return [(g.name, range(g.first_node, g.first_node + g.nodes)) for g in self.aws.groups]
         if self.tpu is not None:
             return [(t.name, range(t.first_node, t.first_node + t.hosts)) for t in self.tpu.slices]
-        return self.ib_domains()
+        return self._scale_sets() if self.azure is not None else []
 
 
 class PlannedFilesystem(_Plan):

@@ -62,15 +62,27 @@ class Cut:
     cidr: str
     need: int
     index: int = 0
+    nat_zone: str | None = None  # an AWS Local Zone's compute subnet: the zone whose NAT gateway it routes through
 
 
-def aws_subnets(network: str, region_zones: tuple[str, ...], zones: dict[str | None, int]) -> list[Cut]:
-    """A compute and a public subnet per zone in use, at the zone's fixed index in the region."""
+def aws_subnets(
+    network: str, region_zones: tuple[str, ...], zones: dict[str | None, int], local_zones: tuple[str, ...] = ()
+) -> list[Cut]:
+    """A compute and a public subnet per zone in use, at the zone's fixed index in the region. A Local Zone in use
+    (after the region's zones in the index) gets a compute subnet only: it routes out through the NAT gateway of the
+    region's first zone (Local Zones take no NAT gateway of their own), whose subnets are then cut too."""
     out = []
-    for zone in sorted(z for z in zones if z is not None):
+    local = sorted(z for z in zones if z in local_zones)
+    regular = {z for z in zones if z is not None and z not in local_zones}
+    if local:
+        regular.add(region_zones[0])
+    for zone in sorted(regular):
         compute, public = zone_subnets(network, region_zones.index(zone))
-        out.append(Cut(zone, "compute", compute, addresses_needed(zones[zone])))
+        out.append(Cut(zone, "compute", compute, addresses_needed(zones.get(zone, 0))))
         out.append(Cut(zone, "public", public, 1))
+    for zone in local:
+        compute, _ = zone_subnets(network, len(region_zones) + local_zones.index(zone))
+        out.append(Cut(zone, "compute", compute, addresses_needed(zones[zone]), nat_zone=region_zones[0]))
     return out
 
 

@@ -74,8 +74,8 @@ class CloudPlanner(ABC):
         resource = {"gpu": "nvidia.com/gpu", "tpu": "google.com/tpu"}.get(pool.accelerator_kind or "")
         return {resource: str(pool.accelerators_per_node)} if resource else {}
 
-    def nat_gateways(self, zones: dict[str | None, int]) -> int:
-        """One NAT gateway per network unless the cloud needs more (AWS: one per zone in use)."""
+    def nat_gateways(self, zones: dict[str | None, int], layout: Sequence[Cut]) -> int:
+        """One NAT gateway per network unless the cloud needs more (AWS: one per public subnet)."""
         return 1
 
     def network_fields(self, ctx: PlanCtx, key: str, roles: dict[str, int]) -> dict[str, object]:

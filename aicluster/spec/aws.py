@@ -10,6 +10,7 @@ from pydantic import (
 )
 
 from .base import (
+    CAPACITY_RESERVATION_RE,
     PLACEMENT_GROUP_RE,
     AwsMarket,
     Count,
@@ -48,11 +49,13 @@ class AwsPool(Strict):
         str | None,
         Field(
             pattern=_pattern(
-                r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$",
-                "must be an AWS Availability Zone name: the region and a letter (e.g. us-east-1a)",
+                r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]{3}-\d)?[a-z]$",
+                "must be an AWS Availability Zone name: the region and a letter (e.g. us-east-1a), or a Local Zone "
+                "name (e.g. us-east-1-dfw-2a)",
             ),
-            description="Availability Zone (e.g. `us-east-1a`). Required for EFA instance types: "
-            "EFA traffic does not cross zones.",
+            description="Availability Zone (e.g. `us-east-1a`), or a Local Zone of the region where the catalog "
+            "offers the type there (p6e-gb200: `us-east-1-dfw-2a`). Required for EFA instance types: EFA traffic does "
+            "not cross zones.",
         ),
     ] = None
     instance_type: Annotated[InstanceType, Field(description="EC2 instance type (e.g. `p5.48xlarge`).")]
@@ -68,12 +71,20 @@ class AwsPool(Strict):
     reservation: Annotated[
         str | None,
         Field(
-            pattern=_pattern(
-                r"^cr-[0-9a-f]{8,17}$",
-                "must be a Capacity Reservation id: cr- and 8 to 17 lowercase hex digits (e.g. cr-0123abcd)",
-            ),
+            pattern=CAPACITY_RESERVATION_RE,
             description="Capacity Reservation or Capacity Block id (e.g. `cr-0123abcd`); "
-            "required for `capacity-block`, optional for `reserved`.",
+            "required for `capacity-block` (or `reservations`), optional for `reserved`.",
+        ),
+    ] = None
+    reservations: Annotated[
+        list[Annotated[str, Field(pattern=CAPACITY_RESERVATION_RE)]] | None,
+        Field(
+            min_length=1,
+            max_length=1_000,
+            description="The Capacity Blocks of an UltraServer pool, one per UltraServer in the order the plan "
+            "cuts the pool (whole UltraServers first, then a smaller one): a pool of 36 `p6e-gb200.36xlarge` is two "
+            "`u-p6e-gb200x72` UltraServers, each bought as its own block (e.g. `[cr-0a1b2c3d, cr-0e5f6a7b]`). "
+            "`market: capacity-block` only; instead of `reservation`.",
         ),
     ] = None
     placement_group: Annotated[
@@ -107,13 +118,48 @@ class AwsPool(Strict):
     @model_validator(mode="after")
     def _market_rules(self) -> AwsPool:
         problems: list[Problem] = []
-        if self.market == "capacity-block" and not self.reservation:
+        if self.market == "capacity-block" and not self.reservation and not self.reservations:
             problems.append(
                 Problem(
                     ("reservation",),
-                    "market capacity-block needs the id (cr-...) of the Capacity Block you purchased",
+                    "market capacity-block needs the id (cr-...) of the Capacity Block you purchased (an UltraServer "
+                    "pool: reservations, one block per UltraServer)",
                 )
             )
+        if self.reservations is not None:
+            if self.reservation is not None:
+                problems.append(
+                    Problem(
+                        ("reservations",),
+                        "give the pool's Capacity Blocks once: reservation (one block) or reservations (one per "
+                        "UltraServer), not both",
+                    )
+                )
+            if self.market != "capacity-block":
+                problems.append(
+                    Problem(
+                        ("reservations",),
+                        "reservations names one Capacity Block per UltraServer, which only market capacity-block "
+                        "buys; set market: capacity-block, or "
+                        + (
+                            "give the reserved pool's one reservation as reservation"
+                            if self.market == "reserved"
+                            else "drop reservations"
+                        ),
+                    )
+                )
+            seen: set[str] = set()
+            for k, rid in enumerate(self.reservations):
+                if rid in seen:
+                    problems.append(
+                        Problem(
+                            ("reservations", k),
+                            "named twice: each UltraServer is its own Capacity Block, with its own id",
+                            rid,
+                            True,
+                        )
+                    )
+                seen.add(rid)
         if self.market in ("spot", "on-demand") and self.reservation:
             problems.append(
                 Problem(

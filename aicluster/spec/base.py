@@ -355,6 +355,7 @@ ZONE_RE = r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$"
 SKU_RE = r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$"
 PLACEMENT_GROUP_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
 POLICY_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,127}$"
+CAPACITY_RESERVATION_RE = r"^cr-[0-9a-f]{8,17}$"
 _PATTERN_HINTS[INSTANCE_TYPE_RE] = "must be an instance type name: letters, digits, '.', '_' and '-' (e.g. p5.48xlarge)"
 _PATTERN_HINTS[REGION_RE] = (
     "must be a region name: lowercase letters, digits and '-' (e.g. us-east-1, eastus, us-central1)"
@@ -366,6 +367,9 @@ _PATTERN_HINTS[SKU_RE] = (
 )
 _PATTERN_HINTS[PLACEMENT_GROUP_RE] = (
     "must be a placement group name: letters, digits, '.', '_' and '-' (e.g. llm-dev-h100)"
+)
+_PATTERN_HINTS[CAPACITY_RESERVATION_RE] = (
+    "must be a Capacity Reservation id: cr- and 8 to 17 lowercase hex digits (e.g. cr-0123abcd)"
 )
 _PATTERN_HINTS[POLICY_NAME_RE] = (
     "must be a policy name: lowercase letters, digits and '-' (e.g. aws-ec2-instance-disallow-public-ip; "

@@ -9,7 +9,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from aicluster.plan import PlannedPool
+from aicluster.plan import AwsGroup, PlannedPool
 
 # Ubuntu-based images (the DLAMI included) boot from /dev/sda1.
 ROOT_DEVICE = "/dev/sda1"
@@ -71,12 +71,17 @@ def market_options(pool: PlannedPool) -> aws.ec2.LaunchTemplateInstanceMarketOpt
     return None
 
 
-def capacity_reservation(pool: PlannedPool) -> aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None:
+def capacity_reservation(
+    pool: PlannedPool, group: AwsGroup | None = None
+) -> aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None:
+    """The reservation or Capacity Block a template's launches target: an UltraServer group's own block, else the
+    pool's."""
     assert pool.aws is not None
-    if pool.aws.capacity_reservation_id:
+    target = group.capacity_reservation_id if group is not None else pool.aws.capacity_reservation_id
+    if target:
         return aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                capacity_reservation_id=pool.aws.capacity_reservation_id
+                capacity_reservation_id=target
             )
         )
     if pool.aws.capacity_reservation_preference:
@@ -106,16 +111,19 @@ def imds_v2(hop_limit: int) -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
 class AwsGpuPool(pulumi.ComponentResource):
     """Launch template + Auto Scaling group pinned to one subnet/AZ.
 
-    - every EFA-capable network card declared (plan's NIC layout), EFA security group on each;
+    - every EFA card of the type's layout declared (plan's NIC layout), EFA security group on each;
     - a cluster placement group unless the plan says otherwise (capacity blocks, targeted reservations);
     - capacity-block / spot market options and capacity-reservation targeting from the plan;
+    - an UltraServer pool (p6e-gb200): one launch template and group per UltraServer, each targeting that
+      UltraServer's own Capacity Block, so every NVLink domain is launched whole into the block bought for it;
     - IMDSv2 required, encrypted gp3 root volume, no public IPs.
-    The group is sized to the pool (min = max = desired); Pulumi does not wait for GPU capacity.
+    A group is sized to its nodes (min = max = desired); Pulumi does not wait for GPU capacity.
     Template changes reach nodes launched afterwards; running nodes are not replaced automatically.
     """
 
-    asg_name: pulumi.Output[str]
+    asg_name: pulumi.Output[str]  # the pool's group; an UltraServer pool's first
     launch_template_id: pulumi.Output[str]
+    asg_names: dict[str, pulumi.Output[str]]  # by group (the pool's name, or each UltraServer's domain name)
 
     def __init__(self, name: str, args: GpuPoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aicluster:aws:GpuPool", name, {}, opts)
@@ -131,10 +139,36 @@ class AwsGpuPool(pulumi.ComponentResource):
         elif pool.aws.placement_group == "existing":
             placement_group = pool.aws.placement_group_name
 
-        lt = aws.ec2.LaunchTemplate(
-            f"{name}-lt",
+        groups: list[tuple[str, AwsGroup | None, int]] = (
+            [(f"{name}-nvl{g.index}", g, g.nodes) for g in pool.aws.groups]
+            if pool.aws.groups
+            else [(name, None, pool.nodes)]
+        )
+        self.asg_names = {}
+        template_ids = []
+        for prefix, group, nodes in groups:
+            lt = self._launch_template(prefix, pool, args, group, child)
+            asg = self._group(prefix, pool, args, lt, nodes, placement_group, child)
+            self.asg_names[group.name if group is not None else pool.name] = asg.name
+            template_ids.append(lt.id)
+        self.asg_name = next(iter(self.asg_names.values()))
+        self.launch_template_id = template_ids[0]
+        self.register_outputs(
+            {"asg_name": self.asg_name, "asg_names": self.asg_names, "launch_template_id": template_ids[0]}
+        )
+
+    @staticmethod
+    def _launch_template(
+        prefix: str, pool: PlannedPool, args: GpuPoolArgs, group: AwsGroup | None, child: pulumi.ResourceOptions
+    ) -> aws.ec2.LaunchTemplate:
+        assert pool.aws is not None
+        what = f"aicluster pool {pool.name} ({pool.instance_type})"
+        if group is not None:
+            what += f", UltraServer {group.name}" + (f" ({group.ultraserver_type})" if group.ultraserver_type else "")
+        return aws.ec2.LaunchTemplate(
+            f"{prefix}-lt",
             # static: a node count here would make every resize a new template version
-            description=f"aicluster pool {pool.name} ({pool.instance_type})",
+            description=what,
             image_id=pool.aws.image,
             instance_type=pool.instance_type,
             network_interfaces=network_interfaces(pool, args),
@@ -142,23 +176,34 @@ class AwsGpuPool(pulumi.ComponentResource):
             metadata_options=imds_v2(pool.aws.imds_hop_limit),
             block_device_mappings=[root_volume(pool.aws.root_volume_gib)],
             instance_market_options=market_options(pool),
-            capacity_reservation_specification=capacity_reservation(pool),
+            capacity_reservation_specification=capacity_reservation(pool, group),
             ebs_optimized="true",
             monitoring=aws.ec2.LaunchTemplateMonitoringArgs(enabled=True),
             user_data=base64.b64encode(args["user_data"].encode()).decode(),
             update_default_version=True,
-            region=region,
+            region=pool.region,
             opts=child,
         )
 
+    @staticmethod
+    def _group(
+        prefix: str,
+        pool: PlannedPool,
+        args: GpuPoolArgs,
+        lt: aws.ec2.LaunchTemplate,
+        nodes: int,
+        placement_group: pulumi.Input[str] | None,
+        child: pulumi.ResourceOptions,
+    ) -> aws.autoscaling.Group:
+        assert pool.aws is not None
         # A burst pool starts empty: Slurm's resume and suspend programs set its desired capacity (never above
         # max), so `pulumi up` must not reset it, and Auto Scaling must not rebalance nodes Slurm has bound.
         burst = pool.burst
-        asg = aws.autoscaling.Group(
-            f"{name}-asg",
-            min_size=0 if burst else pool.nodes,
-            max_size=pool.nodes,
-            desired_capacity=0 if burst else pool.nodes,
+        return aws.autoscaling.Group(
+            f"{prefix}-asg",
+            min_size=0 if burst else nodes,
+            max_size=nodes,
+            desired_capacity=0 if burst else nodes,
             suspended_processes=["AZRebalance"] if burst else None,
             vpc_zone_identifiers=[args["subnet_id"]],
             placement_group=placement_group,
@@ -168,11 +213,8 @@ class AwsGpuPool(pulumi.ComponentResource):
             capacity_rebalance=pool.aws.capacity_rebalance,
             health_check_type="EC2",
             wait_for_capacity_timeout="0",
-            region=region,
+            region=pool.region,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["desiredCapacity"]))
             if burst
             else child,
         )
-        self.asg_name = asg.name
-        self.launch_template_id = lt.id
-        self.register_outputs({"asg_name": asg.name, "launch_template_id": lt.id})

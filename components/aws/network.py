@@ -59,7 +59,8 @@ class AwsNetwork(pulumi.ComponentResource):
         )
 
         self.compute_subnet_ids = {}
-        private_rts = []
+        private_rts: list[pulumi.Output[str]] = []
+        nats: dict[str, aws.ec2.NatGateway] = {}
         for sub in net.subnets:
             if sub.role != "public":
                 continue
@@ -89,32 +90,14 @@ class AwsNetwork(pulumi.ComponentResource):
                 region=region,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
             )
-            compute = net.subnet(zone, "compute")
-            private = aws.ec2.Subnet(
-                f"{name}-compute-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=compute.cidr,
-                availability_zone=zone,
-                map_public_ip_on_launch=False,
-                region=region,
-                opts=child,
-            )
-            rt = aws.ec2.RouteTable(
-                f"{name}-compute-{zone}-rt",
-                vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-                region=region,
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-compute-{zone}",
-                subnet_id=private.id,
-                route_table_id=rt.id,
-                region=region,
-                opts=child,
-            )
-            private_rts.append(rt.id)
-            self.compute_subnet_ids[zone] = private.id
+            nats[zone] = nat
+            self._compute_subnet(name, vpc, zone, net.subnet(zone, "compute").cidr, nat, private_rts, region)
+        # A Local Zone's compute subnet (p6e-gb200 in us-east-1-dfw-2a) has no public subnet or NAT gateway of its
+        # own: its default route leaves through the NAT gateway of the region zone the plan names.
+        for sub in net.subnets:
+            if sub.role == "compute" and sub.nat_zone is not None:
+                assert sub.zone is not None
+                self._compute_subnet(name, vpc, sub.zone, sub.cidr, nats[sub.nat_zone], private_rts, region)
 
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
@@ -182,3 +165,37 @@ class AwsNetwork(pulumi.ComponentResource):
                 "node_security_group_id": node.id,
             }
         )
+
+    def _compute_subnet(
+        self,
+        name: str,
+        vpc: aws.ec2.Vpc,
+        zone: str,
+        cidr: str,
+        nat: aws.ec2.NatGateway,
+        private_rts: list[pulumi.Output[str]],
+        region: str,
+    ) -> None:
+        """A zone's private compute subnet, whose default route leaves through `nat`."""
+        child = pulumi.ResourceOptions(parent=self)
+        private = aws.ec2.Subnet(
+            f"{name}-compute-{zone}",
+            vpc_id=vpc.id,
+            cidr_block=cidr,
+            availability_zone=zone,
+            map_public_ip_on_launch=False,
+            region=region,
+            opts=child,
+        )
+        rt = aws.ec2.RouteTable(
+            f"{name}-compute-{zone}-rt",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+            region=region,
+            opts=child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-compute-{zone}", subnet_id=private.id, route_table_id=rt.id, region=region, opts=child
+        )
+        private_rts.append(rt.id)
+        self.compute_subnet_ids[zone] = private.id

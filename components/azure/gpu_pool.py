@@ -76,7 +76,8 @@ def vm_profile(
 
 
 class AzureGpuPool(pulumi.ComponentResource):
-    """One Uniform scale set per planned InfiniBand domain, each set up so the fabric stays whole:
+    """One Uniform scale set per planned InfiniBand domain (a rack-scale pool: per NVL72 rack, 18 VMs sharing NVLink,
+    their InfiniBand reaching across the scale sets), each set up so the fabric stays whole:
 
     - single placement group (InfiniBand links only VMs of one scale set and one placement group);
     - platform fault domain count 1 and no overprovisioning (extra VMs would join and leave the fabric);
@@ -95,9 +96,11 @@ class AzureGpuPool(pulumi.ComponentResource):
         d = pool.azure
         assert d is not None, f"pool {pool.name} has no Azure details"
         self.scale_set_names = {}
+        # a rack-scale pool's scale sets are its NVL72 racks (<pool>-nvl<k>), others their InfiniBand domains
+        kind = "nvl" if pool.nvlink is not None else "ib"
         for s in d.scale_sets:
             vmss = azure.compute.VirtualMachineScaleSet(
-                f"{name}-ib{s.index}",
+                f"{name}-{kind}{s.index}",
                 resource_group_name=args["resource_group_name"],
                 location=pool.region,
                 zones=[pool.zone] if pool.zone else None,

@@ -303,7 +303,10 @@ class AwsEksCluster(pulumi.ComponentResource):
                 metadata_options=imds_v2(pool.aws.imds_hop_limit),
                 block_device_mappings=[root_volume(pool.aws.root_volume_gib, EKS_ROOT_DEVICE)],
                 instance_market_options=market_options(pool),
-                capacity_reservation_specification=capacity_reservation(pool),
+                # an UltraServer pool's group is one UltraServer: its own Capacity Block
+                capacity_reservation_specification=capacity_reservation(
+                    pool, next((u for u in pool.aws.groups if u.name == g.domain), None)
+                ),
                 placement=placement,
                 ebs_optimized="true",
                 monitoring=aws.ec2.LaunchTemplateMonitoringArgs(enabled=True),

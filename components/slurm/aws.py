@@ -104,7 +104,11 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, ou
             },
             pulumi.ResourceOptions(parent=parent, transformations=[tagging(pool.tags)]),
         )
-        outputs["pools"][pool.name] = pool_outputs(pool, asg_name=gp.asg_name, launch_template_id=gp.launch_template_id)
+        # an UltraServer pool has a group per UltraServer: its first is asg_name, all of them asg_names
+        extra = {"asg_names": gp.asg_names} if pool.aws is not None and pool.aws.groups else {}
+        outputs["pools"][pool.name] = pool_outputs(
+            pool, asg_name=gp.asg_name, launch_template_id=gp.launch_template_id, **extra
+        )
 
     c = plan.controller
     if c is not None and c.provider == "aws":

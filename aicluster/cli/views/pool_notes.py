@@ -43,10 +43,17 @@ def _azure_notes(p: PlannedPool, stack_images: bool) -> list[str]:
     domains = ", ".join(
         f"{s.name} ({s.nodes} VMs: nodes {s.first_node}-{s.first_node + s.nodes - 1})" for s in p.azure.scale_sets
     )
-    notes = [
-        f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}; "
-        f"price {basis(p)}"
-    ]
+    if p.nvlink is not None:
+        across = "; InfiniBand spans the scale sets" if p.azure.infiniband_across_scale_sets else ""
+        notes = [
+            f"{p.name}: one scale set per NVLink rack ({p.nvlink.nodes_per_domain} VMs): {domains}{across}; "
+            f"price {basis(p)}"
+        ]
+    else:
+        notes = [
+            f"{p.name}: one {fabric} per scale set, at most {p.azure.max_vms_per_scale_set} VMs each: {domains}; "
+            f"price {basis(p)}"
+        ]
     if not p.azure.image_pinned and stack_images:
         notes.append(
             f"{p.name}: image {p.azure.image} is not pinned: VMs added later may boot a newer image (driver, "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import ClassVar
 
 from aicluster.catalog import InstanceType, Region
 from aicluster.plan.context import Placed, PlanCtx
-from aicluster.plan.models import PlannedPool, PoolNvlink
+from aicluster.plan.models import AwsGroup, PlannedPool, PoolNvlink
 from aicluster.plan.network import Cut, aws_subnets
 from aicluster.plan.pools import CloudPlanner
 from aicluster.spec import AwsPool
@@ -48,7 +49,26 @@ class AwsPlanner(CloudPlanner):
         image: str,
         nvlink: PoolNvlink | None,
     ) -> Placed | None:
-        details = aws.details(pool, it, image)
+        groups: tuple[AwsGroup, ...] = ()
+        if it.nvlink_domain is not None and it.nvlink_domain.unit == "ultraserver":
+            assert nvlink is not None  # plan_pool refused a count that splits an UltraServer
+            blocks = aws.ultraserver_blocks(pool)
+            if len(blocks) != len(nvlink.domains):
+                ctx.problem(
+                    ("pools", i, "reservations" if pool.reservations else "reservation"),
+                    _blocks_problem(it, nvlink, pool.nodes, len(blocks)),
+                    len(blocks) if pool.reservations else pool.reservation,
+                )
+                return None
+            groups = aws.ultraserver_groups(it, nvlink, blocks)
+        elif pool.reservations:
+            ctx.problem(
+                ("pools", i, "reservations"),
+                f"one Capacity Block per UltraServer is for UltraServer types (p6e-gb200.36xlarge); {it.name} is "
+                "bought as one block: give it as reservation",
+            )
+            return None
+        details = aws.details(pool, it, image, groups)
         zone = pool.zone
         if zone is None:
             if details.efa_devices:
@@ -60,14 +80,42 @@ class AwsPlanner(CloudPlanner):
                 return None
             zone = zones[0]
             ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone}")
+        if zone in reg.local_zones:
+            ctx.warnings.append(
+                f"pools[{i}] ({pool.name}) runs in {zone}, a Local Zone of {pool.region}: opt the account into its "
+                f"zone group first (aws ec2 modify-availability-zone-group --region {pool.region} --group-name "
+                f"{zone[:-1]} --opt-in-status opted-in); its nodes reach the internet through the NAT gateway of "
+                f"{reg.zones[0]}"
+            )
         return Placed(zone, aws.ip_addresses_per_node(details.nics), {"aws": details})
 
     def subnets(self, block: str, region: Region, zones: dict[str | None, int], roles: dict[str, int]) -> list[Cut]:
-        return aws_subnets(block, region.zones, zones)
+        return aws_subnets(block, region.zones, zones, region.local_zones)
 
-    def nat_gateways(self, zones: dict[str | None, int]) -> int:
-        """One NAT gateway (and its public IPv4 address) per zone in use."""
-        return len(zones)
+    def nat_gateways(self, zones: dict[str | None, int], layout: Sequence[Cut]) -> int:
+        """One NAT gateway (and its public IPv4 address) per public subnet: per zone in use, a Local Zone's being
+        its region's first zone's."""
+        return sum(1 for cut in layout if cut.role == "public")
 
 
 PLANNER = AwsPlanner()
+
+
+def _blocks_problem(it: InstanceType, nvlink: PoolNvlink, nodes: int, given: int) -> str:
+    """What a pool of UltraServers needs: one Capacity Block per UltraServer, named in the plan's order."""
+    dom = it.nvlink_domain
+    assert dom is not None
+    counts: dict[int, int] = {}
+    for d in nvlink.domains:
+        counts[d.nodes] = counts.get(d.nodes, 0) + 1
+    servers = " and ".join(
+        f"{n} x {dom.unit_type(size) or f'{size}-instance UltraServer'} ({size} instances{' each' if n > 1 else ''})"
+        for size, n in counts.items()
+    )
+    need = len(nvlink.domains)
+    return (
+        f"{nodes} {it.name} nodes are {need} UltraServer{'s' if need > 1 else ''} ({servers}), each bought as its "
+        f"own Capacity Block, but the pool names {given}: list {need} block id{'s' if need > 1 else ''} under "
+        "reservations, one per UltraServer in that order"
+        + (", or change nodes to match the blocks you bought" if given else "")
+    )

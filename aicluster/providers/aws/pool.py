@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from aicluster.catalog import InstanceType
-from aicluster.plan.models import AwsPoolDetails, Nic
+from aicluster.plan.models import AwsGroup, AwsPoolDetails, Nic, PoolNvlink
 from aicluster.spec import AwsPool
 
 # Containers on a GPU node (pyxis/enroot, Kubernetes pods) reach IMDS through one extra hop; the
@@ -25,21 +25,28 @@ def image_pinned(image: str) -> bool:
 def efa_nics(it: InstanceType) -> tuple[Nic, ...]:
     """The network interfaces of a node, per current AWS guidance for multi-card EFA instances.
 
-    Card 0 carries the primary ENA interface (device 0; it cannot be EFA-only) plus an EFA-only
-    interface (device 1); every further EFA-capable card carries one EFA-only interface (device 0).
-    EFA-only interfaces have no IP addresses, so IP traffic stays on the primary ENA interface while
-    every EFA device carries RDMA. Each interface carries the EFA security group (launch templates
-    with NetworkInterfaces cannot use instance-level security groups).
+    Card 0 carries the primary ENA interface (device 0; it cannot be EFA-only), plus an EFA-only interface (device
+    1) where card 0 takes EFA; each further card of the type's EFA layout (catalog `efa_layout`: every EFA-capable
+    card, or the cards the vendor configures, p6e-gb200's one per GPU) carries one EFA-only interface (device 0).
+    Card 0 of p6-b300 and p6e-gb200 is ENA-only, so their EFA starts at card 1. EFA-only interfaces have no IP
+    addresses, so IP traffic stays on the primary ENA interface while every EFA device carries RDMA. Each interface
+    carries the EFA security group (launch templates with NetworkInterfaces cannot use instance-level security
+    groups).
     """
     limits = it.network.aws
-    if limits is None or limits.efa_interfaces == 0:
+    cards = limits.efa_layout() if limits is not None else ()
+    if not cards:
         return (Nic(network_card_index=0, device_index=0, interface_type="interface", security_groups=("node",)),)
-    nics = [
-        Nic(network_card_index=0, device_index=0, interface_type="interface", security_groups=("node", "efa")),
-        Nic(network_card_index=0, device_index=1, interface_type="efa-only", security_groups=("efa",)),
-    ]
-    for card in range(1, min(limits.efa_interfaces, limits.network_cards)):
-        nics.append(Nic(network_card_index=card, device_index=0, interface_type="efa-only", security_groups=("efa",)))
+    nics = [Nic(network_card_index=0, device_index=0, interface_type="interface", security_groups=("node", "efa"))]
+    for card in cards:
+        nics.append(
+            Nic(
+                network_card_index=card,
+                device_index=1 if card == 0 else 0,
+                interface_type="efa-only",
+                security_groups=("efa",),
+            )
+        )
     return tuple(nics)
 
 
@@ -51,6 +58,13 @@ def placement(pool: AwsPool, it: InstanceType) -> tuple[str, str | None, str]:
     """(placement_group mode, existing name, reason)."""
     if pool.placement_group:
         return "existing", pool.placement_group, "the stack names an existing cluster placement group"
+    if it.nvlink_domain is not None and it.nvlink_domain.unit == "ultraserver":
+        return (
+            "none",
+            None,
+            "each UltraServer is its own Capacity Block, which AWS places as one NVLink domain; a placement group "
+            "makes launches fail with insufficient capacity outside the block",
+        )
     if pool.market == "capacity-block":
         return (
             "none",
@@ -70,10 +84,36 @@ def placement(pool: AwsPool, it: InstanceType) -> tuple[str, str | None, str]:
     return "create", None, "cluster placement group for the lowest EFA latency between nodes"
 
 
-def details(pool: AwsPool, it: InstanceType, image: str) -> AwsPoolDetails:
+def ultraserver_blocks(pool: AwsPool) -> tuple[str, ...]:
+    """The Capacity Blocks an UltraServer pool names, one per UltraServer (a lone `reservation` is one)."""
+    if pool.reservations:
+        return tuple(pool.reservations)
+    return (pool.reservation,) if pool.reservation else ()
+
+
+def ultraserver_groups(it: InstanceType, nvlink: PoolNvlink, blocks: tuple[str, ...]) -> tuple[AwsGroup, ...]:
+    """One Auto Scaling group per UltraServer, in the plan's domain order, each on its own Capacity Block."""
+    dom = it.nvlink_domain
+    assert dom is not None
+    assert len(blocks) == len(nvlink.domains)
+    return tuple(
+        AwsGroup(
+            name=d.name,
+            index=d.index,
+            nodes=d.nodes,
+            first_node=d.first_node,
+            capacity_reservation_id=block,
+            ultraserver_type=dom.unit_type(d.nodes),
+        )
+        for d, block in zip(nvlink.domains, blocks, strict=True)
+    )
+
+
+def details(pool: AwsPool, it: InstanceType, image: str, groups: tuple[AwsGroup, ...] = ()) -> AwsPoolDetails:
     nics = efa_nics(it)
     mode, pg_name, reason = placement(pool, it)
-    reservation_id = pool.reservation if pool.market in ("capacity-block", "reserved") else None
+    # an UltraServer pool targets each group's own block (the groups); other pools one reservation or block
+    reservation_id = pool.reservation if pool.market in ("capacity-block", "reserved") and not groups else None
     preference: str | None = None
     if pool.market == "reserved" and not pool.reservation:
         preference = "open"
@@ -92,4 +132,5 @@ def details(pool: AwsPool, it: InstanceType, image: str) -> AwsPoolDetails:
         root_volume_gib=pool.root_volume_gib,
         imds_hop_limit=IMDS_HOP_LIMIT,
         capacity_rebalance=pool.market == "spot",
+        groups=groups,
     )

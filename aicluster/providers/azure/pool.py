@@ -84,6 +84,7 @@ def details(pool: AzurePool, it: InstanceType, image: str, nvlink: PoolNvlink | 
         ),
         max_vms_per_scale_set=pool.ib_domain_max_vms,
         infiniband=ib,
+        infiniband_across_scale_sets=ib and it.network.infiniband_across_scale_sets,
         single_placement_group=True,
         platform_fault_domain_count=1,
         overprovision=False,
