@@ -168,6 +168,17 @@ class NvlinkDomain(_Record):
             raise ValueError(f"sizes {list(self.sizes)}: ascending node counts ending with the whole domain")
         return self
 
+    def split(self, nodes: int) -> tuple[int, ...] | None:
+        """The domains `nodes` are bought in, largest first: whole domains, then at most one smaller unit the vendor
+        sells; None when no such split exists (the count would split a domain). The planner and the policy pack
+        judge a count by this one rule."""
+        full, rest = divmod(nodes, self.nodes)
+        if rest == 0:
+            return (self.nodes,) * full
+        if rest in self.sizes:
+            return (self.nodes,) * full + (rest,)
+        return None
+
 
 class InstanceType(Sourced):
     provider: Provider
