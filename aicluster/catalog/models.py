@@ -653,6 +653,16 @@ class NcclBusbw(Sourced):
         return self
 
 
+class NcclMnnvl(Sourced):
+    """NCCL settings for a pool whose nodes share a multi-node NVLink domain (GB200/GB300 NVL72: the plan's
+    PlannedPool.nvlink), added to its platform's profile. NCCL reaches the GPUs of the other nodes of a domain over
+    NVLink only with cuMem allocations and IMEX-exported fabric handles; it refuses (a hard error) rather than falling
+    back to the network when a fabric handle fails."""
+
+    description: str
+    settings: Annotated[tuple[NcclSetting, ...], Field(min_length=1)]
+
+
 class NcclData(_Record):
     """Everything in data/nccl.yaml."""
 
@@ -660,6 +670,7 @@ class NcclData(_Record):
     guest_nic_names: tuple[GuestNicNames, ...]
     profiles: tuple[NcclProfile, ...]
     busbw: tuple[NcclBusbw, ...]
+    mnnvl: NcclMnnvl | None = None
 
 
 # -- Managed Kubernetes (data/kubernetes.yaml) ------------------------------------------------------
