@@ -120,10 +120,20 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any], catalog: Catalog) 
         "network_bandwidth_gbps": pool.network_bandwidth_gbps,
         "vcpus_per_node": pool.vcpus_per_node,
         "memory_gib_per_node": pool.memory_gib_per_node,
+        # the hosts' architecture (Grace: arm64): the roles pick packages and repositories by it, and check the host
+        "cpu_arch": pool.cpu_arch,
         "fabric_domains": [
             {"name": name, "first_node": nodes.start, "nodes": len(nodes)} for name, nodes in pool.fabric_domains()
         ],
     }
+    if pool.nvlink is not None:
+        # a rack-scale pool (GB200/GB300 NVL72): NVLink spans the nodes of each domain (fabric_domains names them);
+        # the roles install IMEX for domains of more than one node
+        facts["nvlink"] = {
+            "unit": pool.nvlink.unit,
+            "nodes_per_domain": pool.nvlink.nodes_per_domain,
+            "gpus_per_domain": pool.nvlink.gpus_per_domain,
+        }
     if pool.aws is not None:
         facts["efa_devices"] = pool.aws.efa_devices
     if pool.azure is not None:

@@ -52,11 +52,14 @@ NAMES: tuple[str, ...] = (
     "gcp-compute-instance-missing-gpu-nics",
     "azure-compute-vmss-enforce-infiniband-placement",
     "azure-compute-vmss-disallow-over-100-vms",
+    "aicluster-pool-disallow-split-nvlink-domain",
+    "aicluster-pool-missing-imex",
     # storage
     "aicluster-filesystem-enforce-checkpoint-throughput",
     # on-prem
     "aicluster-site-enforce-power-ceiling",
     "aicluster-site-enforce-rack-power",
+    "aicluster-site-enforce-rack-cooling",
     "aicluster-fabric-enforce-oversubscription",
     "aicluster-fabric-enforce-design-limits",
     "aicluster-site-disallow-overlapping-cidrs",

@@ -29,6 +29,9 @@ PACKAGES = ("python3", "python3-apt", "openssh-server", "procps")
 # ansible.posix, and the clouds' inventory plugins discovery configures (amazon.aws's aws_ec2 also runs against a
 # local EC2; google.cloud's and azure.azcollection's are checked against their documented options).
 ANSIBLE_PACKAGE = "ansible==12.3.0"
+# Debian architecture -> its qemu-user-static binfmt_misc entry
+QEMU_BINFMT = {"arm64": "qemu-aarch64"}
+BINFMT = Path("/proc/sys/fs/binfmt_misc")
 COLLECTIONS = ("community/general", "ansible/posix", "amazon/aws", "google/cloud", "azure/azcollection")
 
 
@@ -52,17 +55,49 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def debian_rootfs() -> Path:
+def foreign_arch(arch: str) -> None:
+    """Make this machine run `arch` binaries in a chroot (Debian's qemu-user-static through binfmt_misc, registered
+    with the fix-binary flag so that a chroot needs no emulator of its own), or say what is missing."""
+    qemu = QEMU_BINFMT.get(arch)
+    if qemu is None:
+        unavailable(f"no emulator known for {arch}", f"add it to QEMU_BINFMT in {__name__}")
+    assert qemu is not None
+    entry = BINFMT / qemu
+    if not (BINFMT / "register").exists():
+        subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT)], capture_output=True, check=False)
+    if not entry.exists() and shutil.which("update-binfmts"):
+        subprocess.run(["update-binfmts", "--enable", qemu], capture_output=True, check=False)
+    if not entry.exists() or "F" not in entry.read_text().partition("flags:")[2].split("\n", 1)[0]:
+        unavailable(
+            f"this machine cannot run {arch} binaries in a chroot ({entry} missing or without the F flag)",
+            "install Debian's emulators: apt-get install -y --no-install-recommends qemu-user-static binfmt-support "
+            "(and mount binfmt_misc)",
+        )
+
+
+def debian_rootfs(arch: str | None = None) -> Path:
     """A minimal Debian bookworm with PACKAGES and fresh apt lists, where no service may start (built once,
-    about a minute, then cached)."""
-    tarball = CACHE / f"rootfs-{SUITE}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
+    about a minute, then cached). `arch`: a foreign architecture's root (arm64: Grace hosts), run under qemu-user
+    (foreign_arch); several times slower to build, once."""
+    if arch is not None:
+        foreign_arch(arch)
+    label = f"{SUITE}-{arch}" if arch else SUITE
+    tarball = CACHE / f"rootfs-{label}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
     with locked(tarball):
         if tarball.exists():
             return tarball
-        work = CACHE / f"rootfs-{SUITE}.build"
+        work = CACHE / f"rootfs-{label}.build"
         shutil.rmtree(work, ignore_errors=True)
         proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(work), MIRROR],
+            [
+                "debootstrap",
+                "--variant=minbase",
+                *([f"--arch={arch}"] if arch else []),
+                f"--include={','.join(PACKAGES)}",
+                SUITE,
+                str(work),
+                MIRROR,
+            ],
             capture_output=True,
             text=True,
             check=False,

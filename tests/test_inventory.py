@@ -430,3 +430,27 @@ def test_discover_says_owned_hosts_come_from_the_stack(project: Path) -> None:
     assert "129 host(s), 1 with an address" in said  # the controller host; the 128 nodes are named, not listed
     hosts = read_yaml((project / ".work" / "site" / "inventory" / "hosts.yml").read_text())
     assert hosts["all"]["children"]["slurm_controller"]["hosts"]["slurm01"] == {"ansible_host": "10.200.0.5"}
+
+
+def test_a_rack_scale_pool_says_its_architecture_and_nvlink_domains(catalog: Catalog) -> None:
+    """A4X (GB200, Grace hosts): the roles choose arm64 packages and IMEX from cpu_arch and nvlink, and the NCCL texts
+    carry multi-node NVLink; an 8-GPU x86 pool says x86_64 and has no nvlink."""
+    a4x = gcp_pool(
+        name="gb200",
+        instance_type="a4x-highgpu-4g",
+        region="us-east1",
+        zone="us-east1-d",
+        nodes=36,
+        market="reserved",
+        reservation="projects/p/reservations/gb200",
+    )
+    pricing = {"overrides": [{"sku": "a4x-highgpu-4g", "market": "reserved", "usd_per_hour": 40.0}]}
+    files = inventory(plan_of(catalog, {"name": "c", "pools": [a4x], "pricing": pricing}), {}, {}, "x")
+    gv = load(files, "group_vars/pool_gb200.yml")
+    assert gv["cpu_arch"] == "arm64"
+    assert gv["nvlink"] == {"unit": "subblock", "nodes_per_domain": 18, "gpus_per_domain": 72}
+    assert [d["name"] for d in gv["fabric_domains"]] == ["gb200-nvl0", "gb200-nvl1"]  # type: ignore[index,union-attr]
+    assert 'export NCCL_MNNVL_ENABLE="1"' in gv["nccl_env"]  # type: ignore[operator]
+    h100 = load(inventory(plan_of(catalog, {"name": "c", "pools": [pool()]}), {}, {}, "x"), "group_vars/pool_h100.yml")
+    assert h100["cpu_arch"] == "x86_64"
+    assert "nvlink" not in h100

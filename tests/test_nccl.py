@@ -18,7 +18,15 @@ import pytest
 from aicluster.catalog import DATA_DIR, Catalog, CatalogError, load_catalog
 from aicluster.catalog.models import NCCL_PLUGIN_PREFIXES, version_in_range
 from aicluster.plan import PlannedPool
-from aicluster.render.nccl import NcclProfileError, expected_busbw, nccl_conf, nccl_env, profile_for
+from aicluster.render.nccl import (
+    NcclProfileError,
+    expected_busbw,
+    mnnvl_settings,
+    multi_node_nvlink,
+    nccl_conf,
+    nccl_env,
+    profile_for,
+)
 from tests.helpers import (
     azure_cluster,
     azure_pool,
@@ -51,7 +59,28 @@ def gcp_gpu_pool(catalog: Catalog, machine: str, zone: str = "us-central1-a") ->
     return plan_of(catalog, data).pools[0]
 
 
+def a4x_pool(catalog: Catalog, nodes: int = 36) -> PlannedPool:
+    """A4X (GB200 NVL72 as VMs, arm64): whole sub-blocks of 18 VMs from a reservation."""
+    data = gcp_cluster(
+        pools=[
+            gcp_pool(
+                instance_type="a4x-highgpu-4g",
+                region="us-east1",
+                zone="us-east1-d",
+                nodes=nodes,
+                market="reserved",
+                reservation="projects/p/reservations/gb200",
+            )
+        ],
+        storage=[],
+        pricing={"overrides": [{"sku": "a4x-highgpu-4g", "market": "reserved", "usd_per_hour": 40.0}]},
+    )
+    return plan_of(catalog, data).pools[0]
+
+
 def platform_pool(catalog: Catalog, platform: str) -> PlannedPool:
+    if platform == "gcp-a4x-highgpu":
+        return a4x_pool(catalog)
     if platform.startswith("onprem-"):
         data = onprem_site_cluster()
         data["pools"][0].update(instance_type=platform.removeprefix("onprem-"), nodes=4)
@@ -79,6 +108,7 @@ GOLDEN_CASES = [
     pytest.param("gcp-a3-megagpu", None, "gcp-a3mega-tcpxo", id="gcp-a3-megagpu-tcpxo"),
     pytest.param("gcp-a3-ultragpu", None, "gcp-a3ultra-gib", id="gcp-a3-ultragpu-rdma-gib"),
     pytest.param("gcp-a4-highgpu", None, "gcp-a3ultra-gib", id="gcp-a4-highgpu-rdma-gib"),
+    pytest.param("gcp-a4x-highgpu", None, "gcp-a3ultra-gib", id="gcp-a4x-highgpu-rdma-gib-mnnvl"),
     pytest.param("onprem-dgx-h100", None, "onprem-dgx-h100-ib", id="onprem-dgx-h100-infiniband"),
 ]
 
@@ -388,3 +418,30 @@ def test_an_owned_shape_whose_hcas_are_unsourced_has_no_profile_and_says_so(cata
     b200 = platform_pool(catalog, "onprem-dgx-b200")
     with pytest.raises(NcclProfileError, match=r"no NCCL profile for onprem dgx-b200 \(fabric infiniband\)"):
         profile_for(b200, catalog)
+
+
+def test_multi_node_nvlink_pools_get_the_mnnvl_settings_after_the_vendor_script(catalog: Catalog) -> None:
+    """A4X: NVLink across the 18 VMs of a sub-block needs cuMem and MNNVL on; gIB's vendor script may set NCCL
+    variables of its own, so the settings follow it in the profile (the environment wins over nccl.conf)."""
+    env = nccl_env(a4x_pool(catalog), catalog)
+    script = env.index("set_nccl_env.sh\nfi")
+    assert env.index('export NCCL_MNNVL_ENABLE="1"') > script
+    assert env.index('export NCCL_CUMEM_ENABLE="1"') > script
+    assert "MNNVL" not in nccl_conf(a4x_pool(catalog), catalog)
+    a4 = platform_pool(catalog, "gcp-a4-highgpu")  # 8 GPUs: NVLink ends at the node
+    assert a4.nvlink is None
+    assert "MNNVL" not in nccl_env(a4, catalog) + nccl_conf(a4, catalog)
+
+
+def test_without_a_vendor_script_the_mnnvl_settings_go_to_nccl_conf(catalog: Catalog) -> None:
+    pool = a4x_pool(catalog)
+    profile = profile_for(pool, catalog)
+    assert profile is not None
+    plain = profile.model_copy(update={"script": None})
+    assert [(s.name, s.value, s.file) for s in mnnvl_settings(pool, catalog, plain)] == [
+        ("NCCL_MNNVL_ENABLE", "1", "nccl.conf"),
+        ("NCCL_CUMEM_ENABLE", "1", "nccl.conf"),
+    ]
+    assert [s.file for s in mnnvl_settings(pool, catalog, profile)] == ["profile", "profile"]
+    assert multi_node_nvlink(pool)
+    assert not multi_node_nvlink(platform_pool(catalog, "gcp-a3-ultragpu"))

@@ -32,6 +32,7 @@ from .models import (
     NcclData,
     NcclProfile,
     NodeTaint,
+    NvlinkDomain,
     Offering,
     PortMode,
     Provider,
@@ -68,6 +69,7 @@ __all__ = [
     "NcclData",
     "NcclProfile",
     "NodeTaint",
+    "NvlinkDomain",
     "Offering",
     "PortMode",
     "Provider",
@@ -392,6 +394,12 @@ def _check_nccl(cat: Catalog, problems: list[str]) -> None:
                 )
         if not _nccl_covered(cat, prof):
             problems.append(f"nccl {what}: covers no GPU instance type")
+    if data.mnnvl is not None:
+        for sid in {data.mnnvl.source, *data.mnnvl.field_sources.values()}:
+            cited(sid, "mnnvl")
+        for s in data.mnnvl.settings:
+            for sid in {s.source, *s.field_sources.values()}:
+                cited(sid, f"mnnvl {s.name}")
     for rec in data.default_versions:
         cited(rec.source, f"default versions {rec.provider}/{rec.fabric}")
     for names in data.guest_nic_names:

@@ -264,6 +264,17 @@ class NvlinkDomain(_Record):
         """The vendor's name of a domain of `nodes` nodes (None: unnamed)."""
         return dict(zip(self.sizes, self.unit_types, strict=False)).get(nodes)
 
+    def split(self, nodes: int) -> tuple[int, ...] | None:
+        """The domains `nodes` are bought in, largest first: whole domains, then at most one smaller unit the vendor
+        sells; None when no such split exists (the count would split a domain). The planner and the policy pack
+        judge a count by this one rule."""
+        full, rest = divmod(nodes, self.nodes)
+        if rest == 0:
+            return (self.nodes,) * full
+        if rest in self.sizes:
+            return (self.nodes,) * full + (rest,)
+        return None
+
 
 class InstanceType(Sourced):
     provider: Provider
@@ -746,6 +757,16 @@ class NcclBusbw(Sourced):
         return self
 
 
+class NcclMnnvl(Sourced):
+    """NCCL settings for a pool whose nodes share a multi-node NVLink domain (GB200/GB300 NVL72: the plan's
+    PlannedPool.nvlink), added to its platform's profile. NCCL reaches the GPUs of the other nodes of a domain over
+    NVLink only with cuMem allocations and IMEX-exported fabric handles; it refuses (a hard error) rather than falling
+    back to the network when a fabric handle fails."""
+
+    description: str
+    settings: Annotated[tuple[NcclSetting, ...], Field(min_length=1)]
+
+
 class NcclData(_Record):
     """Everything in data/nccl.yaml."""
 
@@ -753,6 +774,7 @@ class NcclData(_Record):
     guest_nic_names: tuple[GuestNicNames, ...]
     profiles: tuple[NcclProfile, ...]
     busbw: tuple[NcclBusbw, ...]
+    mnnvl: NcclMnnvl | None = None
 
 
 # -- Managed Kubernetes (data/kubernetes.yaml) ------------------------------------------------------

@@ -555,6 +555,8 @@ class PlannedSite(_Plan):
     controller_host: str | None = None
     fabrics: tuple[PlannedFabric, ...] = ()
     racks: tuple[PlannedRack, ...] = ()
+    # kW a liquid-cooled rack position delivers and cools (NVL72 racks need one each); None: the site has none
+    liquid_rack_kw: float | None = None
 
 
 class Totals(_Plan):

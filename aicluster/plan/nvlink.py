@@ -20,18 +20,6 @@ from .models import NvlinkSlice, PlannedNvlinkDomain, PlannedPool, PoolNvlink
 UNITS = {"ultraserver": "UltraServer", "subblock": "sub-block", "rack": "rack"}
 
 
-def slices(sizes: Sequence[int], nodes: int) -> list[int] | None:
-    """The domains a count is bought in, largest first: whole domains, then at most one smaller unit the vendor
-    sells; None when no such split exists (the count would split a domain)."""
-    whole = sizes[-1]
-    full, rest = divmod(nodes, whole)
-    if rest == 0:
-        return [whole] * full
-    if rest in sizes:
-        return [whole] * full + [rest]
-    return None
-
-
 def pool_nvlink(
     ctx: PlanCtx, path: tuple[str | int, ...], pool: str, nodes: int, it: InstanceType
 ) -> PoolNvlink | None:
@@ -39,11 +27,11 @@ def pool_nvlink(
     Call only for a type with an NVLink domain."""
     dom = it.nvlink_domain
     assert dom is not None
-    counts = slices(dom.sizes, nodes)
+    counts = dom.split(nodes)
     gpus = dom.nodes * it.accelerator_count
     if counts is None:
-        lower = max(n for n in range(0, nodes) if slices(dom.sizes, n) is not None)
-        upper = min(n for n in range(nodes + 1, nodes + dom.nodes + 1) if slices(dom.sizes, n) is not None)
+        lower = max(n for n in range(0, nodes) if dom.split(n) is not None)
+        upper = min(n for n in range(nodes + 1, nodes + dom.nodes + 1) if dom.split(n) is not None)
         unit = UNITS[dom.unit]
         partial = [s for s in dom.sizes if s != dom.nodes]
         sold = f"whole NVLink domains of {dom.nodes} nodes ({gpus} GPUs: one {unit})" + (

@@ -30,6 +30,7 @@ _SETTING: dict[str, Path] = {
     # on-prem: the finding names the site; its power, racks, fabric and network are under sites[]
     "aicluster-site-enforce-power-ceiling": ("sites",),
     "aicluster-site-enforce-rack-power": ("sites",),
+    "aicluster-site-enforce-rack-cooling": ("sites",),
     "aicluster-fabric-enforce-oversubscription": ("sites",),
     "aicluster-fabric-enforce-design-limits": ("sites",),
     "aicluster-site-disallow-overlapping-cidrs": ("sites",),

@@ -150,7 +150,7 @@ def _resolve(
         )
     have = library_versions(pool, catalog, versions)
     out: list[ResolvedSetting] = []
-    for s in profile.settings:
+    for s in (*profile.settings, *mnnvl_settings(pool, catalog, profile)):
         if s.file != file or not _satisfied(s.when, have, f"{profile.id} {s.name}"):
             continue
         value = s.value if s.value is not None else _derive(s, pool, catalog)
@@ -159,6 +159,23 @@ def _resolve(
         condition = ", ".join(f"{lib} {spec}" for lib, spec in s.when.items()) or None
         out.append(ResolvedSetting(s.name, value, s.note, condition))
     return profile, have, out
+
+
+def multi_node_nvlink(pool: PlannedPool) -> bool:
+    """Whether the pool's nodes share NVLink domains of more than one node (GB200/GB300 NVL72)."""
+    return pool.nvlink is not None and pool.nvlink.nodes_per_domain > 1
+
+
+def mnnvl_settings(pool: PlannedPool, catalog: Catalog, profile: NcclProfile) -> tuple[NcclSetting, ...]:
+    """The catalog's multi-node NVLink settings for such a pool (none for others), where they take effect: in
+    /etc/nccl.conf, or in the profile after the platform's vendor script (which may set NCCL variables itself, and the
+    environment wins over nccl.conf)."""
+    if not multi_node_nvlink(pool) or catalog.nccl.mnnvl is None:
+        return ()
+    settings = catalog.nccl.mnnvl.settings
+    if profile.script is None:
+        return settings
+    return tuple(s.model_copy(update={"file": "profile"}) for s in settings)
 
 
 def _context(pool: PlannedPool, profile: NcclProfile, have: dict[str, str]) -> dict[str, object]:

@@ -72,8 +72,9 @@ def _hosts(pools: Sequence[PlannedPool]) -> list[dict[str, Any]]:
 
 
 def site_inputs(site: PlannedSite, pools: Sequence[PlannedPool]) -> dict[str, Any]:
-    """The plain inputs of a site's component: what previews, policies and reports read."""
-    return {
+    """The plain inputs of a site's component: what previews, policies and reports read (`liquid_rack_kw` only at a
+    site with liquid-cooled rack positions: the rack-cooling policy judges NVL72 racks against it)."""
+    inputs = {
         "site": site.name,
         "cidrs": list(site.cidrs),
         "vpn_endpoint": site.vpn_endpoint,
@@ -101,6 +102,9 @@ def site_inputs(site: PlannedSite, pools: Sequence[PlannedPool]) -> dict[str, An
         },
         "co2e_t_per_month": site.co2e_t_per_month,
     }
+    if site.liquid_rack_kw is not None:
+        inputs["liquid_rack_kw"] = site.liquid_rack_kw
+    return inputs
 
 
 class OnPremSite(pulumi.ComponentResource):

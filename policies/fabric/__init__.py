@@ -1,5 +1,6 @@
 """Fabric correctness: the settings without which GPU-to-GPU traffic silently falls back to TCP or
-splits into islands (EFA on AWS, GPUDirect NICs on GCP, InfiniBand scale sets on Azure).
+splits into islands (EFA on AWS, GPUDirect NICs on GCP, InfiniBand scale sets on Azure), and multi-node NVLink
+(GB200/GB300 NVL72): whole NVLink domains, and IMEX on them.
 
 One rule a module: each is one cloud's by nature."""
 
@@ -14,6 +15,8 @@ from . import (
     infiniband_placement,
     missing_efa_cards,
     missing_gpu_nics,
+    missing_imex,
+    split_nvlink_domain,
 )
 
 POLICIES: list[Rule] = [
@@ -24,4 +27,6 @@ POLICIES: list[Rule] = [
     missing_gpu_nics.POLICY,
     infiniband_placement.POLICY,
     disallow_over_100_vms.POLICY,
+    split_nvlink_domain.POLICY,
+    missing_imex.POLICY,
 ]

@@ -1,13 +1,13 @@
 """aicluster's own resources, as any program may register them: the `AiCluster` component (the cluster's
-declaration: budgets, compliance, pricing, tags), an owned site (`aicluster:onprem:Site`) and a sized workload
-(`aicluster:sizing:Workload`)."""
+declaration: budgets, compliance, pricing, tags, and its multi-node NVLink domains), an owned site
+(`aicluster:onprem:Site`) and a sized workload (`aicluster:sizing:Workload`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .engine import Res, finite, get, items, num, text, whole
-from .model import Site, SitePool, Workload
+from .engine import UNKNOWN, Res, finite, get, items, num, text, whole
+from .model import DeclaredDomain, Site, SitePool, Workload
 
 AICLUSTER_TYPE = "aicluster:index:AiCluster"
 ONPREM_SITE = "aicluster:onprem:Site"  # an owned site as aicluster records it (one resource per site)
@@ -34,6 +34,7 @@ def site_of(r: Res) -> Site:
         cidrs=tuple(c for c in items(r.props, "cidrs") if isinstance(c, str)),
         max_kw=num(r.get("max_kw")),
         rack_kw=num(r.get("rack_kw")),
+        liquid_rack_kw=num(r.get("liquid_rack_kw")),
         it_kw=num(r.get("power", "it_kw")) or 0.0,
         facility_kw=num(r.get("power", "facility_kw")) or 0.0,
         co2e_t_per_month=num(r.get("co2e_t_per_month")) or 0.0,
@@ -71,3 +72,45 @@ def workload_of(r: Res) -> Workload:
         required_write_gb_s=finite(r.get("requiredWriteGbS")),
         filesystems=tuple(f for f in items(r.props, "filesystems") if isinstance(f, str) and f),
     )
+
+
+# What the AiCluster component declares of each multi-node NVLink domain (the plan's nvlink_domains), for what no raw
+# resource tells: `block` (the scheduler unit that keeps a job inside the domain: a Slurm topology/block BlockName, a
+# Kubernetes ComputeDomain or topology level) and `imex` (how IMEX runs on the domain's nodes: e.g. "slurm-prolog",
+# "switch/nvidia_imex", "compute-domain"; null: not at all).
+DECLARED_DOMAINS = "nvlink_domains"
+
+
+def _said(d: Mapping[str, object], key: str) -> tuple[str | None, bool]:
+    """(the key's text, whether the declaration says it at all); an unknown value counts as said and set."""
+    if key not in d:
+        return None, False
+    value = get(d, key)
+    return ("(unknown during preview)" if value is UNKNOWN else text(value)), True
+
+
+def declared_domains(cluster: Res | None) -> list[DeclaredDomain]:
+    """The multi-node NVLink domains the AiCluster component declares; none when it declares none."""
+    if cluster is None:
+        return []
+    out = []
+    for d in items(cluster.props, DECLARED_DOMAINS):
+        if not isinstance(d, Mapping):
+            continue
+        block, says_block = _said(d, "block")
+        imex, says_imex = _said(d, "imex")
+        out.append(
+            DeclaredDomain(
+                res=cluster,
+                id=str(get(d, "id", default="")),
+                pool=str(get(d, "pool", default="")),
+                instance_type=text(get(d, "instance_type")),
+                provider=text(get(d, "provider")),
+                nodes=whole(get(d, "nodes")),
+                block=block,
+                imex=imex,
+                says_block=says_block,
+                says_imex=says_imex,
+            )
+        )
+    return out

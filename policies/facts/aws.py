@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from aicluster.catalog import NvlinkDomain
+
 from .engine import UNKNOWN, Reader, Res, count, get, items, truthy
-from .model import INTERNET, STORAGE_TAG, Exposure, Filesystem, Fleet, Ingress, PortRange, TagSet
+from .model import INTERNET, STORAGE_TAG, Exposure, Filesystem, Fleet, Ingress, NvlinkGroup, PortRange, TagSet
 from .tags import map_keys, provider_keys
 
 if TYPE_CHECKING:
-    from .stack import FilesystemReaders, FleetReaders, Stack
+    from .stack import FilesystemReaders, FleetReaders, NvlinkReaders, Stack
 
 ASG = "aws:autoscaling/group:Group"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -132,6 +134,22 @@ def _efs(stack: Stack, fs: Res) -> Filesystem:
 
 FLEETS: FleetReaders = (((ASG,), _asg_fleet), ((INSTANCE,), _instance_fleet))
 FILESYSTEMS: FilesystemReaders = (((FSX_LUSTRE,), _lustre), ((EFS,), _efs))
+
+
+def _aws_nvlink(stack: Stack, fleet: Fleet, domain: NvlinkDomain) -> NvlinkGroup:
+    """An Auto Scaling group (or instances) of a type sold only in UltraServers (p6e-gb200: u-p6e-gb200x36 = 9
+    instances, x72 = 18): its size must be whole UltraServers, each its own Capacity Block; EC2 takes no topology
+    setting (the UltraServer is the placement)."""
+    asg = fleet.res.type == ASG
+    return NvlinkGroup(
+        fleet,
+        domain,
+        size_key="maxSize" if asg else "the instance count",
+        noun="Auto Scaling group" if asg else "instance",
+    )
+
+
+NVLINK: NvlinkReaders = (((ASG, INSTANCE), _aws_nvlink),)
 
 
 def efa_interfaces(lt: Res) -> list[Any]:

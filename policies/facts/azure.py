@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aicluster.catalog import InstanceType, load_catalog
+from aicluster.catalog import InstanceType, NvlinkDomain, load_catalog
 
 from .engine import UNKNOWN, Reader, Res, count, get, items, truthy
-from .model import Exposure, Filesystem, Fleet, Ingress, PortRange, TagSet
+from .model import Exposure, Filesystem, Fleet, Ingress, NvlinkGroup, PortRange, TagSet
 from .regions import azure_location
 from .tags import sdk_tag_set
 
 if TYPE_CHECKING:
-    from .stack import FilesystemReaders, FleetReaders, Stack
+    from .stack import FilesystemReaders, FleetReaders, NvlinkReaders, Stack
 
 __all__ = ["azure_location"]  # Azure's spelling of a region, with its other readers
 
@@ -110,6 +110,17 @@ def _netapp_pool(stack: Stack, pool: Res) -> Filesystem:
 
 
 FLEETS: FleetReaders = (((AZURE_VMSS,), _azure_vmss_fleet), ((AZURE_VM,), _azure_vm_fleet))
+
+
+def _azure_nvlink(stack: Stack, fleet: Fleet, domain: NvlinkDomain) -> NvlinkGroup:
+    """A scale set of a rack-scale size (ND GB200/GB300 v6) is one rack: Azure maps a rack's VMs to the scale set's
+    one placement group, and aicluster plans one scale set per rack (whether Azure lets one span two is not
+    published, rack-scale.md section 6), so a scale set holds exactly one whole NVLink domain."""
+    vmss = fleet.res.type == AZURE_VMSS
+    return NvlinkGroup(fleet, domain, size_key="sku.capacity" if vmss else "the VM count", one_domain=vmss)
+
+
+NVLINK: NvlinkReaders = (((AZURE_VMSS, AZURE_VM), _azure_nvlink),)
 FILESYSTEMS: FilesystemReaders = (((AZURE_LUSTRE,), _amlfs), ((AZURE_NETAPP_POOL,), _netapp_pool))
 
 

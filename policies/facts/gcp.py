@@ -11,15 +11,15 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aicluster.catalog import Catalog, InstanceType, TpuType
+from aicluster.catalog import Catalog, InstanceType, NvlinkDomain, TpuType
 
 from .engine import UNKNOWN, Reader, Res, count, get, items
-from .model import INTERNET, Exposure, Filesystem, Fleet, Ingress, PortRange, TagSet
+from .model import INTERNET, Exposure, Filesystem, Fleet, Ingress, NvlinkGroup, PortRange, TagSet
 from .regions import GLOBAL_LOCATION, gcp_region
 from .tags import sdk_tag_set
 
 if TYPE_CHECKING:
-    from .stack import FilesystemReaders, FleetReaders, Stack
+    from .stack import FilesystemReaders, FleetReaders, NvlinkReaders, Stack
 
 __all__ = ["GLOBAL_LOCATION", "gcp_region"]  # GCP's spelling of a region, with its other readers
 
@@ -30,6 +30,7 @@ GCP_REGION_TEMPLATE = "gcp:compute/regionInstanceTemplate:RegionInstanceTemplate
 GCP_TEMPLATES = (GCP_TEMPLATE, GCP_REGION_TEMPLATE)
 GCP_INSTANCE = "gcp:compute/instance:Instance"
 GCP_RESIZE_REQUEST = "gcp:compute/resizeRequest:ResizeRequest"
+GCP_RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 GCP_NETWORK = "gcp:compute/network:Network"
 GCP_SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
 GCP_FIREWALL = "gcp:compute/firewall:Firewall"
@@ -256,6 +257,53 @@ FLEETS: FleetReaders = (
     ((GCP_INSTANCE,), _gcp_instance_fleet),
     ((GCP_TPU_QUEUED, GCP_TPU_VM), _gcp_tpu_fleet),
 )
+
+
+def _asked_topology(holders: list[Res]) -> str | None:
+    """The NVLink domain topology the resource policies of `holders` ask for: a workload policy's
+    acceleratorTopology (a MIG's), a compact placement policy's gpuTopology (a VM's or an instance template's).
+    UNKNOWN where a holder names policies the pack cannot read (not in the stack, or not known during preview)."""
+    unreadable = False
+    for holder in holders:
+        policies = holder.linked("resourcePolicies", GCP_RESOURCE_POLICY)
+        for policy in policies:
+            for path in (("workloadPolicy", "acceleratorTopology"), ("groupPlacementPolicy", "gpuTopology")):
+                found = policy.get(*path)
+                if found is UNKNOWN:
+                    unreadable = True
+                elif isinstance(found, str) and found:
+                    return found
+        named = holder.get("resourcePolicies")
+        if not policies and (named is UNKNOWN or (named and named != {})):
+            unreadable = True
+    return UNKNOWN if unreadable else None
+
+
+def _gcp_nvlink(stack: Stack, fleet: Fleet, domain: NvlinkDomain) -> NvlinkGroup:
+    """A MIG or VM of a rack-scale machine type (A4X): each NVLink domain is one sub-block, which the VMs get only
+    when a policy asks for its topology ("1x72": 18 VMs x 4 GPUs). A MIG takes a workload policy with
+    acceleratorTopology (GCP requires one for A4X MIGs); VMs (and, as aicluster's template does, an instance
+    template) a compact placement policy with gpuTopology."""
+    per_node = fleet.spec.accelerator_count if fleet.spec else 0
+    holders = [fleet.res] + ([fleet.template] if fleet.template is not None else [])
+    mig = fleet.res.type in (GCP_MIG, GCP_REGION_MIG)
+    return NvlinkGroup(
+        fleet,
+        domain,
+        size_key="targetSize" if mig else "the VM count",
+        wants=f"1x{domain.nodes * per_node}",
+        asks=_asked_topology(holders),
+        fix_topology=(
+            "attach a workload policy (type HIGH_THROUGHPUT, acceleratorTopology {t}) through resourcePolicies."
+            "workloadPolicy"
+            if mig
+            else "attach a compact placement policy with gpuTopology {t} through resourcePolicies"
+        ),
+    )
+
+
+NVLINK: NvlinkReaders = (((GCP_MIG, GCP_REGION_MIG, GCP_INSTANCE), _gcp_nvlink),)
+
 FILESYSTEMS: FilesystemReaders = (
     ((GCP_LUSTRE,), _gcp_lustre),
     ((GCP_PARALLELSTORE,), _parallelstore),

@@ -263,3 +263,23 @@ def control_plane(stack: Stack, cluster: Res) -> ControlPlane | None:
 def efa_node_groups(stack: Stack) -> list[NodeGroup]:
     """The stack's EKS node groups with EFA interfaces."""
     return [g for g in stack.node_groups if g.res.type == EKS_NODE_GROUP and g.efa]
+
+
+# The NVIDIA DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu; `nvidia-dra-driver-gpu` is its older NGC
+# chart): with resources.computeDomains.enabled (the chart's default: true) it runs the IMEX daemons of each
+# ComputeDomain on the domain's nodes, which is how IMEX reaches multi-node NVLink pods.
+DRA_DRIVER_CHARTS = frozenset({"dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu"})
+
+
+def compute_domain_drivers(stack: Stack) -> list[Res]:
+    """The stack's Helm releases of the NVIDIA DRA driver that leave ComputeDomains on (values unknown during preview
+    count as on: the pack cannot tell otherwise)."""
+    out = []
+    for r in stack.of(HELM_RELEASE, HELM_CHART):
+        chart = r.get("chart")
+        if not isinstance(chart, str) or chart.rstrip("/").rsplit("/", 1)[-1] not in DRA_DRIVER_CHARTS:
+            continue
+        enabled = r.get("values", "resources", "computeDomains", "enabled")
+        if enabled is not False and str(enabled).strip().lower() != "false":
+            out.append(r)
+    return out

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aicluster.catalog import InstanceType, StorageTier, TpuType
+from aicluster.catalog import InstanceType, NvlinkDomain, StorageTier, TpuType
 
 from .engine import Res, get, items, text
 
@@ -90,12 +90,54 @@ class Site:
     cidrs: tuple[str, ...]
     max_kw: float | None
     rack_kw: float | None
+    liquid_rack_kw: float | None  # kW a liquid-cooled rack position delivers and cools; None: the site has none
     it_kw: float
     facility_kw: float
     co2e_t_per_month: float
     pools: tuple[SitePool, ...]
     racks: tuple[Mapping[str, Any], ...]
     fabrics: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class NvlinkGroup:
+    """Nodes of a rack-scale type (the catalog sells it in a multi-node NVLink domain: GB200/GB300 NVL72) that one
+    resource launches, with what its placement asks of the domain, read by its cloud's reader."""
+
+    fleet: Fleet
+    domain: NvlinkDomain
+    size_key: str  # the property that sizes the resource, as a finding names it (targetSize, sku.capacity, maxSize)
+    one_domain: bool = False  # the resource must hold exactly one domain (an Azure scale set is one rack)
+    wants: str | None = None  # the domain topology its cloud needs the placement to ask for ("1x72"); None: none
+    asks: str | None = None  # what its placement asks; None: nothing (UNKNOWN: a policy the pack cannot read)
+    fix_topology: str = ""  # how the cloud's placement asks for the domain, for the finding
+    noun: str = ""  # what a finding calls the resource; "": its kind ("instance group manager")
+
+    @property
+    def what(self) -> str:
+        return self.noun or self.fleet.res.kind
+
+    @property
+    def gpus_per_domain(self) -> int:
+        return self.domain.nodes * (self.fleet.spec.accelerator_count if self.fleet.spec else 0)
+
+
+@dataclass(frozen=True)
+class DeclaredDomain:
+    """One multi-node NVLink domain as the AiCluster component declares it (`nvlink_domains`): what the raw resources
+    cannot tell, i.e. which scheduler unit keeps a job inside it and how IMEX runs on it. A key the declaration
+    leaves out is None with `says_*` False (an older program: nothing to judge); null is None with `says_*` True."""
+
+    res: Res
+    id: str
+    pool: str
+    instance_type: str | None
+    provider: str | None
+    nodes: int | None
+    block: str | None
+    imex: str | None
+    says_block: bool
+    says_imex: bool
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
-from aicluster.catalog import Catalog, Region, load_catalog
+from aicluster.catalog import Catalog, NvlinkDomain, Region, load_catalog
 from aicluster.catalog.pricing import (
     compute_price,
     hourly_month,
@@ -20,14 +20,15 @@ from aicluster.catalog.pricing import (
 )
 
 from . import aws, azure, gcp, kubernetes
-from .aicluster import AICLUSTER_TYPE, ONPREM_SITE, WORKLOAD, site_of, workload_of
+from .aicluster import AICLUSTER_TYPE, ONPREM_SITE, WORKLOAD, declared_domains, site_of, workload_of
 from .engine import CATALOG_PROVIDER, UNKNOWN, Res, count, get, items
-from .model import ControlPlane, Filesystem, Fleet, NodeGroup, Site, Workload
+from .model import ControlPlane, DeclaredDomain, Filesystem, Fleet, NodeGroup, NvlinkGroup, Site, Workload
 
 T = TypeVar("T")
 # What a cloud's reader offers the stack: the resource types it reads, each with the function that reads one.
 FleetReaders = tuple[tuple[tuple[str, ...], Callable[["Stack", Res], Fleet | None]], ...]
 FilesystemReaders = tuple[tuple[tuple[str, ...], Callable[["Stack", Res], Filesystem]], ...]
+NvlinkReaders = tuple[tuple[tuple[str, ...], Callable[["Stack", Fleet, NvlinkDomain], NvlinkGroup]], ...]
 
 
 class Stack:
@@ -76,6 +77,25 @@ class Stack:
         ]
         out += [g.fleet for g in self.node_groups if g.fleet is not None]
         return out
+
+    @cached_property
+    def nvlink_groups(self) -> list[NvlinkGroup]:
+        """Every fleet of a rack-scale type (sold in a multi-node NVLink domain), as its cloud's reader places it; a
+        Kubernetes node group's by its size alone."""
+        readers = {t: read for cloud in (aws.NVLINK, azure.NVLINK, gcp.NVLINK) for types, read in cloud for t in types}
+        out = []
+        for f in self.fleets:
+            domain = f.spec.nvlink_domain if f.spec is not None else None
+            if domain is None:
+                continue
+            read = readers.get(f.res.type)
+            out.append(read(self, f, domain) if read else NvlinkGroup(f, domain, size_key="its node count"))
+        return out
+
+    @cached_property
+    def declared_domains(self) -> list[DeclaredDomain]:
+        """The multi-node NVLink domains the AiCluster component declares (what a job's scheduler and IMEX see)."""
+        return declared_domains(self.cluster)
 
     @cached_property
     def node_groups(self) -> list[NodeGroup]:

@@ -1,4 +1,6 @@
-"""Every node fits the rack power limit (budgets.rack_kw)."""
+"""Every node fits the rack power limit (budgets.rack_kw). A rack-scale type's rack is its NVLink domain (a
+liquid-cooled NVL72 rack the provider, or the site, powers and cools as one): it is not judged node by node against
+the air-cooled budget (aicluster-site-enforce-rack-cooling judges owned ones)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ def _rack_density(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     if rack_kw is None:
         raise NotApplicable("no rack power limit: set budgets.rack_kw in the stack or rack_kw in policy config")
     for f in stack.fleets:
-        if f.spec is not None and f.tpu is None and f.spec.node_power_kw > float(rack_kw):
+        if f.spec is None or f.tpu is not None or f.spec.nvlink_domain is not None:
+            continue
+        if f.spec.node_power_kw > float(rack_kw):
             yield (
                 f.res,
                 f"one {f.instance_type} node of {f.res.name} draws up to {f.spec.node_power_kw:g} kW, more than a "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.plan.nvlink import slices
+from aicluster.catalog.models import NvlinkDomain
 from tests.helpers import gcp_cluster, gcp_pool, onprem_cluster, onprem_pool, plan_of, site
 from tests.helpers import plan_problems as located
 
@@ -43,7 +43,8 @@ def gb200_site_cluster(nodes: int = 36, **power: object) -> dict[str, object]:
 def test_a_count_is_bought_in_whole_domains_or_a_unit_the_vendor_sells(
     sizes: tuple[int, ...], nodes: int, want: list[int] | None
 ) -> None:
-    assert slices(sizes, nodes) == want
+    domain = NvlinkDomain(nodes=sizes[-1], unit="ultraserver", sizes=sizes)
+    assert domain.split(nodes) == (tuple(want) if want is not None else None)
 
 
 def test_a4x_pool_is_two_sub_blocks_with_their_nodes_in_the_plan(catalog: Catalog) -> None:

@@ -136,3 +136,69 @@ def test_burst_role_refuses_a_bursting_cluster_without_its_configuration(tmp_pat
     )
     assert why in proc.stdout
     assert "--skip-tags slurm_burst" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        pytest.param({"nvlink": {"nodes_per_domain": 18}}, True, id="nvl72-pool"),
+        pytest.param({"nvlink": {"nodes_per_domain": 1}}, False, id="single-node-domain"),
+        pytest.param({}, False, id="8-gpu-server"),
+    ],
+)
+def test_imex_is_installed_on_multi_node_nvlink_pools(
+    tmp_path: Path, variables: dict[str, Any], expected: bool
+) -> None:
+    assert templated(tmp_path, "nvidia", "nvidia_imex_enabled | bool", variables) is expected
+
+
+@pytest.mark.parametrize(
+    ("branch", "expected"),
+    [
+        # NVIDIA gpu-driver-container ubuntu install.sh (imex_install): no branch in the name from 580 on
+        ("580", ["nvidia-imex=580.173.02-*"]),
+        ("570", ["nvidia-imex-570=580.173.02-*"]),
+    ],
+)
+def test_imex_package_follows_the_driver_branch(tmp_path: Path, branch: str, expected: list[str]) -> None:
+    assert templated(tmp_path, "nvidia", "nvidia_imex_packages", {"nvidia_driver_branch": branch}) == expected
+
+
+def test_grace_hosts_get_the_sbsa_and_arm64_repositories_and_no_fabric_manager(tmp_path: Path) -> None:
+    """A GB200 compute tray: NVIDIA's sbsa CUDA repository and the arm64 container toolkit repository (by the host's
+    architecture), the nvidia role applies (gb200 has no suffix), and no Fabric Manager (the switch trays' job)."""
+    facts = {"ansible_facts": {"architecture": "aarch64", "distribution": "Ubuntu", "distribution_version": "24.04"}}
+    expression = (
+        "[nvidia_cuda_repo_key_url, nvidia_container_repo_arch, nvidia_fabricmanager_enabled | bool, "
+        "accelerator is match(nvidia_accelerator_pattern)]"
+    )
+    got = templated(tmp_path, "nvidia", expression, {**facts, "accelerator": "gb200", "accelerators_per_node": 4})
+    assert got == [
+        "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/sbsa/3bf863cc.pub",
+        "arm64",
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cpu_arch", "image", "lib_dir"),
+    [
+        (
+            "arm64",
+            "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.2",
+            "/usr/lib/aarch64-linux-gnu",
+        ),
+        ("x86_64", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2", "/usr/lib/x86_64-linux-gnu"),
+    ],
+)
+def test_gib_installer_follows_the_plans_architecture(tmp_path: Path, cpu_arch: str, image: str, lib_dir: str) -> None:
+    variables = {"cpu_arch": cpu_arch, "nccl_library_versions": {"nccl-gib": "1.1.2"}}
+    expression = "[gcp_gpudirect_components['gpudirect-rdma'].plugin_image, gcp_gpudirect_nvidia_lib_dir]"
+    assert templated(tmp_path, "gcp_gpudirect", expression, variables) == [image, lib_dir]
+
+
+@pytest.mark.parametrize("accelerator", ["gb200", "gb300", "h100-sxm-80gb", "b300-sxm"])
+def test_every_role_takes_the_catalogs_nvidia_ids(tmp_path: Path, accelerator: str) -> None:
+    for role, pattern in (("base", "base_nvidia_accelerator_pattern"), ("nccl", "nccl_accelerator_pattern")):
+        assert templated(tmp_path, role, f"'{accelerator}' is match({pattern})", {}) is True

@@ -58,6 +58,22 @@ def three_cloud() -> Capture:
     return capture_of("three-cloud")
 
 
+@pytest.fixture
+def a4x(tmp_path_factory: pytest.TempPathFactory) -> Capture:
+    """A4X on GCP (GB200 NVL72 as VMs): 36 nodes in two sub-blocks (tests/policies/resources/nvlink.py)."""
+    from tests.policies.resources.nvlink import A4X, capture
+
+    return capture("a4x", A4X, tmp_path_factory.mktemp("a4x"))
+
+
+@pytest.fixture
+def gb200_site(tmp_path_factory: pytest.TempPathFactory) -> Capture:
+    """An owned site of 8 DGX GB200 NVL72 racks in liquid-cooled positions (tests/policies/resources/nvlink.py)."""
+    from tests.policies.resources.nvlink import GB200_SITE, capture
+
+    return capture("gb200su", GB200_SITE, tmp_path_factory.mktemp("gb200su"))
+
+
 # p5-small's resources, as the one-mutation cases name them
 LT, ASG, CTL_LT, CTL = "llm-dev-h100-lt", "llm-dev-h100-asg", "llm-dev-slurmctld-lt", "llm-dev-slurmctld-vm"
 NODE_SG, EFA_SG, FS = "llm-dev-us-east-1-node", "llm-dev-us-east-1-efa", "llm-dev-scratch-fs"

@@ -48,12 +48,16 @@ def test_baseline_passes_every_policy(p5_small: Capture) -> None:
             for name in (
                 "aicluster-site-enforce-power-ceiling",
                 "aicluster-site-enforce-rack-power",
+                "aicluster-site-enforce-rack-cooling",
                 "aicluster-fabric-enforce-oversubscription",
                 "aicluster-fabric-enforce-design-limits",
                 "aicluster-site-disallow-overlapping-cidrs",
             )
         },
         "aws-ec2-vpnconnection-enforce-strong-ike": "no aws:ec2/vpnConnection:VpnConnection in the stack",
+        # Issue 27: 8-GPU servers have no multi-node NVLink domain to keep whole or to run IMEX on
+        "aicluster-pool-disallow-split-nvlink-domain": "no rack-scale (multi-node NVLink) node in the stack",
+        "aicluster-pool-missing-imex": "no multi-node NVLink pool (GB200/GB300 NVL72) in the stack",
         "gcp-compute-vpntunnel-enforce-strong-ike": "no gcp:compute/vPNTunnel:VPNTunnel in the stack",
         # Issue 16: a stack without workloads gives the workload rules nothing to judge
         **{

@@ -178,6 +178,7 @@ def plan_sites(ctx: PlanCtx, pools: Sequence[PlannedPool], controller: PlannedCo
                 pue=site.power.pue,
                 usd_per_kwh=site.power.usd_per_kwh,
                 rack_kw=site.power.rack_kw,
+                liquid_rack_kw=site.power.liquid_rack_kw,
                 max_kw=site.power.max_kw,
                 carbon_g_per_kwh=site.carbon_g_per_kwh,
                 pools=tuple(p.name for p in mine),

@@ -1,5 +1,5 @@
 # /etc/profile.d/nccl.sh - managed by aicluster, do not edit: NCCL profile gcp-a3ultra-gib for a4-highgpu-8g (gcp, gpudirect-rdma)
-# A3 Ultra and A4, GPUDirect RDMA over RoCE with NCCL/gIB: Google's set_nccl_env.sh, then the gVNIC names
+# A3 Ultra, A4 and A4X, GPUDirect RDMA over RoCE with NCCL/gIB: Google's set_nccl_env.sh, then the gVNIC names
 # Library versions: nccl-gib 1.1.2
 # Login shells read this; NCCL core settings without a vendor script are in /etc/nccl.conf.
 export NCCL_LIB_DIR="/usr/local/gib/scripts"
