@@ -68,15 +68,18 @@ def below(plan: ClusterPlan, switch: str) -> set[str]:
 @pytest.mark.parametrize("stack", SLURM_STACKS)
 def test_golden_slurm_files(stack: str) -> None:
     cp = stack_plan(stack)
-    golden(f"{stack}/slurm.conf", slurm_conf(cp))
+    # a rack-scale stack's NVLink domains need topology/block: rendered for Debian 13's 24.11, not 22.05's default
+    version = (24, 11) if cp.nvlink_domains else (22, 5)
+    golden(f"{stack}/slurm.conf", slurm_conf(cp, version))
     golden(f"{stack}/gres.conf", gres_conf(cp))
-    golden(f"{stack}/topology.conf", topology_conf(cp))
+    golden(f"{stack}/topology.conf", topology_conf(cp, version))
 
 
 def test_golden_block_topology_and_scripts() -> None:
-    golden("azure-nd-h100-250/topology-block.conf", topology_conf(stack_plan("azure-nd-h100-250"), (23, 11)))
+    # BlockSizes= is Slurm 24.05's spelling (23.11 writes BlockLevels=, test_block_topology_for_slurm_23_11)
+    golden("azure-nd-h100-250/topology-block.conf", topology_conf(stack_plan("azure-nd-h100-250"), (24, 11)))
     cp = stack_plan("three-cloud")
-    golden("three-cloud/topology-block.conf", topology_conf(cp, (23, 11)))
+    golden("three-cloud/topology-block.conf", topology_conf(cp, (24, 11)))
     golden("cgroup.conf", cgroup_conf(cp))
     golden("three-cloud/prolog.sh", prolog_sh(cp))
     golden("three-cloud/epilog.sh", epilog_sh(cp))
@@ -277,17 +280,31 @@ def test_switch_and_block_names_are_unique_and_cover_every_node(stack: str) -> N
     assert sorted(n for b in blocks(cp) for n in b.nodes) == sorted(every)
 
 
-def test_block_topology_for_slurm_23_11() -> None:
+def test_block_topology_for_slurm_24_05_and_later() -> None:
     cp = stack_plan("azure-nd-h100-250")
-    assert topology_conf(cp, (23, 11)).splitlines()[2:] == [
+    assert topology_conf(cp, (24, 5)).splitlines()[2:] == [
         "BlockName=h100-ib0 Nodes=h100-[000-099]",
         "BlockName=h100-ib1 Nodes=h100-[100-199]",
         "BlockName=h100-ib2 Nodes=h100-[200-249]",
         "BlockSizes=50,100,200",
     ]
-    assert "TopologyPlugin=topology/block" in slurm_conf(cp, (23, 11))
-    assert "TopologyPlugin=topology/tree" in slurm_conf(cp, (23, 11), SlurmSettings(topology="tree"))
+    assert "TopologyPlugin=topology/block" in slurm_conf(cp, (24, 11))
+    assert "TopologyPlugin=topology/tree" in slurm_conf(cp, (24, 11), SlurmSettings(topology="tree"))
     assert "TopologyPlugin=topology/tree" in slurm_conf(cp)
+
+
+def test_block_topology_for_slurm_23_11() -> None:
+    """23.11 reads `BlockLevels=` (a bitmap of levels, 2^k blocks each; BlockSizes came with 24.05) and stops with
+    "children count no equal bblock_node_cnt" unless every block holds the same number of nodes (SchedMD/slurm
+    slurm-23-11-10-1 src/plugins/topology/block/topology_block.c)."""
+    even = stack_plan("three-cloud")  # three blocks of 4 nodes
+    assert topology_conf(even, (23, 11)).splitlines()[-1] == "BlockLevels=0"
+    assert "TopologyPlugin=topology/block" in slurm_conf(even, (23, 11))
+    uneven = stack_plan("azure-nd-h100-250")  # 100, 100 and 50 nodes: the tree on 23.x
+    assert "TopologyPlugin=topology/tree" in slurm_conf(uneven, (23, 11))
+    assert topology_conf(uneven, (23, 11)) == topology_conf(uneven, (22, 5))
+    with pytest.raises(ValueError, match=r"Slurm 23\.11's topology/block needs every block of one size, not 50, 100"):
+        topology_conf(uneven, (23, 11), SlurmSettings(topology="block"))
 
 
 def test_block_topology_needs_slurm_23_11() -> None:
