@@ -52,17 +52,20 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def debian_rootfs() -> Path:
-    """A minimal Debian bookworm with PACKAGES and fresh apt lists, where no service may start (built once,
-    about a minute, then cached)."""
-    tarball = CACHE / f"rootfs-{SUITE}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
+def debian_rootfs(suite: str = SUITE, packages: tuple[str, ...] = PACKAGES) -> Path:
+    """A minimal Debian `suite` (bookworm) with `packages` (PACKAGES) and fresh apt lists, where no service may
+    start (built once, a minute or three, then cached)."""
+    if (suite, packages) == (SUITE, PACKAGES):
+        tarball = CACHE / f"rootfs-{SUITE}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
+    else:
+        tarball = CACHE / f"rootfs-{suite}-{'-'.join(packages)}.tar"
     with locked(tarball):
         if tarball.exists():
             return tarball
-        work = CACHE / f"rootfs-{SUITE}.build"
+        work = CACHE / f"{tarball.stem}.build"
         shutil.rmtree(work, ignore_errors=True)
         proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(work), MIRROR],
+            ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite, str(work), MIRROR],
             capture_output=True,
             text=True,
             check=False,
@@ -70,7 +73,7 @@ def debian_rootfs() -> Path:
         if proc.returncode != 0:
             shutil.rmtree(work, ignore_errors=True)
             unavailable(
-                f"debootstrap {SUITE} failed ({(proc.stdout + proc.stderr).strip()[-300:]})",
+                f"debootstrap {suite} failed ({(proc.stdout + proc.stderr).strip()[-300:]})",
                 f"it needs network access to {MIRROR}",
             )
         # Packages the roles install must never start daemons in the chroot (they would run on this host).
