@@ -20,16 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from aicluster.catalog import load_catalog
-from aicluster.plan import ClusterPlan, plan
+from aicluster.plan import ClusterPlan
 from aicluster.plan.models import OnpremHost
 from aicluster.preview import plan_stack
 from aicluster.schedulers.slurm.render import files
-from aicluster.spec import parse_cluster
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import IN_CI, ROOT, SLURM_STACKS
+from tests.helpers import data_stack, hybrid_site_cluster, plan_of
 from tests.integration.slurm_trixie import FAULTS, Cluster, settings, slurm_cluster
 from tests.integration.test_slurmctld import HARMLESS_ERRORS, HYBRID_SITE, addressed
 from tests.tune.hosts import allocate
@@ -37,7 +36,6 @@ from tests.tune.hosts import allocate
 pytestmark = pytest.mark.slow
 
 VERSION = (24, 11)
-TEST_STACKS = ROOT / "tests" / "data" / "stacks"
 NOT_AVAILABLE = "Requested node configuration is not available"
 
 
@@ -53,11 +51,9 @@ def tools() -> None:
         pytest.skip(message)
 
 
-def data_stack(name: str) -> ClusterPlan:
-    """A stack of tests/data/stacks, planned as `preview` plans it."""
-    path = TEST_STACKS / f"Pulumi.{name}.yaml"
-    doc = yaml.safe_load(path.read_text())
-    return plan(parse_cluster(doc["config"]["aicluster:cluster"], str(path)), load_catalog())
+def data_stack_plan(name: str) -> ClusterPlan:
+    """A stack of tests/data/stacks, planned."""
+    return plan_of(load_catalog(), data_stack(name))
 
 
 def hosted(cp: ClusterPlan, subnet: str) -> ClusterPlan:
@@ -112,7 +108,7 @@ def unexpected_errors(log: str) -> list[str]:
 
 def test_rack_scale_site_runs_jobs_inside_nvlink_domains(tools: None, tmp_path: Path) -> None:
     own = allocate("slurm-blocks")
-    cp = hosted(data_stack("gb200-site"), own.subnet)
+    cp = hosted(data_stack_plan("gb200-site"), own.subnet)
     names = [n for p in cp.pools for n in p.node_names()]
     assert (len(cp.nvlink_domains), len(names)) == (4, 72)
     rendered = files(cp, VERSION, settings())
@@ -191,7 +187,7 @@ def test_rack_scale_cloud_pool_blocks_beside_a_pool_without_nvlink(tools: None, 
     """CLOUD nodes (a cloud's pools: powered down until a job needs them) are placed by the blocks all the same;
     the CPU pool's nodes are in no block, and its partition schedules them as before."""
     own = allocate("slurm-blocks-cloud")
-    cp = data_stack("gb200-gcp")
+    cp = data_stack_plan("gb200-gcp")
     with slurm_cluster(tmp_path, files(cp, VERSION, settings()), prefix=own.prefix, subnet=own.subnet) as cluster:
         topology = cluster.records("topology")
         blocks = {r["BlockName"]: cluster.hostnames(r["Nodes"]) for r in topology if "BlockName" in r}
@@ -213,8 +209,6 @@ def test_rack_scale_cloud_pool_blocks_beside_a_pool_without_nvlink(tools: None, 
 @pytest.fixture
 def example(request: pytest.FixtureRequest) -> ClusterPlan:
     if request.param == HYBRID_SITE:
-        from tests.helpers import hybrid_site_cluster, plan_of
-
         return plan_of(load_catalog(), hybrid_site_cluster())
     return addressed(plan_stack(read_stack(find_project(ROOT), request.param)))
 
