@@ -152,9 +152,11 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any], catalog: Catalog) 
     return facts
 
 
-def _nvlink_vars(domain: PlannedNvlinkDomain) -> dict[str, Any]:
+def _nvlink_vars(domain: PlannedNvlinkDomain, address: Mapping[str, str]) -> dict[str, Any]:
     """An NVLink domain's group_vars: the domain as the plan has it, and the IMEX domain the nvidia_imex role
-    configures on each of its nodes (nodes_config.cfg lists their addresses in this order, the same on every node)."""
+    configures on each of its nodes: nodes_config.cfg lists their addresses in plan order, the same file on every
+    node. Written only when every node's address is known; else the nodes without one (the role says what to do)."""
+    missing = [n for n in domain.nodes if n not in address]
     return {
         "nvlink_domain_pool": domain.pool,
         "nvlink_domain_unit": domain.unit,
@@ -163,6 +165,11 @@ def _nvlink_vars(domain: PlannedNvlinkDomain) -> dict[str, Any]:
         **({"nvlink_domain_rack": domain.rack} if domain.rack is not None else {}),
         "nvidia_imex_domain": domain.id,
         "nvidia_imex_nodes": list(domain.nodes),
+        **(
+            {"nvidia_imex_unaddressed": missing}
+            if missing
+            else {"nvidia_imex_addresses": [address[n] for n in domain.nodes]}
+        ),
     }
 
 
@@ -250,7 +257,7 @@ def inventory(
             group = group_name("nvlink", d.id)
             children[group] = {"hosts": {n: {} for n in d.nodes}}
             domains[group] = {}
-            group_vars[group] = _nvlink_vars(d)
+            group_vars[group] = _nvlink_vars(d, {n: a for n in d.nodes if (a := host(n).get("ansible_host"))})
         children["nvlink_domains"] = {"children": domains}
     children["slurm_compute"] = {"children": compute}
     ctl = plan.controller

@@ -275,9 +275,14 @@ def test_rack_scale_hosts_carry_their_nvlink_domain_and_each_domain_is_a_group(c
     """A host of a GB200 NVL72 rack names its NVLink domain; each domain is a group (children of nvlink_domains)
     whose group_vars give the IMEX domain: its nodes in order, the same list for every node of the rack."""
     p = plan_of(catalog, data_stack("gb200-site"))
-    files = inventory(p, {}, {}, "x", slurm_version=(24, 11))
+    given = {f"gb200-{i:03d}": f"10.210.1.{10 + i}" for i in range(20)}  # --hosts: the first rack and two more
+    files = inventory(p, {}, given, "x", slurm_version=(24, 11))
     children = load(files, "hosts.yml")["all"]["children"]  # type: ignore[index]
-    assert children["pool_gb200"]["hosts"]["gb200-019"] == {"node_index": 19, "nvlink_domain": "gb200-nvl1"}
+    assert children["pool_gb200"]["hosts"]["gb200-019"] == {
+        "ansible_host": "10.210.1.29",
+        "node_index": 19,
+        "nvlink_domain": "gb200-nvl1",
+    }
     assert children["nvlink_domains"]["children"] == {f"nvlink_gb200_nvl{k}": {} for k in range(4)}
     assert list(children["nvlink_gb200_nvl1"]["hosts"]) == [f"gb200-{i:03d}" for i in range(18, 36)]
     assert load(files, "group_vars/nvlink_gb200_nvl1.yml") == {
@@ -288,7 +293,10 @@ def test_rack_scale_hosts_carry_their_nvlink_domain_and_each_domain_is_a_group(c
         "nvlink_domain_rack": "gb200-r02",
         "nvidia_imex_domain": "gb200-nvl1",
         "nvidia_imex_nodes": [f"gb200-{i:03d}" for i in range(18, 36)],
+        "nvidia_imex_unaddressed": [f"gb200-{i:03d}" for i in range(20, 36)],  # the role stops on them
     }
+    nvl0 = load(files, "group_vars/nvlink_gb200_nvl0.yml")
+    assert nvl0["nvidia_imex_addresses"] == [f"10.210.1.{10 + i}" for i in range(18)]
     slurm = load(files, "group_vars/all.yml")["slurm_files"]
     assert "BlockName=gb200-nvl1 Nodes=gb200-[018-035]" in slurm["/etc/slurm/topology.conf"]  # type: ignore[index]
     # 8-GPU pools have no NVLink domain: no such host var or group
