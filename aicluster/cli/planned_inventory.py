@@ -127,7 +127,7 @@ def slurm_release_problems(stack: StackConfig, plan: ClusterPlan, version: tuple
     from aicluster.schedulers.slurm.render import rack_scale_problems
     from aicluster.spec import Problem, SpecError
 
-    if plan.scheduler != "slurm" or plan.controller is None:
+    if plan.controller is None:  # no Slurm files (as inventory() renders them only with a controller)
         return
     release = f"{version[0]}.{version[1]:02d}" + ("" if given else " (--slurm-version's default)")
     found = rack_scale_problems(plan, version, release)
