@@ -3,7 +3,9 @@ the cloud does not say) the nodes' addresses.
 
 Hosts are the plan's node names (`PlannedPool.node_names()`, the names Slurm uses too), grouped by pool
 (`pool_<name>`), provider (`provider_<aws|azure|gcp|onprem>`), fabric (`fabric_<efa|infiniband|...>`), site
-(`site_<name>`, owned pools) and role (`slurm_controller`, `slurm_compute`). Owned hosts come from the stack: a
+(`site_<name>`, owned pools), NVLink domain (`nvlink_<domain>`, children of `nvlink_domains`: the nodes of one GB200
+NVL72 rack or sub-block, whose group_vars give the IMEX domain) and role (`slurm_controller`, `slurm_compute`). A
+rack-scale host also carries its domain as `nvlink_domain`. Owned hosts come from the stack: a
 pool's listed hosts and the controller host get `ansible_host` = the address the stack gives (an address passed with
 --hosts wins, for a host reached another way); nothing is discovered for them. Each host knows its index in the pool
 and its fabric domain (the Azure scale set, GCP placement group or TPU slice it shares a fabric with). group_vars
@@ -29,7 +31,7 @@ import yaml
 
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.files import write_atomic
-from aicluster.plan import ClusterPlan, PlannedPool
+from aicluster.plan import ClusterPlan, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
 from aicluster.render import burst, nccl
 from aicluster.schedulers.slurm import render as slurm
@@ -160,6 +162,27 @@ def _pool_vars(pool: PlannedPool, outputs: Mapping[str, Any], catalog: Catalog) 
     return facts
 
 
+def _nvlink_vars(domain: PlannedNvlinkDomain, address: Mapping[str, str]) -> dict[str, Any]:
+    """An NVLink domain's group_vars: the domain as the plan has it, and the IMEX domain the nvidia_imex role
+    configures on each of its nodes: nodes_config.cfg lists their addresses in plan order, the same file on every
+    node. Written only when every node's address is known; else the nodes without one (the role says what to do)."""
+    missing = [n for n in domain.nodes if n not in address]
+    return {
+        "nvlink_domain_pool": domain.pool,
+        "nvlink_domain_unit": domain.unit,
+        "nvlink_domain_gpus": domain.gpus,
+        "nvlink_domain_whole": domain.whole,
+        **({"nvlink_domain_rack": domain.rack} if domain.rack is not None else {}),
+        "nvidia_imex_domain": domain.id,
+        "nvidia_imex_nodes": list(domain.nodes),
+        **(
+            {"nvidia_imex_unaddressed": missing}
+            if missing
+            else {"nvidia_imex_addresses": [address[n] for n in domain.nodes]}
+        ),
+    }
+
+
 def stack_addresses(plan: ClusterPlan) -> dict[str, str]:
     """Node name -> address the stack itself gives: owned hosts (pools[].hosts) and an on-prem controller host."""
     found = {h.name: h.address for p in plan.pools if p.onprem is not None for h in p.onprem.hosts}
@@ -208,6 +231,7 @@ def inventory(
         return hostvars
 
     compute: dict[str, Any] = {}
+    nvlink_of = {n: d.id for d in plan.nvlink_domains for n in d.nodes}
     by_provider: dict[str, dict[str, Any]] = {}
     by_fabric: dict[str, dict[str, Any]] = {}
     by_site: dict[str, dict[str, Any]] = {}
@@ -216,7 +240,12 @@ def inventory(
         names = pool.node_names()
         domain_of = {i: name for name, nodes in pool.fabric_domains() for i in nodes}
         hosts = {
-            n: host(n, node_index=i, **({"fabric_domain": domain_of[i]} if i in domain_of else {}))
+            n: host(
+                n,
+                node_index=i,
+                **({"fabric_domain": domain_of[i]} if i in domain_of else {}),
+                **({"nvlink_domain": nvlink_of[n]} if n in nvlink_of else {}),
+            )
             for i, n in enumerate(names)
         }
         children[group] = {"hosts": hosts}
@@ -229,6 +258,14 @@ def inventory(
     for kind in (by_provider, by_fabric, by_site):
         for name, members in sorted(kind.items()):
             children[name] = {"children": members}
+    if plan.nvlink_domains:
+        domains: dict[str, Any] = {}
+        for d in plan.nvlink_domains:
+            group = group_name("nvlink", d.id)
+            children[group] = {"hosts": {n: {} for n in d.nodes}}
+            domains[group] = {}
+            group_vars[group] = _nvlink_vars(d, {n: a for n in d.nodes if (a := host(n).get("ansible_host"))})
+        children["nvlink_domains"] = {"children": domains}
     children["slurm_compute"] = {"children": compute}
     ctl = plan.controller
     if ctl is not None:

@@ -238,3 +238,13 @@ def hybrid_site_cluster() -> dict[str, Any]:
     ]
     data["compliance"] = {**data["compliance"], "allowed_regions": ["us-east-1", "us-east5"]}
     return data
+
+
+def data_stack(name: str) -> dict[str, Any]:
+    """The cluster of a test stack, tests/data/stacks/Pulumi.<name>.yaml (stacks that are not examples)."""
+    import yaml
+
+    from tests.conftest import ROOT
+
+    doc = yaml.safe_load((ROOT / "tests" / "data" / "stacks" / f"Pulumi.{name}.yaml").read_text())
+    return copy.deepcopy(doc["config"]["aicluster:cluster"])

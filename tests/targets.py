@@ -75,26 +75,29 @@ def foreign_arch(arch: str) -> None:
         )
 
 
-def debian_rootfs(arch: str | None = None) -> Path:
-    """A minimal Debian bookworm with PACKAGES and fresh apt lists, where no service may start (built once,
-    about a minute, then cached). `arch`: a foreign architecture's root (arm64: Grace hosts), run under qemu-user
-    (foreign_arch); several times slower to build, once."""
+def debian_rootfs(suite: str = SUITE, packages: tuple[str, ...] = PACKAGES, arch: str | None = None) -> Path:
+    """A minimal Debian `suite` (bookworm) with `packages` (PACKAGES) and fresh apt lists, where no service may
+    start (built once, a minute or three, then cached). `arch`: a foreign architecture's root (arm64: Grace hosts),
+    run under qemu-user (foreign_arch); several times slower to build, once."""
     if arch is not None:
         foreign_arch(arch)
-    label = f"{SUITE}-{arch}" if arch else SUITE
-    tarball = CACHE / f"rootfs-{label}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
+    label = f"{suite}-{arch}" if arch else suite
+    if (suite, packages) == (SUITE, PACKAGES):
+        tarball = CACHE / f"rootfs-{label}-{'-'.join(p.replace('python3-', '') for p in PACKAGES[1:])}.tar"
+    else:
+        tarball = CACHE / f"rootfs-{label}-{'-'.join(packages)}.tar"
     with locked(tarball):
         if tarball.exists():
             return tarball
-        work = CACHE / f"rootfs-{label}.build"
+        work = CACHE / f"{tarball.stem}.build"
         shutil.rmtree(work, ignore_errors=True)
         proc = subprocess.run(
             [
                 "debootstrap",
                 "--variant=minbase",
                 *([f"--arch={arch}"] if arch else []),
-                f"--include={','.join(PACKAGES)}",
-                SUITE,
+                f"--include={','.join(packages)}",
+                suite,
                 str(work),
                 MIRROR,
             ],
@@ -105,7 +108,7 @@ def debian_rootfs(arch: str | None = None) -> Path:
         if proc.returncode != 0:
             shutil.rmtree(work, ignore_errors=True)
             unavailable(
-                f"debootstrap {SUITE} failed ({(proc.stdout + proc.stderr).strip()[-300:]})",
+                f"debootstrap {suite} failed ({(proc.stdout + proc.stderr).strip()[-300:]})",
                 f"it needs network access to {MIRROR}",
             )
         # Packages the roles install must never start daemons in the chroot (they would run on this host).

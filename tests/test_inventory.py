@@ -17,7 +17,16 @@ import pytest
 from aicluster.catalog import Catalog
 from aicluster.inventory import group_name, inventory, known, read_yaml, write
 from tests.conftest import ROOT, run_cli
-from tests.helpers import azure_cluster, azure_pool, gcp_pool, hybrid_site_cluster, plan_of, pool, tpu_pool
+from tests.helpers import (
+    azure_cluster,
+    azure_pool,
+    data_stack,
+    gcp_pool,
+    hybrid_site_cluster,
+    plan_of,
+    pool,
+    tpu_pool,
+)
 
 
 def load(files: dict[str, str], rel: str) -> dict[str, object]:
@@ -260,6 +269,60 @@ def test_cli_renders_the_slurm_files_for_the_nodes_slurm_release(project: Path) 
         assert proc.returncode == 2, proc.stdout
         assert message in proc.stderr
         assert not (project / "other").exists()
+
+
+def test_rack_scale_hosts_carry_their_nvlink_domain_and_each_domain_is_a_group(catalog: Catalog) -> None:
+    """A host of a GB200 NVL72 rack names its NVLink domain; each domain is a group (children of nvlink_domains)
+    whose group_vars give the IMEX domain: its nodes in order, the same list for every node of the rack."""
+    p = plan_of(catalog, data_stack("gb200-site"))
+    given = {f"gb200-{i:03d}": f"10.210.1.{10 + i}" for i in range(20)}  # --hosts: the first rack and two more
+    files = inventory(p, {}, given, "x", slurm_version=(24, 11))
+    children = load(files, "hosts.yml")["all"]["children"]  # type: ignore[index]
+    assert children["pool_gb200"]["hosts"]["gb200-019"] == {
+        "ansible_host": "10.210.1.29",
+        "node_index": 19,
+        "nvlink_domain": "gb200-nvl1",
+    }
+    assert children["nvlink_domains"]["children"] == {f"nvlink_gb200_nvl{k}": {} for k in range(4)}
+    assert list(children["nvlink_gb200_nvl1"]["hosts"]) == [f"gb200-{i:03d}" for i in range(18, 36)]
+    assert load(files, "group_vars/nvlink_gb200_nvl1.yml") == {
+        "nvlink_domain_pool": "gb200",
+        "nvlink_domain_unit": "rack",
+        "nvlink_domain_gpus": 72,
+        "nvlink_domain_whole": True,
+        "nvlink_domain_rack": "gb200-r02",
+        "nvidia_imex_domain": "gb200-nvl1",
+        "nvidia_imex_nodes": [f"gb200-{i:03d}" for i in range(18, 36)],
+        "nvidia_imex_unaddressed": [f"gb200-{i:03d}" for i in range(20, 36)],  # the role stops on them
+    }
+    nvl0 = load(files, "group_vars/nvlink_gb200_nvl0.yml")
+    assert nvl0["nvidia_imex_addresses"] == [f"10.210.1.{10 + i}" for i in range(18)]
+    slurm = load(files, "group_vars/all.yml")["slurm_files"]
+    assert "BlockName=gb200-nvl1 Nodes=gb200-[018-035]" in slurm["/etc/slurm/topology.conf"]  # type: ignore[index]
+    # 8-GPU pools have no NVLink domain: no such host var or group
+    plain = load(inventory(plan_of(catalog, azure_cluster(storage=[])), {}, {}, "x"), "hosts.yml")
+    assert "nvlink_domains" not in plain["all"]["children"]  # type: ignore[index]
+
+
+def test_cli_refuses_rack_scale_pools_for_a_slurm_without_blocks(project: Path) -> None:
+    """22.05 (the default, Debian 12's) has no topology/block: one problem at the pool's instance_type line, exit 2,
+    nothing written; the release the nodes run (--slurm-version 24.11) writes the inventory."""
+    shutil.copy(ROOT / "tests" / "data" / "stacks" / "Pulumi.gb200-gcp.yaml", project / "stacks")
+    proc = run_cli("inventory", "gb200-gcp", cwd=project)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.splitlines()[0] == (
+        'error: stacks/Pulumi.gb200-gcp.yaml:14: pools[0].instance_type: got "a4x-highgpu-4g"; a rack-scale type: '
+        "the pool's 2 NVLink domain(s) of 18 nodes are Slurm blocks (topology/block), which Slurm 22.05 "
+        "(--slurm-version's default) does not have; render the Slurm files for the release the nodes run, 23.11 or "
+        "later (--slurm-version 23.11: Ubuntu 24.04's Slurm; 24.11: Debian 13's)"
+    )
+    assert not (project / ".work" / "gb200-gcp" / "inventory").exists()
+    proc = run_cli("inventory", "gb200-gcp", "--slurm-version", "22.05", cwd=project)
+    assert "which Slurm 22.05 does not have" in proc.stderr
+    proc = run_cli("inventory", "gb200-gcp", "--slurm-version", "24.11", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    gv = read_yaml((project / ".work/gb200-gcp/inventory/group_vars/all.yml").read_text())
+    assert "SwitchType=switch/nvidia_imex" in gv["slurm_files"]["/etc/slurm/slurm.conf"]
 
 
 def inventory_cli(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

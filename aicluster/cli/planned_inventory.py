@@ -121,6 +121,22 @@ class PlannedInventory:
         )
 
 
+def slurm_release_problems(stack: StackConfig, plan: ClusterPlan, version: tuple[int, int], *, given: bool) -> None:
+    """Pools the nodes' Slurm release cannot schedule (rack-scale pools before 23.11): one problem per pool, at its
+    `instance_type` line of the stack file (exit 2, nothing written), rather than Slurm files that would not load."""
+    from aicluster.schedulers.slurm.render import rack_scale_problems
+    from aicluster.spec import Problem, SpecError
+
+    if plan.controller is None:  # no Slurm files (as inventory() renders them only with a controller)
+        return
+    release = f"{version[0]}.{version[1]:02d}" + ("" if given else " (--slurm-version's default)")
+    found = rack_scale_problems(plan, version, release)
+    if found:
+        index = {p.name: i for i, p in enumerate(plan.pools)}
+        problems = [Problem(("pools", index[pool], "instance_type"), why, kind, True) for pool, kind, why in found]
+        raise SpecError(stack.source, problems, stack.lines)
+
+
 def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = None) -> PlannedInventory:
     """Plan the stack (unless `given_plan` is its plan) and its inventory, writing nothing of it yet. Addresses an
     earlier run was given (--hosts, --discover) are kept when this one gives none. A Kubernetes stack has no
@@ -140,6 +156,7 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
     reason = inv.no_inventory_reason(plan, stack.stack)
     if reason is not None:
         raise UsageError(reason)
+    slurm_release_problems(stack, plan, version, given=getattr(args, "slurm_version", None) is not None)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
     given = hosts_file(args.hosts, names)
     kept = {k: v for k, v in inv.previous_addresses(target).items() if k in names} if not target.is_symlink() else {}

@@ -34,7 +34,7 @@ HOST = "gb200-000"
 @pytest.fixture(scope="module")
 def arm64_rootfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     _root_tools()
-    tarball = debian_rootfs("arm64")
+    tarball = debian_rootfs(arch="arm64")
     with fresh_rootfs(tarball, tmp_path_factory.mktemp("arm64") / "rootfs") as rootfs:
         yield rootfs
 

@@ -37,8 +37,27 @@ What the files say, and why:
   3-node job over two 2-node switches without a common parent is refused, "Requested node configuration is
   not available").
 - Block topology (Slurm >= 23.11, the default there): one block per fabric domain; `BlockSizes` starts at the
-  smallest domain and doubles while a network still holds that many nodes. Text only: no slurmctld here has
-  topology/block. Cross-network placement is then prevented by the partitions alone.
+  smallest domain and doubles while a network still holds that many nodes. Cross-network placement is then
+  prevented by the partitions alone. Slurm 23.11 spells the sizes `BlockLevels=` (levels: 2^k blocks) and stops
+  with "children count no equal bblock_node_cnt" unless every block holds the same number of nodes; BlockSizes
+  (24.05) only needs each block to hold at least the first size. So on 23.x blocks of unequal size fall back to
+  the tree (an explicit `SlurmSettings.topology="block"` is refused).
+- Rack-scale pools (GB200/GB300 NVL72: `ClusterPlan.nvlink_domains`, never recomputed here): one block per NVLink
+  domain, named by the plan (`<pool>-nvl<k>`), in plan order within each network; `BlockSizes` starts at the
+  smallest domain (18 nodes, or a 9-node partial UltraServer) and doubles while one network holds that many domain
+  nodes, so a job that needs two racks gets two neighbouring ones (on-prem: the racks of one scalable unit, listed
+  in order). Slurm before 25.05 has one topology plugin per cluster (topology.yaml, 25.05, has one per partition),
+  and the NVLink domain is the boundary that matters most to a job on such a cluster (MNNVL and IMEX stop there;
+  `--segment=18` asks for whole racks), so topology/block wins over the scale-out fabric's tree, whose remaining
+  duty, keeping a job inside one network or site fabric, is left to the partitions: none spans two (with sites,
+  the default `hybrid` partition over every node is then not written; `-p gb200,gb200-cloud` still bursts). Pools
+  without NVLink domains stay outside the blocks: Slurm (23.11 and 24.11 topology_p_eval_nodes) schedules a job
+  whose partition holds no block node without the block plugin, so their partitions work as before. Slurm 22.05 has
+  no topology/block: such plans are refused (`rack_scale_problems`), never written with a tree. IMEX: from 24.05
+  `SwitchType=switch/nvidia_imex` gives each job step across nodes an IMEX channel of its own; on 23.x the prolog
+  makes channel 0 on the job's rack-scale nodes (what ParallelCluster's and CycleCloud's prologs do; one channel
+  for every job of the domain, so no isolation between users). The IMEX daemon itself runs per NVLink domain (the
+  guide's "NVLink domain wide" model), configured by the nvidia_imex role from the inventory's domain groups.
 - Sites (a stack with owned data centres; cloud-only stacks keep the text above byte for byte). One controller on
   the site host the stack names (`SlurmctldHost=<host>(<address>)`). Owned pools are static nodes named by their
   hosts with `NodeAddr=` (or `<pool>-NNN`, resolved by the site's DNS) and `Weight=1`, so Slurm fills them first.
@@ -64,7 +83,9 @@ What the files say, and why:
   pool, and a default `hybrid` partition of every node: users submit without `-p` and Slurm fills the owned nodes
   first and bursts by weight when they are busy (the hybrid example of power_save.shtml).
 - Prolog/Epilog/HealthCheckProgram: DCGM diagnostics and GPU counts on GPU nodes; on failure they drain the
-  node with a reason and exit non-zero. slurmd starts them with no PATH, so they set their own.
+  node with a reason and exit non-zero. slurmd starts them with no PATH, so they set their own. On rack-scale
+  nodes the health check also wants the NVLink domain whole: the IMEX daemon READY (`nvidia-imex-ctl -q`) and
+  every GPU's fabric state Completed with status Success (`nvidia-smi -q`, section Fabric).
 """
 
 from __future__ import annotations
@@ -84,6 +105,8 @@ Version = tuple[int, int]
 TopologyPlugin = Literal["tree", "block"]
 
 BLOCK_SINCE: Version = (23, 11)
+BLOCK_SIZES_SINCE: Version = (24, 5)  # BlockSizes= (23.11: BlockLevels=, and every block of one size)
+IMEX_SWITCH_SINCE: Version = (24, 5)  # SwitchType=switch/nvidia_imex
 PRIVATE_DATA_CLOUD_UNTIL: Version = (23, 2)  # PrivateData=cloud: CLOUD nodes are shown by default from 23.02
 CLOUD_REG_ADDRS_UNTIL: Version = (23, 11)  # SlurmctldParameters=cloud_reg_addrs: removed (made the default) in 23.11
 KEEP_POWER_SAVE_SINCE: Version = (23, 2)  # ReconfigFlags=KeepPowerSaveSettings (with `scontrol update SuspendExc*`)
@@ -129,6 +152,12 @@ class SlurmSettings:
     # Sites: where aicluster's console scripts (aicluster-resume, aicluster-suspend) are installed on the controller
     burst_bin_dir: str = "/opt/aicluster/bin"
     scontrol: str = "/usr/bin/scontrol"  # for the burst programs: slurmctld runs them with no PATH
+    # SlurmdParameters (None: not written). A test machine sets `config_overrides`, so that slurmd registers a node
+    # with the CPUs and memory slurm.conf gives it rather than draining it for having less.
+    slurmd_parameters: str | None = None
+    # SwitchParameters for switch/nvidia_imex (None: Slurm's defaults, 2048 channels and the device's major number
+    # from /proc/devices); a test machine without the NVIDIA driver names a major number (`imex_dev_major=`).
+    switch_parameters: str | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -249,10 +278,13 @@ def features(pool: PlannedPool, site_layout: bool = False) -> list[str]:
 
 
 def plugin_for(plan: ClusterPlan, version: Version, settings: SlurmSettings = DEFAULT_SETTINGS) -> TopologyPlugin:
-    """The topology plugin for the plan: with sites always the tree, whose disjoint roots keep every job inside one
-    site fabric or one cloud pool (aggregated blocks of topology/block could join a site's block with a cloud's)."""
+    """The topology plugin for the plan: topology/block for a plan with NVLink domains (refused where Slurm has
+    none); else with sites always the tree, whose disjoint roots keep every job inside one site fabric or one cloud
+    pool (aggregated blocks of topology/block could join a site's block with a cloud's)."""
+    if plan.nvlink_domains:
+        return _nvlink_plugin(plan, version, settings)
     if not has_sites(plan):
-        return topology_plugin(version, settings)
+        return topology_plugin(version, settings, _block_node_counts(blocks(plan)))
     if settings.topology == "block":
         raise ValueError(
             f"cluster {plan.name} has sites: topology/block could place one job across a site and a cloud; "
@@ -261,11 +293,79 @@ def plugin_for(plan: ClusterPlan, version: Version, settings: SlurmSettings = DE
     return "tree"
 
 
-def topology_plugin(version: Version, settings: SlurmSettings = DEFAULT_SETTINGS) -> TopologyPlugin:
-    chosen: TopologyPlugin = settings.topology or ("block" if version >= BLOCK_SINCE else "tree")
+def topology_plugin(
+    version: Version, settings: SlurmSettings = DEFAULT_SETTINGS, block_nodes: Sequence[int] = ()
+) -> TopologyPlugin:
+    """The plugin for a plan without NVLink domains: block from 23.11 unless the settings say otherwise. Slurm 23.x
+    needs every block of one size (`block_nodes`, the blocks' node counts), so there blocks of unequal size keep the
+    tree."""
+    uneven = version < BLOCK_SIZES_SINCE and len(set(block_nodes)) > 1
+    chosen: TopologyPlugin = settings.topology or ("block" if version >= BLOCK_SINCE and not uneven else "tree")
     if chosen == "block" and version < BLOCK_SINCE:
-        raise ValueError(f"topology/block needs Slurm 23.11 or newer, not {version[0]}.{version[1]:02d}")
+        raise ValueError(f"topology/block needs Slurm 23.11 or newer, not {_show(version)}")
+    if chosen == "block" and uneven:
+        raise ValueError(
+            f"Slurm {_show(version)}'s topology/block needs every block of one size, not "
+            f"{', '.join(map(str, sorted(set(block_nodes))))} nodes; Slurm 24.05 and later take blocks of unequal size"
+        )
     return chosen
+
+
+def rack_scale_problems(plan: ClusterPlan, version: Version, release: str | None = None) -> list[tuple[str, str, str]]:
+    """(pool, instance type, why) for each pool of NVLink domains that Slurm `version` cannot schedule as blocks:
+    before 23.11 it has no topology/block; 23.x needs every block of one size (a partial domain beside whole ones).
+    `why` follows "<instance type> is "; `release` is how it names the version (default "22.05"). Empty: the
+    release takes them."""
+    if not plan.nvlink_domains:
+        return []
+    release = release or _show(version)
+    out: list[tuple[str, str, str]] = []
+    by_pool: dict[str, list[int]] = {}
+    for d in plan.nvlink_domains:
+        by_pool.setdefault(d.pool, []).append(len(d.nodes))
+    types = {p.name: p.instance_type for p in plan.pools}
+    sizes = {n for counts in by_pool.values() for n in counts}
+    for pool, counts in by_pool.items():
+        what = (
+            f"a rack-scale type: the pool's {len(counts)} NVLink domain(s) of "
+            f"{'/'.join(map(str, sorted(set(counts), reverse=True)))} nodes are Slurm blocks (topology/block)"
+        )
+        if version < BLOCK_SINCE:
+            why = (
+                f"{what}, which Slurm {release} does not have; render the Slurm files for the release the "
+                "nodes run, 23.11 or later (--slurm-version 23.11: Ubuntu 24.04's Slurm; 24.11: Debian 13's)"
+            )
+        elif version < BLOCK_SIZES_SINCE and len(sizes) > 1:
+            why = (
+                f"{what}, and Slurm {release} needs every block of one size, not "
+                f"{', '.join(map(str, sorted(sizes)))} nodes (a partial domain beside whole ones); render for "
+                "Slurm 24.05 or later (--slurm-version 24.05), or plan whole domains only"
+            )
+        else:
+            continue
+        out.append((pool, types.get(pool, pool), why))
+    return out
+
+
+def _nvlink_plugin(plan: ClusterPlan, version: Version, settings: SlurmSettings) -> TopologyPlugin:
+    problems = rack_scale_problems(plan, version)
+    if problems:
+        raise ValueError("; ".join(f"pool {pool}: {kind} is {why}" for pool, kind, why in problems))
+    if settings.topology == "tree":
+        raise ValueError(
+            f"cluster {plan.name} has NVLink domains: they are Slurm blocks (topology/block), which a tree cannot "
+            "stand for; leave SlurmSettings.topology unset"
+        )
+    return "block"
+
+
+def _show(version: Version) -> str:
+    return f"{version[0]}.{version[1]:02d}"
+
+
+def imex_switch(plan: ClusterPlan, version: Version) -> bool:
+    """Whether slurm.conf names `SwitchType=switch/nvidia_imex` (NVLink domains, Slurm 24.05 and later)."""
+    return bool(plan.nvlink_domains) and version >= IMEX_SWITCH_SINCE
 
 
 def controller_host(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
@@ -411,35 +511,68 @@ def tree_switches(plan: ClusterPlan) -> list[Switch]:
 
 
 def blocks(plan: ClusterPlan) -> list[Block]:
-    """topology/block: one block per fabric domain, grouped by network."""
-    found = [Block(name, tuple(nodes)) for _, pools in _networks(plan) for p in pools for name, nodes in _domains(p)]
+    """topology/block: one block per NVLink domain where the plan has them (`plan.nvlink_domains`, by network, in
+    plan order), else one per fabric domain, grouped by network."""
+    if plan.nvlink_domains:
+        pools = {p.name: p for p in plan.pools}
+        found = [
+            Block(d.id, d.nodes)
+            for network, _ in _networks(plan)
+            for d in plan.nvlink_domains
+            if pools[d.pool].network == network
+        ]
+    else:
+        found = [
+            Block(name, tuple(nodes)) for _, pools in _networks(plan) for p in pools for name, nodes in _domains(p)
+        ]
     _unique("block", [b.name for b in found])
     return found
 
 
+def _block_node_counts(found: Sequence[Block]) -> list[int]:
+    return [len(b.nodes) for b in found]
+
+
 def block_sizes(plan: ClusterPlan) -> list[int]:
-    """BlockSizes: the smallest domain (every block must hold at least that many nodes), doubled while one
-    network still has that many nodes (larger aggregates would only pair blocks of different clouds)."""
-    base = min(len(b.nodes) for b in blocks(plan))
-    largest_network = max(sum(p.nodes for p in pools) for _, pools in _networks(plan))
+    """BlockSizes: the smallest block (every block must hold at least that many nodes), doubled while one network
+    still has that many nodes in blocks (larger aggregates would only pair blocks of different clouds)."""
+    found = blocks(plan)
+    base = min(len(b.nodes) for b in found)
+    in_blocks = {n for b in found for n in b.nodes}
+    largest_network = max(
+        sum(1 for p in pools for n in p.node_names() if n in in_blocks) for _, pools in _networks(plan)
+    )
     sizes = [base]
     while sizes[-1] * 2 <= largest_network:
         sizes.append(sizes[-1] * 2)
     return sizes
 
 
+def block_levels(sizes: Sequence[int]) -> str:
+    """Slurm 23.11's spelling of the sizes: `BlockLevels=`, a bitmap of levels k = 2^k blocks (`0-2` for 18,36,72)."""
+    return "0" if len(sizes) == 1 else f"0-{len(sizes) - 1}"
+
+
 def topology_conf(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
     _check(plan)
     plugin = plugin_for(plan, version, settings)
+    if plugin == "block":
+        rows = [(b.name, hostlist(b.nodes)) for b in blocks(plan)]
+        sizes = block_sizes(plan)
+        return render(
+            "slurm/topology-block.conf.j2",
+            plan=plan,
+            blocks=rows,
+            nvlink=bool(plan.nvlink_domains),
+            block_sizes=sizes if version >= BLOCK_SIZES_SINCE else None,
+            block_levels=block_levels(sizes),
+        )
     if has_sites(plan):
         tree = [
             (s.name, hostlist(s.nodes) if s.nodes else None, ",".join(s.switches) if s.switches else None)
             for s in site_tree_switches(plan)
         ]
         return render("slurm/topology-sites.conf.j2", plan=plan, switches=tree)
-    if plugin == "block":
-        rows = [(b.name, hostlist(b.nodes)) for b in blocks(plan)]
-        return render("slurm/topology-block.conf.j2", plan=plan, blocks=rows, block_sizes=block_sizes(plan))
     tree = [
         (s.name, hostlist(s.nodes) if s.nodes else None, ",".join(s.switches) if s.switches else None)
         for s in tree_switches(plan)
@@ -494,7 +627,7 @@ def _pool_partition(pool: PlannedPool, default: bool) -> dict[str, object]:
 
 def _partitions(plan: ClusterPlan, catalog: Catalog | None = None) -> list[dict[str, object]]:
     if has_sites(plan):
-        return _site_partitions(plan, catalog or load_catalog())
+        return _site_partitions(plan, catalog or load_catalog(), hybrid_allowed=not plan.nvlink_domains)
     rows = [_pool_partition(pool, i == 0) for i, pool in enumerate(plan.pools)]
     for network, pools in _networks(plan):
         if len(pools) > 1:
@@ -513,11 +646,12 @@ def _partitions(plan: ClusterPlan, catalog: Catalog | None = None) -> list[dict[
     return rows
 
 
-def _site_partitions(plan: ClusterPlan, catalog: Catalog) -> list[dict[str, object]]:
+def _site_partitions(plan: ClusterPlan, catalog: Catalog, hybrid_allowed: bool = True) -> list[dict[str, object]]:
     """A partition per pool (a cloud pool's with its power-saving times) and, when the stack has both owned and
-    cloud pools, the default `hybrid` partition of every node (per-GPU defaults that fit every pool)."""
+    cloud pools, the default `hybrid` partition of every node (per-GPU defaults that fit every pool). Under
+    topology/block (`hybrid_allowed` False) no partition may span the site and a cloud, so there is no `hybrid`."""
     clouds = cloud_pools(plan)
-    hybrid = bool(clouds) and len(clouds) < len(plan.pools)
+    hybrid = hybrid_allowed and bool(clouds) and len(clouds) < len(plan.pools)
     rows: list[dict[str, object]] = []
     for i, pool in enumerate(plan.pools):
         row = _pool_partition(pool, i == 0 and not hybrid)
@@ -574,19 +708,29 @@ def slurm_conf(
     catalog: Catalog | None = None,
 ) -> str:
     _check(plan)
+    plugin = plugin_for(plan, version, settings)
     return render(
         "slurm/slurm.conf.j2",
         plan=plan,
-        version=f"{version[0]}.{version[1]:02d}",
+        version=_show(version),
         s=settings,
         controller_host=controller_host(plan, settings),
         controller_address=controller_address(plan, settings),
-        topology_plugin=f"topology/{plugin_for(plan, version, settings)}",
+        topology_plugin=f"topology/{plugin}",
+        nvlink=bool(plan.nvlink_domains),
+        imex_switch=imex_switch(plan, version),
         nodes=_node_lines(plan),
         partitions=_partitions(plan, catalog),
         scripts=scripts(settings),
         power=_power(plan, version, settings),
+        cloud=_cloud_layout(version),
     )
+
+
+def _cloud_layout(version: Version) -> dict[str, bool]:
+    """What the cloud-only layout writes for the release: `PrivateData=cloud` before 23.02 (a no-op after) and
+    `SlurmctldParameters=cloud_reg_addrs` before 23.11 (24.11 logs "error: ... cloud_reg_addrs is defunct")."""
+    return {"private_data": version < PRIVATE_DATA_CLOUD_UNTIL, "reg_addrs": version < CLOUD_REG_ADDRS_UNTIL}
 
 
 def scripts(settings: SlurmSettings = DEFAULT_SETTINGS) -> dict[str, str]:
@@ -615,10 +759,19 @@ def _gpu_pools(plan: ClusterPlan) -> list[tuple[str, int]]:
     return [(p.name, p.accelerators_per_node) for p in plan.pools if is_gpu_pool(p)]
 
 
-def prolog_sh(plan: ClusterPlan) -> str:
-    """Prolog (PrologFlags=Alloc: at allocation, on every node of the job): DCGM diag level 1 on GPU nodes."""
+def _nvlink_pools(plan: ClusterPlan) -> list[str]:
+    """The pools with NVLink domains, in plan order."""
+    return list(dict.fromkeys(d.pool for d in plan.nvlink_domains))
+
+
+def prolog_sh(plan: ClusterPlan, version: Version = (22, 5)) -> str:
+    """Prolog (PrologFlags=Alloc: at allocation, on every node of the job): DCGM diag level 1 on GPU nodes; on
+    rack-scale nodes under a Slurm without switch/nvidia_imex, IMEX channel 0."""
     _check(plan)
-    return render("slurm/prolog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="prolog")
+    channels = [] if imex_switch(plan, version) else _nvlink_pools(plan)
+    return render(
+        "slurm/prolog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), imex_channel_pools=channels, script="prolog"
+    )
 
 
 def epilog_sh(plan: ClusterPlan) -> str:
@@ -628,9 +781,16 @@ def epilog_sh(plan: ClusterPlan) -> str:
 
 
 def healthcheck_sh(plan: ClusterPlan) -> str:
-    """HealthCheckProgram (every HealthCheckInterval on idle nodes): the pool's GPU count is visible."""
+    """HealthCheckProgram (every HealthCheckInterval on idle nodes): the pool's GPU count is visible; on rack-scale
+    nodes the IMEX daemon is READY and every GPU has joined the NVLink fabric."""
     _check(plan)
-    return render("slurm/healthcheck.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="healthcheck")
+    return render(
+        "slurm/healthcheck.sh.j2",
+        plan=plan,
+        gpu_pools=_gpu_pools(plan),
+        nvlink_pools=_nvlink_pools(plan),
+        script="healthcheck",
+    )
 
 
 def files(
@@ -647,7 +807,7 @@ def files(
         f"{conf}/gres.conf": gres_conf(plan, settings),
         f"{conf}/cgroup.conf": cgroup_conf(plan),
         f"{conf}/topology.conf": topology_conf(plan, version, settings),
-        paths["prolog"]: prolog_sh(plan),
+        paths["prolog"]: prolog_sh(plan, version),
         paths["epilog"]: epilog_sh(plan),
         paths["healthcheck"]: healthcheck_sh(plan),
     }

@@ -7,6 +7,7 @@ same files into a real slurmctld.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import subprocess
 from pathlib import Path
@@ -19,6 +20,7 @@ from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.schedulers.slurm.render import (
     SlurmSettings,
+    block_sizes,
     blocks,
     cgroup_conf,
     cpu_layout,
@@ -37,7 +39,7 @@ from aicluster.schedulers.slurm.render import (
 )
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import ROOT, SLURM_STACKS
-from tests.helpers import cluster, gcp_cluster, hybrid_site_cluster, plan_of, pool, tpu_pool
+from tests.helpers import cluster, data_stack, gcp_cluster, hybrid_site_cluster, plan_of, pool, tpu_pool
 
 GOLDEN = ROOT / "tests" / "golden" / "slurm"
 HYBRID = [s for s in SLURM_STACKS if s.startswith(("hybrid-", "three-"))]
@@ -68,15 +70,18 @@ def below(plan: ClusterPlan, switch: str) -> set[str]:
 @pytest.mark.parametrize("stack", SLURM_STACKS)
 def test_golden_slurm_files(stack: str) -> None:
     cp = stack_plan(stack)
-    golden(f"{stack}/slurm.conf", slurm_conf(cp))
+    # a rack-scale stack's NVLink domains need topology/block: rendered for Debian 13's 24.11, not 22.05's default
+    version = (24, 11) if cp.nvlink_domains else (22, 5)
+    golden(f"{stack}/slurm.conf", slurm_conf(cp, version))
     golden(f"{stack}/gres.conf", gres_conf(cp))
-    golden(f"{stack}/topology.conf", topology_conf(cp))
+    golden(f"{stack}/topology.conf", topology_conf(cp, version))
 
 
 def test_golden_block_topology_and_scripts() -> None:
-    golden("azure-nd-h100-250/topology-block.conf", topology_conf(stack_plan("azure-nd-h100-250"), (23, 11)))
+    # BlockSizes= is Slurm 24.05's spelling (23.11 writes BlockLevels=, test_block_topology_for_slurm_23_11)
+    golden("azure-nd-h100-250/topology-block.conf", topology_conf(stack_plan("azure-nd-h100-250"), (24, 11)))
     cp = stack_plan("three-cloud")
-    golden("three-cloud/topology-block.conf", topology_conf(cp, (23, 11)))
+    golden("three-cloud/topology-block.conf", topology_conf(cp, (24, 11)))
     golden("cgroup.conf", cgroup_conf(cp))
     golden("three-cloud/prolog.sh", prolog_sh(cp))
     golden("three-cloud/epilog.sh", epilog_sh(cp))
@@ -277,17 +282,31 @@ def test_switch_and_block_names_are_unique_and_cover_every_node(stack: str) -> N
     assert sorted(n for b in blocks(cp) for n in b.nodes) == sorted(every)
 
 
-def test_block_topology_for_slurm_23_11() -> None:
+def test_block_topology_for_slurm_24_05_and_later() -> None:
     cp = stack_plan("azure-nd-h100-250")
-    assert topology_conf(cp, (23, 11)).splitlines()[2:] == [
+    assert topology_conf(cp, (24, 5)).splitlines()[2:] == [
         "BlockName=h100-ib0 Nodes=h100-[000-099]",
         "BlockName=h100-ib1 Nodes=h100-[100-199]",
         "BlockName=h100-ib2 Nodes=h100-[200-249]",
         "BlockSizes=50,100,200",
     ]
-    assert "TopologyPlugin=topology/block" in slurm_conf(cp, (23, 11))
-    assert "TopologyPlugin=topology/tree" in slurm_conf(cp, (23, 11), SlurmSettings(topology="tree"))
+    assert "TopologyPlugin=topology/block" in slurm_conf(cp, (24, 11))
+    assert "TopologyPlugin=topology/tree" in slurm_conf(cp, (24, 11), SlurmSettings(topology="tree"))
     assert "TopologyPlugin=topology/tree" in slurm_conf(cp)
+
+
+def test_block_topology_for_slurm_23_11() -> None:
+    """23.11 reads `BlockLevels=` (a bitmap of levels, 2^k blocks each; BlockSizes came with 24.05) and stops with
+    "children count no equal bblock_node_cnt" unless every block holds the same number of nodes (SchedMD/slurm
+    slurm-23-11-10-1 src/plugins/topology/block/topology_block.c)."""
+    even = stack_plan("three-cloud")  # three blocks of 4 nodes
+    assert topology_conf(even, (23, 11)).splitlines()[-1] == "BlockLevels=0"
+    assert "TopologyPlugin=topology/block" in slurm_conf(even, (23, 11))
+    uneven = stack_plan("azure-nd-h100-250")  # 100, 100 and 50 nodes: the tree on 23.x
+    assert "TopologyPlugin=topology/tree" in slurm_conf(uneven, (23, 11))
+    assert topology_conf(uneven, (23, 11)) == topology_conf(uneven, (22, 5))
+    with pytest.raises(ValueError, match=r"Slurm 23\.11's topology/block needs every block of one size, not 50, 100"):
+        topology_conf(uneven, (23, 11), SlurmSettings(topology="block"))
 
 
 def test_block_topology_needs_slurm_23_11() -> None:
@@ -576,3 +595,201 @@ def test_a_cloud_without_power_saving_times_in_the_catalog_is_refused(hybrid: Cl
     bare = dataclasses.replace(catalog, constants=catalog.constants.model_copy(update={"slurm_cloud": {}}))
     with pytest.raises(ValueError, match="pool p5: no Slurm power-saving times for provider aws in the catalog"):
         slurm_conf(hybrid, catalog=bare)
+
+
+# ------------------------------------------------------------------------------------------ rack-scale pools
+
+
+@pytest.fixture
+def gb200_site(catalog: Catalog) -> ClusterPlan:
+    """tests/data/stacks/Pulumi.gb200-site.yaml: four owned DGX GB200 NVL72 racks (4 x 18 trays)."""
+    return plan_of(catalog, data_stack("gb200-site"))
+
+
+@pytest.fixture
+def gb200_gcp(catalog: Catalog) -> ClusterPlan:
+    """tests/data/stacks/Pulumi.gb200-gcp.yaml: two A4X sub-blocks (2 x 18 VMs) and two CPU VMs beside them."""
+    return plan_of(catalog, data_stack("gb200-gcp"))
+
+
+def test_golden_rack_scale_files(gb200_site: ClusterPlan, gb200_gcp: ClusterPlan) -> None:
+    """Rendered for Debian 13's Slurm 24.11 (what tests/integration/test_slurm_blocks.py loads) and for Ubuntu 24.04's
+    23.11 (BlockLevels=, IMEX channel 0 from the prolog)."""
+    for name, cp in (("gb200-site", gb200_site), ("gb200-gcp", gb200_gcp)):
+        golden(f"{name}/slurm.conf", slurm_conf(cp, (24, 11)))
+        golden(f"{name}/topology.conf", topology_conf(cp, (24, 11)))
+        golden(f"{name}/gres.conf", gres_conf(cp))
+        golden(f"{name}/topology-23.11.conf", topology_conf(cp, (23, 11)))
+    golden("gb200-site/healthcheck.sh", healthcheck_sh(gb200_site))
+    golden("gb200-site/prolog.sh", prolog_sh(gb200_site, (24, 11)))
+    golden("gb200-site/prolog-23.11.sh", prolog_sh(gb200_site, (23, 11)))
+
+
+def test_a_block_per_nvlink_domain_named_by_the_plan(gb200_site: ClusterPlan, gb200_gcp: ClusterPlan) -> None:
+    assert [(b.name, b.nodes) for b in blocks(gb200_site)] == [(d.id, d.nodes) for d in gb200_site.nvlink_domains]
+    # the CPU pool beside the sub-blocks is in no block (Slurm schedules its partition without the block plugin)
+    assert [b.name for b in blocks(gb200_gcp)] == ["gb200-nvl0", "gb200-nvl1"]
+    assert settings_of(topology_conf(gb200_site, (24, 11)))["BlockSizes"] == "18,36,72"
+    assert settings_of(topology_conf(gb200_gcp, (24, 11)))["BlockSizes"] == "18,36"
+    assert settings_of(topology_conf(gb200_gcp, (23, 11)))["BlockLevels"] == "0-1"
+
+
+@pytest.mark.parametrize(
+    ("domains", "sizes"),
+    [
+        pytest.param([18, 18, 18, 18], [18, 36, 72], id="four-racks"),
+        pytest.param([18, 9], [9, 18], id="ultraserver-x72-and-x36"),
+        pytest.param([18], [18], id="one-rack"),
+        pytest.param([18] * 5, [18, 36, 72], id="five-racks"),
+    ],
+)
+def test_block_sizes_follow_topology_conf_5(gb200_gcp: ClusterPlan, domains: list[int], sizes: list[int]) -> None:
+    """topology.conf(5): each block holds at least the first (base) size; each size is a power of two times the one
+    before. A partial domain (AWS's 9-instance u-p6e-gb200x36 beside an 18-instance x72) lowers the base."""
+    cp = with_domains(gb200_gcp, domains)
+    found = block_sizes(cp)
+    assert found == sizes
+    assert all(len(b.nodes) >= found[0] for b in blocks(cp))
+    assert all((b // a) & (b // a - 1) == 0 and b % a == 0 for a, b in itertools.pairwise(found))
+
+
+def with_domains(cp: ClusterPlan, counts: list[int]) -> ClusterPlan:
+    """`cp` with its first pool cut into NVLink domains of these node counts (the others dropped)."""
+    pool = cp.pools[0].model_copy(update={"nodes": sum(counts)})
+    names = pool.node_names()
+    domains, first = [], 0
+    for k, n in enumerate(counts):
+        domains.append(
+            cp.nvlink_domains[0].model_copy(
+                update={"id": f"gb200-nvl{k}", "nodes": tuple(names[first : first + n]), "whole": n == 18}
+            )
+        )
+        first += n
+    return cp.model_copy(update={"pools": (pool,), "nvlink_domains": tuple(domains)})
+
+
+def test_slurm_22_05_refuses_rack_scale_pools_rather_than_write_a_tree(gb200_gcp: ClusterPlan) -> None:
+    for render in (slurm_conf, topology_conf):
+        with pytest.raises(
+            ValueError, match=r"pool gb200: a4x-highgpu-4g is a rack-scale type: .* which Slurm 22\.05 does not have"
+        ):
+            render(gb200_gcp, (22, 5))
+    with pytest.raises(ValueError, match="they are Slurm blocks"):
+        slurm_conf(gb200_gcp, (24, 11), SlurmSettings(topology="tree"))
+    # 23.x needs every block of one size: a partial domain beside whole ones is for 24.05 and later
+    uneven = with_domains(gb200_gcp, [18, 9])
+    with pytest.raises(ValueError, match=r"Slurm 23\.11 needs every block of one size, not 9, 18 nodes"):
+        topology_conf(uneven, (23, 11))
+    assert settings_of(topology_conf(uneven, (24, 5)))["BlockSizes"] == "9,18"
+
+
+def test_imex_channels_come_from_slurm_from_24_05_and_from_the_prolog_before(gb200_site: ClusterPlan) -> None:
+    assert settings_of(slurm_conf(gb200_site, (24, 5)))["SwitchType"] == "switch/nvidia_imex"
+    assert "SwitchType" not in settings_of(slurm_conf(gb200_site, (23, 11)))
+    assert "SwitchType" not in settings_of(slurm_conf(stack_plan("p5-small"), (24, 11)))
+    assert "nvidia-caps-imex-channels" not in prolog_sh(gb200_site, (24, 11))
+    assert "mknod -m 666 /dev/nvidia-caps-imex-channels/channel0" in prolog_sh(gb200_site, (23, 11))
+    assert files(gb200_site, (23, 11))["/etc/slurm/prolog.sh"] == prolog_sh(gb200_site, (23, 11))
+
+
+def test_prolog_drains_a_node_whose_driver_has_no_imex_channels(gb200_site: ClusterPlan, tmp_path: Path) -> None:
+    """23.x: the prolog makes channel 0 from /proc/devices' nvidia-caps-imex-channels; this machine has no NVIDIA
+    driver, so the prolog drains the node with the reason."""
+    stubs = fake_bin(tmp_path, dcgmi='echo "| Deployment | Pass |"')
+    done = run_script(prolog_sh(gb200_site, (23, 11)), tmp_path, "gb200-007", stubs)
+    assert done.returncode == 1
+    assert (tmp_path / "scontrol.log").read_text() == (
+        "update nodename=gb200-007 state=drain reason=prolog: no nvidia-caps-imex-channels in /proc/devices "
+        "(NVIDIA driver without IMEX)\n"
+    )
+
+
+# nvidia-smi -q of a GB200 compute tray: the Fabric section per GPU as NVIDIA's tools print it
+SMI_Q = """==============NVSMI LOG==============
+
+Attached GPUs                             : 4
+""" + "".join(
+    f"""GPU 00000008:0{i + 1}:00.0
+    Product Name                          : NVIDIA GB200
+    Fabric
+        State                             : {{state{i}}}
+        Status                            : Success
+        CliqueId                          : 32766
+        ClusterUUID                       : 5b1c0e7e-0000-4000-8000-000000000001
+        Health
+            Bandwidth                     : Full
+    Performance State                     : P0
+"""
+    for i in range(4)
+)
+
+
+def gb200_tools(tmp_path: Path, imex: str = "READY", states: tuple[str, ...] = ("Completed",) * 4) -> Path:
+    smi_q = SMI_Q.format(**{f"state{i}": s for i, s in enumerate(states)})
+    (tmp_path / "smi-q.txt").write_text(smi_q)
+    return fake_bin(
+        tmp_path,
+        **{
+            "nvidia-smi": f'if [ "$1" = -q ]; then cat {tmp_path}/smi-q.txt; '
+            'else for i in 0 1 2 3; do echo "GPU $i: NVIDIA GB200"; done; fi',
+            "nvidia-imex-ctl": f'[ "$1" = -q ] && echo {imex}',
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("imex", "states", "reason"),
+    [
+        pytest.param("READY", ("Completed",) * 4, None, id="healthy"),
+        pytest.param(
+            "WAITING_FOR_PEERS",
+            ("Completed",) * 4,
+            "healthcheck: IMEX daemon not READY (nvidia-imex-ctl -q: WAITING_FOR_PEERS)",
+            id="imex-not-ready",
+        ),
+        pytest.param(
+            "READY",
+            ("Completed", "In Progress", "Completed", "Completed"),
+            "healthcheck: NVLink fabric: 3 of 4 GPUs joined (nvidia-smi -q Fabric State/Status)",
+            id="gpu-not-in-fabric",
+        ),
+    ],
+)
+def test_healthcheck_wants_the_nvlink_domain_whole(
+    gb200_site: ClusterPlan, tmp_path: Path, imex: str, states: tuple[str, ...], reason: str | None
+) -> None:
+    done = run_script(healthcheck_sh(gb200_site), tmp_path, "gb200-020", gb200_tools(tmp_path, imex, states))
+    log = tmp_path / "scontrol.log"
+    if reason is None:
+        assert done.returncode == 0, done.stderr
+        assert not log.exists()
+    else:
+        assert done.returncode == 1
+        assert log.read_text() == f"update nodename=gb200-020 state=drain reason={reason}\n"
+
+
+def test_healthcheck_of_8_gpu_pools_is_unchanged() -> None:
+    assert "nvidia-imex-ctl" not in healthcheck_sh(stack_plan("p5-small"))
+
+
+def test_the_cloud_layout_writes_only_what_the_release_knows(gb200_gcp: ClusterPlan) -> None:
+    """cloud_reg_addrs is the default from 23.11 (24.11 logs an error for it); PrivateData=cloud a no-op from 23.02."""
+    for version, present in (((22, 5), True), ((23, 2), True), ((23, 11), False), ((24, 11), False)):
+        text = slurm_conf(stack_plan("p5-small"), version)
+        assert ("SlurmctldParameters=cloud_reg_addrs" in text) == present, version
+    assert "PrivateData=cloud" in slurm_conf(stack_plan("p5-small"), (22, 5))
+    assert "PrivateData=cloud" not in slurm_conf(gb200_gcp, (24, 11))
+
+
+def test_sites_with_nvlink_domains_use_blocks_and_no_partition_spans_the_wan(catalog: Catalog) -> None:
+    """Owned racks that burst into a cloud: topology/block (the NVLink domains), so the default `hybrid` partition
+    over every node would let a large job straddle the site and the cloud: it is not written."""
+    data = data_stack("gb200-site")
+    data["pools"].append(pool(name="p5", nodes=4))
+    cp = plan_of(catalog, data)
+    text = slurm_conf(cp, (24, 11))
+    assert settings_of(text)["TopologyPlugin"] == "topology/block"
+    parts = conf_lines(text, "PartitionName")
+    assert [p["PartitionName"] for p in parts] == ["gb200", "p5"]
+    assert [p["PartitionName"] for p in parts if p.get("Default") == "YES"] == ["gb200"]
+    assert [b.name for b in blocks(cp)] == [d.id for d in cp.nvlink_domains]

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Rendered by aicluster from the plan of cluster gb200-site; do not edit.
+# Slurm Prolog (PrologFlags=Alloc: as root on every node of a job, before the job starts). GPU nodes run
+# DCGM diagnostics level 1 (deployment checks, seconds); on a failure the node is drained with the reason
+# and the non-zero exit makes Slurm requeue the job on other nodes.
+set -u
+# slurmd runs this with no PATH
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+node="${SLURMD_NODENAME:?slurmd sets SLURMD_NODENAME}"
+
+drain() {
+  echo "aicluster prolog: ${node}: $1" >&2
+  scontrol update nodename="${node}" state=drain reason="prolog: $1"
+  exit 1
+}
+
+# GPUs per node of the node's pool (node names are <pool>-<index>); 0: no GPUs (TPU, Trainium)
+case "${node%-*}" in
+  gb200) gpus_expected=4 ;;
+  *) gpus_expected=0 ;;
+esac
+[ "${gpus_expected}" -eq 0 ] && exit 0
+
+command -v dcgmi >/dev/null 2>&1 || drain "dcgmi not found"
+if ! result="$(timeout 300 dcgmi diag -r 1 2>&1)" || grep -qw "Fail" <<<"${result}"; then
+  drain "dcgmi diag -r 1 failed"
+fi
+
+# Rack-scale pools on a Slurm without switch/nvidia_imex (before 24.05): CUDA refuses a process without an IMEX
+# channel, so the job's nodes get channel 0 (the driver's device; /dev entries do not survive a reboot). Every job
+# of the NVLink domain shares it: no isolation between users, as ParallelCluster's prolog warns. From 24.05 Slurm
+# gives each job step its own channel instead.
+case "${node%-*}" in
+  gb200) imex_channel=1 ;;
+  *) imex_channel=0 ;;
+esac
+if [ "${imex_channel}" -eq 1 ] && [ ! -c /dev/nvidia-caps-imex-channels/channel0 ]; then
+  major="$(awk '$2 == "nvidia-caps-imex-channels" { print $1 }' /proc/devices)"
+  [ -n "${major}" ] || drain "no nvidia-caps-imex-channels in /proc/devices (NVIDIA driver without IMEX)"
+  mkdir -p /dev/nvidia-caps-imex-channels &&
+    mknod -m 666 /dev/nvidia-caps-imex-channels/channel0 c "${major}" 0 ||
+    drain "could not create IMEX channel 0"
+fi
+exit 0
