@@ -70,6 +70,30 @@ def scheduler_finish(kind: str) -> Finish:
     return finish
 
 
+def _nvlink_domains(plan: ClusterPlan) -> list[dict[str, Any]]:
+    """Each multi-node NVLink domain as the rack-scale policies read it: its pool, type and size, and how the stack's
+    scheduler keeps a job inside it (its block) and runs IMEX there (SCHEDULERS[...].nvlink_scheduling)."""
+    from aicluster.plan.registry import SCHEDULERS
+
+    scheduler = SCHEDULERS[plan.scheduler]
+    types = {p.name: p.instance_type for p in plan.pools}
+    out = []
+    for d in plan.nvlink_domains:
+        block, imex = scheduler.nvlink_scheduling(plan, d)
+        out.append(
+            {
+                "id": d.id,
+                "pool": d.pool,
+                "provider": d.provider,
+                "instance_type": types[d.pool],
+                "nodes": len(d.nodes),
+                "block": block,
+                "imex": imex,
+            }
+        )
+    return out
+
+
 def _burst_groups(plan: ClusterPlan) -> dict[str, int]:
     groups: dict[str, int] = {}
     for p in plan.pools:
@@ -100,7 +124,7 @@ class AiCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AiClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         plan = args["plan"]
-        props = {
+        props: dict[str, Any] = {
             "cluster": plan.name,
             "budgets": plan.budgets.model_dump(mode="json", exclude_none=True),
             "compliance": plan.compliance.model_dump(mode="json"),
@@ -115,6 +139,8 @@ class AiCluster(pulumi.ComponentResource):
             # budget counts a burst pool at its ceiling as it does an AWS group at its maxSize
             "burst_groups": _burst_groups(plan),
         }
+        if plan.nvlink_domains:  # the rack-scale policies read what no raw resource says: block and IMEX per domain
+            props["nvlink_domains"] = _nvlink_domains(plan)
         opts = pulumi.ResourceOptions.merge(
             opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])
         )

@@ -14,7 +14,14 @@ from typing import ClassVar, Protocol
 
 from aicluster.catalog.pricing import Price
 from aicluster.plan.context import PlanCtx
-from aicluster.plan.models import ClusterPlan, PlannedController, PlannedKubernetes, PlannedNetwork, PlannedPool
+from aicluster.plan.models import (
+    ClusterPlan,
+    PlannedController,
+    PlannedKubernetes,
+    PlannedNetwork,
+    PlannedNvlinkDomain,
+    PlannedPool,
+)
 from aicluster.providers.base import ProviderPlanner
 from aicluster.spec import ClusterSpec
 from aicluster.spec import Path as SpecPath
@@ -91,6 +98,11 @@ class SchedulerPlanner(Protocol):
 
     def why_no_discovery(self, plan: ClusterPlan) -> str | None:
         """Why `--discover` finds no VMs for Ansible in the clouds, or None when it does."""
+        ...
+
+    def nvlink_scheduling(self, plan: ClusterPlan, domain: PlannedNvlinkDomain) -> tuple[str | None, str | None]:
+        """How the scheduler keeps a job inside a multi-node NVLink domain (its block) and how IMEX runs there, as
+        the AiCluster component declares them for the policy pack (None: it does not)."""
         ...
 
     def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:

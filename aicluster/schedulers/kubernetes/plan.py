@@ -544,6 +544,16 @@ class KubernetesPlanner:
     def why_no_discovery(self, plan: ClusterPlan) -> str | None:
         return describe.no_discovery(plan)
 
+    def nvlink_scheduling(self, plan: ClusterPlan, domain: PlannedNvlinkDomain) -> tuple[str | None, str | None]:
+        """Each domain is its own node group, and Kueue's topology has the domain as a level; IMEX runs per job in
+        the ComputeDomain NVIDIA's DRA driver makes (its Helm release is in the stack)."""
+        k = plan.kubernetes
+        level = k.nvlink_level if k is not None else None
+        return (
+            f"node group {domain.id}" + (f", Kueue topology level {level}" if level else ""),
+            "compute-domain (NVIDIA DRA driver, one ComputeDomain per job)",
+        )
+
     def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
         return describe.tune_notes(plan, stack)
 

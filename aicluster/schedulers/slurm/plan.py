@@ -12,7 +12,7 @@ from typing import ClassVar
 from aicluster.catalog import InstanceType
 from aicluster.catalog.pricing import cents, compute_price, hourly_month
 from aicluster.plan.context import UNPRICED_NOTE, PlanCtx, instance_type_of, round2, service_cost
-from aicluster.plan.models import ClusterPlan, PlannedController, PlannedNetwork, PlannedPool
+from aicluster.plan.models import ClusterPlan, PlannedController, PlannedNetwork, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.placement import first_cloud, placement
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
@@ -187,6 +187,15 @@ class SlurmPlanner:
 
     def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
         return []  # tune runs the playbook
+
+    def nvlink_scheduling(self, plan: ClusterPlan, domain: PlannedNvlinkDomain) -> tuple[str | None, str | None]:
+        """Each domain is a topology/block block named after it (render.py); its nodes run one IMEX domain (the
+        nvidia_imex role, from the inventory's nvlink_<domain> group) and each job gets its channel from
+        switch/nvidia_imex (Slurm 24.05+) or the prolog (23.11)."""
+        return (
+            f"topology/block BlockName={domain.id}",
+            "nvidia-imex per NVLink domain (nvidia_imex role); job channels from switch/nvidia_imex or the prolog",
+        )
 
 
 PLANNER = SlurmPlanner()
