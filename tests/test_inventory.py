@@ -501,14 +501,16 @@ def test_a_rack_scale_pool_says_its_architecture_and_nvlink_domains(catalog: Cat
     a4x = gcp_pool(
         name="gb200",
         instance_type="a4x-highgpu-4g",
-        region="us-east1",
-        zone="us-east1-d",
+        region="us-east4",
+        zone="us-east4-b",
         nodes=36,
         market="reserved",
         reservation="projects/p/reservations/gb200",
     )
     pricing = {"overrides": [{"sku": "a4x-highgpu-4g", "market": "reserved", "usd_per_hour": 40.0}]}
-    files = inventory(plan_of(catalog, {"name": "c", "pools": [a4x], "pricing": pricing}), {}, {}, "x")
+    files = inventory(
+        plan_of(catalog, {"name": "c", "pools": [a4x], "pricing": pricing}), {}, {}, "x", slurm_version=(24, 11)
+    )
     gv = load(files, "group_vars/pool_gb200.yml")
     assert gv["cpu_arch"] == "arm64"
     assert gv["nvlink"] == {"unit": "subblock", "nodes_per_domain": 18, "gpus_per_domain": 72}

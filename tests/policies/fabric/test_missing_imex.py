@@ -1,5 +1,6 @@
-"""IMEX on multi-node NVLink pools: the A4X and GB200 NVL72 programs show no IMEX yet (the AiCluster declares none),
-a declaration per domain or, on Kubernetes, the NVIDIA DRA driver with ComputeDomains shows it."""
+"""IMEX on multi-node NVLink pools: the A4X and GB200 NVL72 programs as aicluster builds them declare IMEX on every
+domain (their scheduler's); a program whose AiCluster declares none shows none; a declaration per domain or, on
+Kubernetes, the NVIDIA DRA driver with ComputeDomains shows it."""
 
 from __future__ import annotations
 
@@ -38,11 +39,21 @@ def declare(*imex: Any) -> Any:
     return {CLUSTER: lambda i: i.update(nvlink_domains=domains)}
 
 
+def undeclared(cluster: str) -> Any:
+    """A mutation: the AiCluster declares no NVLink domains (a program not built by aicluster's schedulers)."""
+    return {cluster: lambda i: i.pop("nvlink_domains", None)}
+
+
+def test_the_stacks_as_aicluster_builds_them_run_imex_on_every_domain(a4x: Capture, gb200_site: Capture) -> None:
+    assert messages(judge(a4x, [NAME])) == []
+    assert messages(judge(gb200_site, [NAME])) == []
+
+
 def test_a_pool_nothing_runs_imex_on_is_reported_once(a4x: Capture, gb200_site: Capture) -> None:
-    assert messages(judge(a4x, [NAME])) == [
+    assert messages(judge(mutated(a4x, undeclared(CLUSTER)), [NAME])) == [
         f"{A4X_POOL} has no IMEX: nothing in the stack runs IMEX on it; {WHY_NOT}; {SLURM_FIX}"
     ]
-    assert messages(judge(gb200_site, [NAME])) == [
+    assert messages(judge(mutated(gb200_site, undeclared("gb200-su")), [NAME])) == [
         "pool gb200 (gb200-su-dfw1: 144 dgx-gb200-nvl72 nodes in NVLink domains of 18) has no IMEX: nothing in the "
         f"stack runs IMEX on it; {WHY_NOT}; {SLURM_FIX}"
     ]
