@@ -58,16 +58,29 @@ class GcpGpuPool(pulumi.ComponentResource):
         assert pool.zone is not None
         child = pulumi.ResourceOptions(parent=self)
         policy_link: pulumi.Output[str] | None = None
-        if d.placement == "compact":
+        workload_link: pulumi.Output[str] | None = None
+        if d.placement == "compact" and group.gpu_topology:
+            # A rack-scale type's group is one NVLink domain. A MIG of A4X/A4X Max VMs must carry a workload policy
+            # with the accelerator topology (GCP: "About workload policies"); it takes no compact placement policy.
+            workload = gcp.compute.ResourcePolicy(
+                f"{name}-{group.name}-workload",
+                region=pool.region,
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    type="HIGH_THROUGHPUT", accelerator_topology=group.gpu_topology
+                ),
+                description=f"NVLink domain {group.name}: {group.nodes} {pool.instance_type} VMs "
+                f"({group.gpu_topology})",
+                opts=child,
+            )
+            workload_link = workload.self_link
+        elif d.placement == "compact":
             policy = gcp.compute.ResourcePolicy(
                 f"{name}-{group.name}-placement",
                 region=pool.region,
-                # a rack-scale type's group is one NVLink domain: gpuTopology asks for its sub-block (A4X: 1x72)
                 group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
-                    collocation="COLLOCATED", max_distance=group.max_distance, gpu_topology=group.gpu_topology
+                    collocation="COLLOCATED", max_distance=group.max_distance
                 ),
-                description=f"compact placement for {group.nodes} {pool.instance_type} VMs"
-                + (f", NVLink domain {group.name} ({group.gpu_topology})" if group.gpu_topology else ""),
+                description=f"compact placement for {group.nodes} {pool.instance_type} VMs",
                 opts=child,
             )
             policy_link = policy.self_link
@@ -126,6 +139,9 @@ class GcpGpuPool(pulumi.ComponentResource):
             # Slurm's resume/suspend programs resize it (so `pulumi up` leaves its size alone)
             target_size=0 if flex or pool.burst else group.nodes,
             wait_for_instances=False,
+            resource_policies=gcp.compute.InstanceGroupManagerResourcePoliciesArgs(workload_policy=workload_link)
+            if workload_link is not None
+            else None,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["targetSize"]))
             if pool.burst
             else child,

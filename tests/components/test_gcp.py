@@ -187,7 +187,7 @@ def test_a3_ultra_roce_vpc_mrdma_nics_and_no_placement_policy(catalog: Catalog) 
 
 def test_a4x_max_bare_metal_idpf_nics_and_an_ipv6_roce_vpc_on_the_metal_profile(catalog: Catalog) -> None:
     """A4X Max (bare metal): IDPF host NICs, 8 IPv6-only MRDMA NICs on the one subnet the vpc-roce-metal profile
-    makes (none created here), one compact policy per NVLink sub-block with gpuTopology 1x72."""
+    makes (none created here), one workload policy per NVLink sub-block with acceleratorTopology 1x72, on its MIG."""
     pool = a4x_max_pool(nodes=36, reservation="gb300-res")
     pricing = {"overrides": [{"sku": "a4x-maxgpu-4g-metal", "usd_per_hour": 40.0}]}
     b = build_with_project(catalog, gcp_cluster(name="a4xmax", pools=[pool], storage=[], pricing=pricing))
@@ -203,7 +203,13 @@ def test_a4x_max_bare_metal_idpf_nics_and_an_ipv6_roce_vpc_on_the_metal_profile(
     assert len({n["subnetwork"] for n in nics[2:]}) == 1  # the profile's one subnet (its name is computed)
     assert templates[0].inputs["scheduling"]["provisioningModel"] == "RESERVATION_BOUND"
     policies = b.of_type(POLICY)
-    assert [p.inputs["groupPlacementPolicy"]["gpuTopology"] for p in policies] == ["1x72", "1x72"]
+    assert [p.inputs["workloadPolicy"] for p in policies] == [
+        {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "1x72"}
+    ] * 2
+    assert all("groupPlacementPolicy" not in p.inputs for p in policies)
+    assert all("resourcePolicies" not in t.inputs for t in templates)  # a MIG's workload policy, not the template's
+    migs = b.of_type("gcp:compute/instanceGroupManager:InstanceGroupManager")
+    assert all("workloadPolicy" in m.inputs["resourcePolicies"] for m in migs)
 
 
 def test_spot_and_flex_start_provisioning(build: Build) -> None:

@@ -108,8 +108,9 @@ def placement(pool: GcpPool, it: InstanceType) -> tuple[str, str]:
         return "none", "flex-start VMs take no placement policy (Dynamic Workload Scheduler places them)"
     if it.nvlink_domain is not None:
         return "compact", (
-            f"one compact placement policy per NVLink domain ({it.nvlink_domain.nodes} VMs, gpuTopology "
-            f"1x{it.nvlink_domain.nodes * it.accelerator_count}): each is one sub-block, one NVL72 rack"
+            f"one managed instance group per NVLink domain ({it.nvlink_domain.nodes} VMs) under a workload policy "
+            f"with accelerator topology 1x{it.nvlink_domain.nodes * it.accelerator_count}, which GCP requires of "
+            f"{it.family} groups: each is one sub-block, one NVL72 rack"
         )
     if it.network.fabric == RDMA_FABRIC and pool.reservation:
         return "reservation", (

@@ -18,7 +18,7 @@ from tests.policies.conftest import judge, messages, mutated, res
 from tests.policies.resources.nvlink import found, rack_scale_catalog
 
 NAME = "aicluster-pool-disallow-split-nvlink-domain"
-MIG0, POLICY0, SITE = "a4x-gb200-gb200-nvl0", "a4x-gb200-gb200-nvl0-placement", "gb200-su-dfw1"
+MIG0, POLICY0, SITE = "a4x-gb200-gb200-nvl0", "a4x-gb200-gb200-nvl0-workload", "gb200-su-dfw1"
 
 
 def test_the_planned_programs_keep_every_domain_whole(a4x: Capture, gb200_site: Capture) -> None:
@@ -39,7 +39,7 @@ CASES = [
     ),
     pytest.param(
         POLICY0,
-        lambda i: i["groupPlacementPolicy"].pop("gpuTopology"),
+        lambda i: i["workloadPolicy"].pop("acceleratorTopology"),
         "instance group manager a4x-gb200-gb200-nvl0 (a4x-highgpu-4g) asks for no NVLink topology: its VMs may land "
         "on several sub-blocks, splitting NVLink domains of 72 GPUs; attach a workload policy (type HIGH_THROUGHPUT, "
         "acceleratorTopology 1x72) through resourcePolicies.workloadPolicy (aicluster's GCP pools do)",
@@ -47,7 +47,7 @@ CASES = [
     ),
     pytest.param(
         POLICY0,
-        lambda i: i["groupPlacementPolicy"].update(gpuTopology="1x36"),
+        lambda i: i["workloadPolicy"].update(acceleratorTopology="1x36"),
         "instance group manager a4x-gb200-gb200-nvl0 (a4x-highgpu-4g) asks for NVLink topology 1x36: its VMs may "
         "land on several sub-blocks, splitting NVLink domains of 72 GPUs; attach a workload policy (type "
         "HIGH_THROUGHPUT, acceleratorTopology 1x72) through resourcePolicies.workloadPolicy (aicluster's GCP pools do)",
