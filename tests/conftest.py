@@ -70,6 +70,8 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 # test with a shorter one (with -n 4, warm caches: 189 + 101 | 20 + 125 | 114 + 65 s, then two check-mode runs).
 # Only the order changes: every test runs, whatever this list says.
 LONGEST_FIRST = (
+    "tests/playbooks/test_chroot_arm64.py::",  # a fresh machine builds the arm64 root under emulation (~14 min)
+    "tests/integration/test_slurm_blocks.py::",  # and the Debian 13 root with Slurm 24.11
     "tests/playbooks/test_chroot_burst.py::",
     "tests/tune/test_tune_hosts.py::",
     "tests/playbooks/test_lint.py::test_ansible_lint_production_profile_passes",

@@ -124,9 +124,10 @@ def run_playbook(inventory: Path, *args: str, collections: Path | None = None) -
     return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
 
 
-def render_inventory(stack: str, out: Path) -> Path:
+def render_inventory(stack: str, out: Path, *flags: str) -> Path:
+    """`aicluster inventory STACK --out OUT FLAGS...` (e.g. `--slurm-version 24.11` for a rack-scale stack)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "aicluster.cli", "inventory", stack, "--out", str(out)],
+        [sys.executable, "-m", "aicluster.cli", "inventory", stack, "--out", str(out), *flags],
         cwd=ROOT,
         capture_output=True,
         text=True,

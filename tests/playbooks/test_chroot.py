@@ -50,10 +50,10 @@ NO_SERVICES = [
 ]
 
 
-def chroot_inventory(stack: str, host: str, rootfs: Path, tmp: Path) -> tuple[Path, dict[str, Any]]:
-    """`aicluster inventory STACK`, plus one file that points `host` at the root filesystem; and the
+def chroot_inventory(stack: str, host: str, rootfs: Path, tmp: Path, *flags: str) -> tuple[Path, dict[str, Any]]:
+    """`aicluster inventory STACK FLAGS...`, plus one file that points `host` at the root filesystem; and the
     NCCL and Slurm texts the host gets (the inventory's, else the stand-ins)."""
-    inv = render_inventory(stack, tmp / f"inventory-{stack}")
+    inv = render_inventory(stack, tmp / f"inventory-{Path(stack).stem}", *flags)
     pool_vars: dict[str, Any] = {}
     for path in (inv / "group_vars").glob("pool_*.yml"):
         pool_vars |= read_yaml(path.read_text())
