@@ -16,6 +16,7 @@ import pulumi
 from aicluster.plan import ClusterPlan
 
 from . import workload
+from .protect import protecting
 from .tags import tagging
 
 __all__ = ["AiCluster", "AiClusterArgs"]
@@ -142,7 +143,8 @@ class AiCluster(pulumi.ComponentResource):
         if plan.nvlink_domains:  # the rack-scale policies read what no raw resource says: block and IMEX per domain
             props["nvlink_domains"] = _nvlink_domains(plan)
         opts = pulumi.ResourceOptions.merge(
-            opts or pulumi.ResourceOptions(), pulumi.ResourceOptions(transformations=[tagging(plan.tags)])
+            opts or pulumi.ResourceOptions(),
+            pulumi.ResourceOptions(transformations=[tagging(plan.tags), protecting(plan.stateful_types)]),
         )
         super().__init__("aicluster:index:AiCluster", name, props, opts)
         self.bmc_credentials: Mapping[str, pulumi.Input[str]] = args.get("bmc_credentials", {})

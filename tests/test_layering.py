@@ -111,6 +111,10 @@ RULES = [
     # the cloud readers make facts; the rules judge them: facts never reach back into a rule (nor the providers)
     pytest.param("policies/facts", ("policies.facts", "aicluster.catalog"), id="policy-facts-read-no-rules"),
     pytest.param("aicluster/report", ("aicluster.report",), id="reports-read-only-the-preview-json"),
+    # the change classification reads two preview JSONs and the catalog's change rules (and names nodes as the plan)
+    pytest.param(
+        "aicluster/changes", ("aicluster.changes", "aicluster.catalog", "aicluster.plan.models"), id="changes-from-data"
+    ),
     pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
 ]
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import cache as _cache
+from .changes import RISKS, ChangeRule, ConditionalReplace
 from .collectives import CollectivesData, collective_problems
 from .models import (
     Accelerator,
@@ -53,11 +54,14 @@ from .sizing import SizingPriors
 __all__ = [
     "DATA_DIR",
     "REQUIRED_TAGS",
+    "RISKS",
     "Accelerator",
     "Catalog",
     "CatalogError",
+    "ChangeRule",
     "CheckpointState",
     "CollectivesData",
+    "ConditionalReplace",
     "Constants",
     "CpuTopology",
     "FailureRate",
@@ -126,6 +130,8 @@ class Catalog:
     sizing: SizingPriors | None = None
     # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
     collectives: CollectivesData = field(default_factory=CollectivesData)
+    # per resource type: what replaces it, what rolls its nodes, what a replace or delete costs (data/changes/)
+    change_rules: dict[str, ChangeRule] = field(default_factory=dict)
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -217,6 +223,9 @@ def _check(cat: Catalog) -> None:
         for sid in {rec.source, *rec.field_sources.values()}:
             if sid not in cat.sources:
                 problems.append(f"{what}: unknown source id {sid!r}")
+
+    for rule in cat.change_rules.values():
+        cited(rule, f"change rule {rule.type}")
 
     for acc in cat.accelerators.values():
         cited(acc, f"accelerator {acc.id}")
@@ -541,6 +550,7 @@ def _load(data_dir: Path) -> Catalog:
         reliability=reliability,
         sizing=sizing,
         collectives=collectives,
+        change_rules=_unique(((r.type, r) for r in _load_dir(ChangeRule, data_dir / "changes")), "change rule"),
     )
     _check(cat)
     return cat

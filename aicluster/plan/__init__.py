@@ -758,4 +758,5 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         warnings=tuple(ctx.warnings),
         workloads=workloads,
         nvlink_domains=cluster_domains(pools),
+        stateful_types=tuple(sorted(t for t, r in ctx.catalog.change_rules.items() if "data-loss" in r.risks)),
     )

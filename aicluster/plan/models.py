@@ -294,6 +294,12 @@ class PlannedNvlinkDomain(_Plan):
     rack: str | None = None  # the owned rack it is (on-prem); None: the provider places it
 
 
+def node_name(pool: str, index: int, nodes: int) -> str:
+    """The name of a pool's node `index` of `nodes`: `<pool>-<index>`, zero-padded to at least 3 digits."""
+    width = max(3, len(str(nodes - 1)))
+    return f"{pool}-{index:0{width}d}"
+
+
 class PlannedPool(_Plan):
     name: str
     provider: str
@@ -362,8 +368,7 @@ class PlannedPool(_Plan):
         to at least 3 digits so names sort in node order (h100-000 .. h100-383)."""
         if self.onprem is not None and self.onprem.hosts:
             return [h.name for h in self.onprem.hosts]
-        width = max(3, len(str(self.nodes - 1)))
-        return [f"{self.name}-{i:0{width}d}" for i in range(self.nodes)]
+        return [node_name(self.name, i, self.nodes) for i in range(self.nodes)]
 
     def fabric_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes the plan keeps close together: an Azure scale
@@ -602,6 +607,8 @@ class ClusterPlan(_Plan):
     workloads: tuple[WorkloadEstimate, ...] = ()
     # every multi-node NVLink domain, pool by pool in stack order (rack-scale pools only; 8-GPU servers have none)
     nvlink_domains: tuple[PlannedNvlinkDomain, ...] = ()
+    # resource types whose replace or delete loses data (the catalog's change rules): the components protect them
+    stateful_types: tuple[str, ...] = ()
 
     def network(self, key: str) -> PlannedNetwork:
         return next(n for n in self.networks if n.key == key)

@@ -123,6 +123,8 @@ class Preview:
                         {"name": name, "first_node": nodes.start, "nodes": len(nodes)}
                         for name, nodes in pool.fabric_domains()
                     ],
+                    # owned hosts the stack names (otherwise the nodes are <pool>-000 ...)
+                    **({"hosts": [h.name for h in pool.onprem.hosts]} if pool.onprem and pool.onprem.hosts else {}),
                 }
                 for pool in p.pools
             ],

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from aicluster.catalog import REQUIRED_TAGS, load_catalog
 from aicluster.catalog.pricing import money
+from aicluster.changes import CHANGE_SAFETY
 from aicluster.plan import ClusterPlan, plan
 from aicluster.plan.registry import SCHEDULERS
 from aicluster.spec import ClusterSpec, Problem, SpecError, Waiver, check_cluster, did_you_mean, gcp_label
@@ -60,8 +61,11 @@ def _check_stack(stack: StackConfig, *, policy_checks: bool) -> ClusterPlan:
     return cluster_plan
 
 
-def waiver_problems(waivers: Sequence[Waiver], policies: Sequence[str] = names.NAMES) -> list[Problem]:
-    """Waivers naming no policy of the pack (a typo would silently waive nothing)."""
+def waiver_problems(
+    waivers: Sequence[Waiver], policies: Sequence[str] = (*names.NAMES, CHANGE_SAFETY)
+) -> list[Problem]:
+    """Waivers naming no policy of the pack nor the change-safety rule of `preview --base` (a typo would silently
+    waive nothing)."""
     out = []
     for i, w in enumerate(waivers):
         if w.policy not in policies:

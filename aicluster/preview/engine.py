@@ -77,7 +77,10 @@ class Resource:
     provider: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """As a Pulumi state resource: `protect` where set, and `propertyDependencies` (the inputs whose values come
+        from other resources), which the change classification follows: a replaced resource changes its
+        dependents' inputs."""
+        out: dict[str, Any] = {
             "urn": self.urn,
             "type": self.type,
             "name": self.name,
@@ -85,6 +88,11 @@ class Resource:
             "custom": self.custom,
             "inputs": jsonable(self.inputs),
         }
+        if self.protect:
+            out["protect"] = True
+        if self.property_dependencies:
+            out["propertyDependencies"] = self.property_dependencies
+        return out
 
 
 @dataclass
@@ -276,7 +284,7 @@ class _Monitor(mocks.MockMonitor):
                 inputs=_clean(inputs),
                 dependencies=list(request.dependencies),
                 property_dependencies={
-                    k: list(v.urns) for k, v in sorted(request.propertyDependencies.items()) if v.urns
+                    k: sorted(v.urns) for k, v in sorted(request.propertyDependencies.items()) if v.urns
                 },
                 protect=bool(request.protect),
                 provider=provider,

@@ -28,6 +28,7 @@ __all__ = [
     "group_findings",
     "group_waived",
     "in_groups",
+    "preview_shape_problem",
     "render",
     "waived_in_groups",
 ]
@@ -78,8 +79,20 @@ class DiffInputError(ValueError):
         self.problem = problem
 
 
-def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
-    """Markdown for a PR comment: what changes from the base preview to the head preview.
+def preview_shape_problem(doc: Any) -> str | None:
+    """Why `doc` is not a preview JSON (the key path and what is wrong there), or None when it is one."""
+    from ._doc import parse
+
+    try:
+        parse(doc)
+    except ValueError as exc:
+        return str(exc).removeprefix("preview JSON: ")
+    return None
+
+
+def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any], changes: Mapping[str, Any] | None = None) -> str:
+    """Markdown for a PR comment: what changes from the base preview to the head preview. `changes` is the step
+    classification (aicluster.changes, as JSON): its replaced, deleted and rolled-out resources lead the comment.
     DiffInputError names the side whose document has the wrong shape."""
     from ._doc import parse
 
@@ -91,4 +104,4 @@ def diff_markdown(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
             raise DiffInputError(side, str(exc).removeprefix("preview JSON: ")) from None
     from ._diff import render_diff
 
-    return render_diff(*docs)
+    return render_diff(docs[0], docs[1], changes=changes)

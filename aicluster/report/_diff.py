@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._changes import risky_steps
 from ._doc import Addon, Kubernetes, NodeGroup, PreviewDoc, Resource, Violation
 from ._sites import site_changes
 from ._templates import render_markdown
@@ -385,7 +386,7 @@ def kubernetes_changes(base: PreviewDoc, head: PreviewDoc) -> list[KubernetesCha
     return found
 
 
-def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
+def render_diff(base: PreviewDoc, head: PreviewDoc, changes: Mapping[str, Any] | None = None) -> str:
     resources = resource_changes(base, head)
     deltas = pool_deltas(base, head)
     findings = finding_changes(base, head)
@@ -404,11 +405,17 @@ def render_diff(base: PreviewDoc, head: PreviewDoc) -> str:
         and not workloads
         and base_verdict is None
     )
+    risky = risky_steps(changes)
+    ops = {str(s.get("urn")): str(s.get("op")) for s in (changes or {}).get("steps") or []}
     return render_markdown(
         "diff.md.j2",
         base=base,
         head=head,
         unchanged=unchanged,
+        classified=changes is not None,
+        risky=risky,
+        ops=ops,
+        guarded=[r for r in risky if r.guarded_by],
         headline=_headline(resources),
         verdict=head_verdict,
         base_verdict=base_verdict,

@@ -388,6 +388,8 @@ class PreviewDoc:
     sites: tuple[Site, ...] = ()  # owned data centres; previews before sites existed lack the key
     kubernetes: Kubernetes | None = None  # a Kubernetes stack's; None for Slurm and previews before the key
     workloads: tuple[Workload, ...] = ()  # in stack order; previews written before workloads existed lack the key
+    # `preview --base`: the steps from the base (aicluster.changes, as JSON); None for a preview without a base
+    changes: Mapping[str, Any] | None = None
 
     @property
     def stack_file(self) -> str:
@@ -552,7 +554,22 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         sites=tuple(_site(x) for x in r.optional_objs("sites")),
         kubernetes=_kubernetes(r.obj("kubernetes")) if r.has("kubernetes") else None,
         workloads=tuple(_workload(w) for w in r.optional_objs("workloads")),
+        changes=_changes(doc.get("changes")),
     )
+
+
+def _changes(data: object) -> Mapping[str, Any] | None:
+    """The `changes` of a `preview --base`, as the reports read it: the steps and counts, each checked for shape."""
+    if data is None:
+        return None
+    r = _Reader(data, "changes")
+    r.text("base")
+    for step in r.objs("steps"):
+        step.text("urn")
+        step.text("op")
+    r.obj("changeSummary")
+    assert isinstance(data, Mapping)
+    return data
 
 
 def _kubernetes(r: _Reader) -> Kubernetes:

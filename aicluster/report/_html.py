@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ._changes import change_line, risky_steps
 from ._doc import Fabric, Kubernetes, NodeGroup, PreviewDoc, Site
 from ._sites import BomLine, RackBar, SiteRow, bill_of_materials, fabric_line, rack_bars, racks_summary, site_rows
 from ._templates import render_html
@@ -218,6 +219,9 @@ def render_report(doc: PreviewDoc) -> str:
         doc=doc,
         verdict=verdict(doc.policy),
         cards=cards(doc),
+        changes=doc.changes,
+        change_line=change_line(doc.changes) if doc.changes else "",
+        risky=risky_steps(doc.changes),
         gauges=gauges(doc),
         gauge_width=GAUGE_WIDTH,
         rack_kw=kw(rack_kw) if rack_kw else "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ._changes import change_line, risky_steps
 from ._doc import Fabric, PreviewDoc
 from ._sites import racks_summary, ratio, site_rows
 from ._templates import render_markdown
@@ -57,6 +58,9 @@ def render_report(doc: PreviewDoc) -> str:
         doc=doc,
         verdict=verdict(doc.policy),
         summary=summary_rows(doc),
+        changes=doc.changes,
+        change_line=change_line(doc.changes) if doc.changes else "",
+        risky=risky_steps(doc.changes),
         rack_kw=kw(rack_kw) if rack_kw else "",
         kubernetes=doc.kubernetes,
         workloads=workload_views(doc),

@@ -80,6 +80,9 @@ class AwsLustreFileSystem(pulumi.ComponentResource):
             data_compression_type="LZ4",
             metadata_configuration=aws.fsx.LustreFileSystemMetadataConfigurationArgs(mode="AUTOMATIC"),
             copy_tags_to_backups=True,
+            # a final backup when the file system is deleted (the provider's default is none); `protect` (the
+            # AiCluster's) refuses the delete itself
+            skip_final_backup=False,
             region=fs.region,
             opts=child,
         )

@@ -50,6 +50,7 @@ class GcpManagedLustre(pulumi.ComponentResource):
             per_unit_storage_throughput=f"{fs.throughput_mb_s_per_tib:g}",
             network=args["network_path"],
             description=f"{fs.capacity_tib:g} TiB at {fs.throughput_mb_s_per_tib:g} MB/s per TiB",
+            deletion_policy="PREVENT",  # the provider refuses to delete it (its only guard: no API-side protection)
             opts=_opts(self, args),
         )
         self.mount_point = lustre.mount_point
@@ -77,6 +78,7 @@ class GcpFilestore(pulumi.ComponentResource):
                 )
             ],
             description=f"{fs.capacity_tib:g} TiB NFS for {fs.mount}",
+            deletion_policy="PREVENT",
             opts=_opts(self, args),
         )
         self.mount_ip = instance.networks.apply(lambda n: n[0].ip_addresses[0] if n and n[0].ip_addresses else "")

@@ -187,6 +187,7 @@ class AwsEksCluster(pulumi.ComponentResource):
             f"{name}-logs",
             name=f"/aws/eks/{k.cluster_name}/cluster",
             retention_in_days=LOG_RETENTION_DAYS,
+            deletion_protection_enabled=True,  # the control plane's audit log: deleting it needs this set false first
             region=region,
             opts=child,
         )

@@ -42,6 +42,7 @@ POOL_KEYS = {
     "power_kw_facility",
 }
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "custom", "inputs"}
+OPTIONAL_RESOURCE_KEYS = {"protect", "propertyDependencies"}  # as in Pulumi's state, where set
 
 
 def test_there_are_example_stacks() -> None:
@@ -64,8 +65,8 @@ def test_every_example_stack_validates_plans_and_previews(stack: str, tmp_path: 
     assert set(data["summary"]) == SUMMARY_KEYS
     assert data["summary"]["resources"] == len(data["resources"]) > 0
     assert data["summary"]["gpus"] == sum(p["gpus"] for p in data["pools"]) > 0
-    assert all(set(p) == POOL_KEYS for p in data["pools"])
-    assert all(set(r) == RESOURCE_KEYS for r in data["resources"])
+    assert all(POOL_KEYS <= set(p) <= POOL_KEYS | {"hosts"} for p in data["pools"])
+    assert all(RESOURCE_KEYS <= set(r) <= RESOURCE_KEYS | OPTIONAL_RESOURCE_KEYS for r in data["resources"])
     urns = {r["urn"] for r in data["resources"]}
     for r in data["resources"]:
         if r["type"].startswith("pulumi:providers:") and r["name"].startswith("default_"):

@@ -11,7 +11,9 @@ from typing import Any
 
 from .. import options
 from ..console import err, escape, out, print_warnings
-from ..inputs import json_target, policy_config, read_stack
+from ..exits import EXIT_FAILED, UsageError
+from ..inputs import json_target, policy_config, read_json, read_stack
+from ..views.changes import blocked_lines, risky_table, summary_line
 from ..views.plan import pools_table, print_plan_details
 from ..views.policy import findings_table, not_applicable_line, resource_counts_table, resource_tree, verdict
 
@@ -29,6 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tree", action="store_true", help="show the resources by name and type under their parent, as pulumi preview"
     )
+    p.add_argument(
+        "--base",
+        metavar="BASE.json",
+        help="the base branch's preview JSON: say what this change creates, updates, replaces, deletes and rolls out, "
+        "and fail (exit 1) where it replaces or deletes a stateful resource that no waiver names",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,17 +45,62 @@ def run(args: argparse.Namespace) -> int:
 
     target = json_target(args.json)
     config = policy_config(args)
+    base = _base(args.base)
     _, stack = read_stack(args)
     result = preview_stack(stack, config)
     with phase("output"):
-        return _output(args, stack, result, target)
+        return _output(args, stack, result, target, base)
 
 
-def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | None) -> int:
+def _base(path: str | None) -> Any:
+    """The base preview JSON, checked before anything runs."""
+    if path is None:
+        return None
+    from aicluster.report import preview_shape_problem
+
+    doc = read_json(path, "--base")
+    problem = preview_shape_problem(doc)
+    if problem:
+        raise UsageError(
+            f"--base {path}: not a preview JSON ({problem}); write one on the base branch with "
+            "`aicluster preview STACK --json FILE`"
+        )
+    return doc
+
+
+def _changes(base: Any, head: dict[str, Any], result: Any) -> dict[str, Any]:
+    """The steps from base to head, and those the change-safety rule blocks or a waiver accepts."""
+    from aicluster.catalog import load_catalog
+    from aicluster.changes import blocked_steps, classify
+
+    changes = classify(base, head, load_catalog().change_rules)
+    blocked, waived = blocked_steps(changes, result.plan.compliance.waivers)
+    return {
+        "base": str(base.get("stack", "")),
+        **changes.to_json(),
+        "blocked": [
+            {"urn": b.step.urn, "name": b.step.name, "type": b.step.type, "op": b.step.op, "fix": b.fix}
+            for b in blocked
+        ],
+        "waived": [
+            {"urn": w.step.urn, "name": w.step.name, "op": w.step.op, "reason": w.reason, "expires": w.expires}
+            for w in waived
+        ],
+    }
+
+
+def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | None, base: Any = None) -> int:
     from aicluster.files import write_atomic
 
-    data = json.dumps(result.to_json(), indent=2) + "\n"
+    doc = result.to_json()
+    changes = _changes(base, doc, result) if base is not None else None
+    if changes is not None:
+        doc["changes"] = changes
+    data = json.dumps(doc, indent=2) + "\n"
     code, line = verdict(result)
+    if changes is not None and changes["blocked"]:
+        code = EXIT_FAILED
+        line += f"; change safety: {len(changes['blocked'])} stateful resource(s) replaced or deleted without a waiver"
     if args.json == "-":
         sys.stdout.write(data)
         err.print(line)
@@ -65,6 +118,13 @@ def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | No
     findings = findings_table(result)
     if findings is not None:
         out.print(findings)
+    if changes is not None:
+        out.print(escape(summary_line(changes)))
+        table = risky_table(changes)
+        if table is not None:
+            out.print(table)
+        for text in blocked_lines(changes):
+            out.print(text)
     na_line = not_applicable_line(result)
     if na_line is not None:
         out.print(f"[dim]{escape(na_line)}[/]")
