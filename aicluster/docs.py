@@ -81,7 +81,52 @@ def reference() -> str:
                 desc = f"{desc} ({_cell(cons)})" if desc else _cell(cons)
             lines.append(f"| `{field}` | {_type(prop)} | {default} | {desc} |")
         lines.append("")
+    lines += update_policies()
     return "\n".join(lines)
+
+
+EFFECT_WORDS = {
+    "refused": "refused",
+    "replaces-data": "**replaces: data lost**",
+    "replaces-nodes": "**replaces the nodes**",
+    "rollout": "**rolls the nodes**",
+    "removes-nodes": "removes nodes",
+    "new-nodes-only": "new nodes only",
+    "live": "applied live",
+    "none": "no resource change",
+}
+
+
+def update_policies() -> list[str]:
+    """What changing a field does, per platform (the catalog's update policies, observed with its change rules)."""
+    from .catalog import load_catalog
+
+    policies = load_catalog().update_policies
+    platforms = ["aws", "azure", "gcp", "eks", "gke", "aks", "onprem"]
+    lines = [
+        "## Update policies",
+        "",
+        "What changing a field does to a deployed cluster, per platform, as `aicluster diff` and `aicluster preview "
+        "--base` classify it (aicluster/catalog/data/update_policies.yaml, observed on the example stacks of "
+        "tests/changes/field_matrix.py with the change rules of aicluster/catalog/data/changes/). *applied live*: "
+        "updated in place, nothing recreated; *new nodes only*: nodes started later get it, running ones keep the old "
+        "configuration; *removes nodes*: the jobs on them are killed; *rolls the nodes*: running nodes are "
+        "recreated by the platform's rolling update; *replaces the nodes*: the group is deleted and created again; "
+        "*replaces: data lost*: a file system is replaced (`preview --base` fails unless a waiver names it); "
+        "*no resource change*: Pulumi manages no resource for it (on-prem nodes: the inventory and `tune` apply "
+        "it). `aicluster validate STACK --base BASE` names these for the fields a change touches.",
+        "",
+        "| field | change | " + " | ".join(platforms) + " |",
+        "|---|---|" + "---|" * len(platforms),
+    ]
+    for p in policies:
+        cells = []
+        for platform in platforms:
+            eff = p.effects.get(platform)
+            cells.append(EFFECT_WORDS[eff.effect] if eff else "")
+        lines.append(f"| `{p.field}` | {_cell(p.change)} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

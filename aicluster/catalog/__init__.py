@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import cache as _cache
-from .changes import RISKS, ChangeRule, ConditionalReplace
+from .changes import RISKS, ChangeRule, ConditionalReplace, PlatformEffect, UpdatePolicy
 from .collectives import CollectivesData, collective_problems
 from .models import (
     Accelerator,
@@ -75,6 +75,7 @@ __all__ = [
     "NodeTaint",
     "NvlinkDomain",
     "Offering",
+    "PlatformEffect",
     "PortMode",
     "Provider",
     "ProviderDefaults",
@@ -87,6 +88,7 @@ __all__ = [
     "StorageTier",
     "Switch",
     "TpuType",
+    "UpdatePolicy",
     "load_catalog",
 ]
 
@@ -132,6 +134,8 @@ class Catalog:
     collectives: CollectivesData = field(default_factory=CollectivesData)
     # per resource type: what replaces it, what rolls its nodes, what a replace or delete costs (data/changes/)
     change_rules: dict[str, ChangeRule] = field(default_factory=dict)
+    # what changing a stack field does per platform, observed with those rules (data/update_policies.yaml)
+    update_policies: tuple[UpdatePolicy, ...] = ()
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -226,6 +230,13 @@ def _check(cat: Catalog) -> None:
 
     for rule in cat.change_rules.values():
         cited(rule, f"change rule {rule.type}")
+    for policy in cat.update_policies:
+        for platform, eff in policy.effects.items():
+            problems.extend(
+                f"update policy {policy.field} ({policy.change}) on {platform}: unknown source id {sid!r}"
+                for sid in eff.sources
+                if sid not in cat.sources
+            )
 
     for acc in cat.accelerators.values():
         cited(acc, f"accelerator {acc.id}")
@@ -533,6 +544,7 @@ def _load(data_dir: Path) -> Catalog:
         collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{coll_path}: {exc}") from exc
+    policies_path = data_dir / "update_policies.yaml"
     cat = Catalog(
         sources,
         accelerators,
@@ -551,6 +563,9 @@ def _load(data_dir: Path) -> Catalog:
         sizing=sizing,
         collectives=collectives,
         change_rules=_unique(((r.type, r) for r in _load_dir(ChangeRule, data_dir / "changes")), "change rule"),
+        update_policies=tuple(
+            _records(UpdatePolicy, _read(policies_path) if policies_path.exists() else [], policies_path)
+        ),
     )
     _check(cat)
     return cat

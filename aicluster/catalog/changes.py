@@ -83,3 +83,26 @@ class ChangeRule(Sourced):
     ] = False
     file: Annotated[str, Field(description="The source file the rules were read from.")] = ""
     note: Annotated[str, Field(description="Anything the rules above do not say.")] = ""
+
+
+Effect = Literal[
+    "refused", "replaces-data", "replaces-nodes", "rollout", "removes-nodes", "new-nodes-only", "live", "none"
+]
+
+
+class PlatformEffect(_Record):
+    """What changing a stack field does on one platform, as the change rules classify it."""
+
+    effect: Annotated[Effect, Field(description="The most costly outcome of the change's steps.")]
+    sources: Annotated[tuple[str, ...], Field(description="Sources of the change rules that decide it.")] = ()
+    note: Annotated[str, Field(description="For a refused change: what validate says.")] = ""
+
+
+class UpdatePolicy(_Record):
+    """A stack field's change (`pools[].nodes`, fewer nodes) and its effect per platform (update_policies.yaml)."""
+
+    field: Annotated[str, Field(description="The stack field, as the spec reference names it (`pools[].nodes`).")]
+    change: Annotated[str, Field(description="The change tried (`fewer nodes`, `to p4d.24xlarge`).")]
+    effects: Annotated[
+        dict[str, PlatformEffect], Field(description="Per platform (aws, azure, gcp, eks, gke, aks, onprem).")
+    ]

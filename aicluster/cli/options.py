@@ -33,6 +33,11 @@ def add_json(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--json", metavar="FILE", help=help)
 
 
+def add_base(p: argparse.ArgumentParser, metavar: str, help: str) -> None:
+    """--base FILE: the base branch's side of a change (a preview JSON for `preview`, a stack file for `validate`)."""
+    p.add_argument("--base", metavar=metavar, help=help)
+
+
 def add_output(p: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
     """-o/--output FILE: where the command writes what it makes."""
     p.add_argument("-o", "--output", required=required, metavar="FILE", help=help)

@@ -109,3 +109,26 @@ def test_a_base_that_is_not_a_preview_is_exit_2_before_anything_runs(tmp_path: P
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"error: --base {bad}: not a preview JSON (missing key 'stack')")
     assert not out.exists()
+
+
+def test_validate_base_names_what_each_changed_field_does(tmp_path: Path) -> None:
+    """The update policies (catalog) for the fields a change touches: pools and file systems matched by name."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text())
+    cluster = doc["config"]["aicluster:cluster"]
+    cluster["pools"][0]["nodes"] = 2
+    cluster["storage"][0]["capacity_tib"] = 24
+    cluster["tags"]["owner"] = "ml-infra"
+    head = tmp_path / "Pulumi.p5-small.yaml"
+    head.write_text(yaml.safe_dump(doc))
+    proc = run_cli("validate", str(head), "--base", "stacks/Pulumi.p5-small.yaml")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "pools[h100].nodes │ 4 → 2 │ aws │ removes nodes" in text
+    assert "storage[scratch].capacity_tib │ 48 → 24 │ aws │ replaces: data lost" in text
+    assert "tags.owner │ ml-platform → ml-infra │ aws │ not recorded" in text
+
+
+def test_validate_base_that_is_not_a_stack_file_is_exit_2(tmp_path: Path) -> None:
+    proc = run_cli("validate", "p5-small", "--base", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: --base {tmp_path / 'nope.yaml'}: not a stack file")

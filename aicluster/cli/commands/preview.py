@@ -31,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tree", action="store_true", help="show the resources by name and type under their parent, as pulumi preview"
     )
-    p.add_argument(
-        "--base",
-        metavar="BASE.json",
-        help="the base branch's preview JSON: say what this change creates, updates, replaces, deletes and rolls out, "
+    options.add_base(
+        p,
+        "BASE.json",
+        "the base branch's preview JSON: say what this change creates, updates, replaces, deletes and rolls out, "
         "and fail (exit 1) where it replaces or deletes a stateful resource that no waiver names",
     )
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
+from .. import options
 from ..console import out, print_warnings
-from ..exits import EXIT_OK
+from ..exits import EXIT_OK, UsageError
 from ..inputs import read_stack
 from ..views.format import accelerators, money
 
@@ -15,7 +18,12 @@ STACK = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """No flags of its own."""
+    options.add_base(
+        p,
+        "BASE_STACK",
+        "the base branch's stack file (Pulumi.<stack>.yaml): name what each changed field does to the deployed "
+        "cluster (applied live, new nodes only, removes nodes, rolls or replaces the nodes, replaces the data)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     and what the mandatory data-residency and tag policies would fail in preview."""
     from aicluster.preview.check import check_stack
 
-    _, stack = read_stack(args)
+    project, stack = read_stack(args)
+    base = _base_cluster(project, args.base) if args.base else None
     plan = check_stack(stack, policy_checks=True)
     print_warnings(plan)
     out.print(
@@ -31,4 +40,26 @@ def run(args: argparse.Namespace) -> int:
         f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} {accelerators(plan.pools)}, "
         f"{money(plan.totals.cost_usd_per_month, plan.totals.unpriced)}/month"
     )
+    if base is not None:
+        from aicluster.catalog import load_catalog
+        from aicluster.changes.fields import field_changes
+
+        from ..views.changes import field_table
+
+        head = stack.config.get("aicluster:cluster") or {}
+        out.print(field_table(field_changes(base, head, load_catalog().update_policies), args.base))
     return EXIT_OK
+
+
+def _base_cluster(project: Any, path: str) -> dict[str, Any]:
+    """The base stack file's `aicluster:cluster`, as written (the base need not be valid under this version)."""
+    from aicluster.stackfile import read_stack, stack_file_name
+
+    name = stack_file_name(Path(path))
+    if name is None or not Path(path).is_file():
+        raise UsageError(f"--base {path}: not a stack file; give the base branch's Pulumi.<stack>.yaml")
+    base = read_stack(project, name, Path(path))  # a file that is no YAML mapping: SpecError, exit 2
+    cluster = base.config.get("aicluster:cluster")
+    if not isinstance(cluster, dict):
+        raise UsageError(f"--base {path}: no aicluster:cluster in it")
+    return cluster

@@ -3,7 +3,7 @@ those the change-safety rule blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -61,3 +61,33 @@ def blocked_lines(changes: Mapping[str, Any]) -> list[str]:
         for w in changes.get("waived") or []
     ]
     return out
+
+
+_EFFECT = {
+    "refused": "[red]refused[/]",
+    "replaces-data": "[red]replaces: data lost[/]",
+    "replaces-nodes": "[red]replaces the nodes[/]",
+    "rollout": "[yellow]rolls the nodes[/]",
+    "removes-nodes": "[yellow]removes nodes (their jobs are killed)[/]",
+    "new-nodes-only": "new nodes only (running ones keep the old configuration)",
+    "live": "[green]applied live[/]",
+    "none": "no resource change",
+}
+
+
+def field_table(changes: Sequence[Any], base: str) -> Table | str:
+    """Each field the change touches, old -> new, and what its platform does with such a change."""
+    if not changes:
+        return f"no field differs from {escape(base)}"
+    t = Table(title=f"Fields changed from {escape(base)}", title_justify="left")
+    for col in ("field", "change", "platform", "effect"):
+        t.add_column(col, overflow="fold")
+    for c in changes:
+        effect = _EFFECT.get(c.effect, "") if c.effect else "not recorded: `aicluster preview --base` shows its steps"
+        t.add_row(escape(c.path), escape(f"{_short(c.old)} → {_short(c.new)}"), escape(c.platform), effect)
+    return t
+
+
+def _short(value: Any) -> str:
+    text = "(none)" if value is None else str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
