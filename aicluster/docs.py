@@ -102,7 +102,15 @@ def update_policies() -> list[str]:
     from .catalog import load_catalog
 
     policies = load_catalog().update_policies
-    platforms = ["aws", "azure", "gcp", "eks", "gke", "aks", "onprem"]
+    platforms = {
+        "aws-slurm": "AWS Slurm",
+        "azure-slurm": "Azure Slurm",
+        "gcp-slurm": "GCP Slurm",
+        "aws-kubernetes": "EKS",
+        "gcp-kubernetes": "GKE",
+        "azure-kubernetes": "AKS",
+        "onprem-slurm": "on-prem Slurm",
+    }
     lines = [
         "## Update policies",
         "",
@@ -116,7 +124,7 @@ def update_policies() -> list[str]:
         "*no resource change*: Pulumi manages no resource for it (on-prem nodes: the inventory and `tune` apply "
         "it). `aicluster validate STACK --base BASE` names these for the fields a change touches.",
         "",
-        "| field | change | " + " | ".join(platforms) + " |",
+        "| field | change | " + " | ".join(platforms.values()) + " |",
         "|---|---|" + "---|" * len(platforms),
     ]
     for p in policies:

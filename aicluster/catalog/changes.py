@@ -67,6 +67,9 @@ class ChangeRule(Sourced):
         dict[str, Any],
         Field(description="Head inputs with which the update does not reach running nodes (a Manual upgrade policy)."),
     ] = Field(default_factory=dict)
+    rollout_batch: Annotated[
+        tuple[str, ...], Field(description="Inputs that bound how many nodes a rollout takes at once.")
+    ] = ()
     rollout_note: Annotated[str, Field(description="How the update reaches running nodes.")] = ""
     capacity: Annotated[
         tuple[str, ...], Field(description="Inputs that count its nodes: lowering one removes nodes.")
@@ -104,5 +107,5 @@ class UpdatePolicy(_Record):
     field: Annotated[str, Field(description="The stack field, as the spec reference names it (`pools[].nodes`).")]
     change: Annotated[str, Field(description="The change tried (`fewer nodes`, `to p4d.24xlarge`).")]
     effects: Annotated[
-        dict[str, PlatformEffect], Field(description="Per platform (aws, azure, gcp, eks, gke, aks, onprem).")
+        dict[str, PlatformEffect], Field(description="Per platform, `<provider>-<scheduler kind>` (`aws-slurm`).")
     ]

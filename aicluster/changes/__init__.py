@@ -400,7 +400,7 @@ class _Classifier:
         step = self._base_step(r, "delete")
         rule = self._rule(step.type)
         if rule is not None:
-            step.risks = list(rule.risks)
+            step.risks = _own_risks(rule)
             step.why.append(f"the head no longer declares it: {self._loses(rule)}")
         self._nodes_of(step, key, r, self.base_pools, whole=True)
         return step
@@ -414,7 +414,9 @@ class _Classifier:
         }
         lost = [words[r] for r in rule.risks]
         if rule.recreates_nodes_of_others:
-            lost.append("the groups that use it recreate their nodes")
+            lost.append(
+                "the groups that use it change with it (their own steps say whether running nodes are recreated)"
+            )
         return "; ".join(lost) or "nothing of note is lost"
 
     def _nodes_of(self, step: Step, key: str, r: Mapping[str, Any], pools: Mapping[str, _Pool], whole: bool) -> None:
@@ -492,7 +494,7 @@ class _Classifier:
         if replacing:
             step.op = "replace"
             assert rule is not None
-            step.risks = list(rule.risks)
+            step.risks = _own_risks(rule)
             self._nodes_of(step, key, old, self.base_pools, whole=True)
             return step
         if rule is None:
@@ -556,7 +558,11 @@ class _Classifier:
         elif rolled:
             step.rollout = True
             step.risks = ["job-kill"]
-            step.why.append(f"{', '.join(rolled)}: a rollout, {rule.rollout_note} {_source(rule, 'rollout')}")
+            batch = [
+                f"{_shown(v)} at a time ({p})" for p in rule.rollout_batch if (v := _get(new_in, p)) is not _MISSING
+            ]
+            pace = f"; {', '.join(batch)}" if batch else ""
+            step.why.append(f"{', '.join(rolled)}: a rollout{pace}, {rule.rollout_note} {_source(rule, 'rollout')}")
             self._nodes_of(step, key, {"inputs": new_in}, self.head_pools, whole=True)
         for path in rule.capacity:
             a, b = _get(old_in, path), _get(new_in, path)
@@ -576,6 +582,12 @@ class _Classifier:
         if before is not None and after is not None and after.nodes < before.nodes:
             step.nodes_removed = before.removed(after, after.nodes)
         step.why.append(f"{path}: {old} → {new} removes {gone} node{'s' if gone != 1 else ''} and the jobs on them")
+
+
+def _own_risks(rule: ChangeRule) -> list[str]:
+    """What replacing or deleting this resource costs by itself: a template's or placement's nodes belong to the
+    groups that use it, whose own steps (a rollout, or running nodes left as they are) carry the jobs at risk."""
+    return [r for r in rule.risks if not (r == "job-kill" and rule.recreates_nodes_of_others)]
 
 
 def reason_kind(rule: ChangeRule | None, leaf: Leaf) -> bool:

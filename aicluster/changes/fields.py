@@ -14,7 +14,6 @@ from aicluster.catalog import UpdatePolicy
 
 from . import _MISSING, leaves
 
-_KUBERNETES = {"aws": "eks", "gcp": "gke", "azure": "aks"}
 _NAMED_LISTS = ("pools", "storage", "workloads", "sites")
 
 
@@ -56,8 +55,7 @@ def _platform(cluster: Mapping[str, Any], field: str, name: str | None) -> str:
         provider = fs.get("provider")
         pool = {"provider": provider} if provider else None
     provider = str((pool or (pools[0] if pools else {})).get("provider", ""))
-    kind = (cluster.get("scheduler") or {}).get("kind", "slurm")
-    return _KUBERNETES.get(provider, provider) if kind == "kubernetes" else provider
+    return f"{provider}-{(cluster.get('scheduler') or {}).get('kind', 'slurm')}"  # as the update policies name it
 
 
 def _change(field: str, old: Any, new: Any, rows: Sequence[UpdatePolicy]) -> UpdatePolicy | None:

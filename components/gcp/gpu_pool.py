@@ -139,6 +139,11 @@ class GcpGpuPool(pulumi.ComponentResource):
             # Slurm's resume/suspend programs resize it (so `pulumi up` leaves its size alone)
             target_size=0 if flex or pool.burst else group.nodes,
             wait_for_instances=False,
+            # a new template never replaces a running Slurm node: VMs get it when they are recreated (a burst
+            # pool's resume, a resize, a repair); PROACTIVE would replace them under their jobs
+            update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
+                type="OPPORTUNISTIC", minimal_action="REPLACE"
+            ),
             resource_policies=gcp.compute.InstanceGroupManagerResourcePoliciesArgs(workload_policy=workload_link)
             if workload_link is not None
             else None,

@@ -18,14 +18,14 @@ from aicluster.changes import ChangeSet, classify
 from tests.changes.harness import preview_doc, scratch_project, stack_doc
 
 # one example stack per platform: the base every field is changed on
-PLATFORMS = {
-    "aws": "p5-small",
-    "azure": "azure-nd-h100",
-    "gcp": "gcp-a3mega-slurm",
-    "eks": "eks-p5",
-    "gke": "gke-a3mega",
-    "aks": "aks-nd-h100",
-    "onprem": "onprem-dgx-h100",
+PLATFORMS = {  # <provider>-<scheduler kind>
+    "aws-slurm": "p5-small",
+    "azure-slurm": "azure-nd-h100",
+    "gcp-slurm": "gcp-a3mega-slurm",
+    "aws-kubernetes": "eks-p5",
+    "gcp-kubernetes": "gke-a3mega",
+    "azure-kubernetes": "aks-nd-h100",
+    "onprem-slurm": "onprem-dgx-h100",
 }
 Edit = Callable[[dict[str, Any]], None]
 
@@ -56,15 +56,15 @@ def _sched(key: str, value: Any) -> Edit:
 
 
 INSTANCE_TYPES = {
-    "aws": "p4d.24xlarge",
-    "azure": "Standard_ND96asr_v4",
-    "gcp": "a3-highgpu-8g",
-    "eks": "p5en.48xlarge",
-    "gke": "a3-highgpu-8g",
-    "aks": "Standard_ND96asr_v4",
-    "onprem": "dgx-h200",
+    "aws-slurm": "p4d.24xlarge",
+    "azure-slurm": "Standard_ND96asr_v4",
+    "gcp-slurm": "a3-highgpu-8g",
+    "aws-kubernetes": "p5en.48xlarge",
+    "gcp-kubernetes": "a3-highgpu-8g",
+    "azure-kubernetes": "Standard_ND96asr_v4",
+    "onprem-slurm": "dgx-h200",
 }
-THROUGHPUT = {"aws": 500, "azure": 125, "gcp": 250}
+THROUGHPUT = {"aws-slurm": 500, "azure-slurm": 125, "gcp-slurm": 250}
 
 EDITS: list[FieldEdit] = [
     *(FieldEdit("pools[].nodes", "more nodes", p, _add_nodes(1)) for p in PLATFORMS),
@@ -87,7 +87,7 @@ EDITS: list[FieldEdit] = [
     *(FieldEdit("storage[].mount", "another path", p, _fs("mount", lambda _: "/data")) for p in THROUGHPUT),
     *(
         FieldEdit("scheduler.version", "upgrade", p, _sched("version", "1.34"), reverse=True)
-        for p in ("eks", "gke", "aks")
+        for p in ("aws-kubernetes", "gcp-kubernetes", "azure-kubernetes")
     ),
 ]
 
@@ -106,17 +106,9 @@ def effect(changes: ChangeSet) -> tuple[str, list[str]]:
     data = [s for s in steps if s.op in ("replace", "delete") and "data-loss" in s.risks]
     if data:
         return "replaces-data", cited(data)
-    rules = load_catalog().change_rules
     rolled = [s for s in steps if s.rollout]
-    # a replaced template or placement recreates nodes through the groups that use it: where those roll, the
-    # change is their rollout; a group replaced itself recreates all its nodes at once
-    nodes = [
-        s
-        for s in steps
-        if s.op in ("replace", "delete")
-        and "job-kill" in s.risks
-        and not (rolled and s.type in rules and rules[s.type].recreates_nodes_of_others)
-    ]
+    # a group replaced (or deleted) recreates all its nodes at once; a replaced template's nodes are its groups'
+    nodes = [s for s in steps if s.op in ("replace", "delete") and "job-kill" in s.risks]
     if nodes and not changes.pools:
         return "replaces-nodes", cited(nodes)
     if rolled:

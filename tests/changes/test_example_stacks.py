@@ -144,14 +144,6 @@ INSTANCE_TYPES = [
     pytest.param("gke-a3mega", "a3-highgpu-8g", "gcp:container/nodePool:NodePool", "replace", False, id="gke"),
     pytest.param("eks-p5", "p4d.24xlarge", "aws:eks/nodeGroup:NodeGroup", "update", True, id="eks"),
     pytest.param(
-        "gcp-a3mega-slurm",
-        "a3-highgpu-8g",
-        "gcp:compute/instanceGroupManager:InstanceGroupManager",
-        "update",
-        True,
-        id="gcp-mig",
-    ),
-    pytest.param(
         "aks-nd-h100", "Standard_ND96asr_v4", "azure-native:containerservice:AgentPool", "replace", False, id="aks"
     ),
 ]
@@ -162,21 +154,26 @@ def test_a_new_instance_type_recreates_the_pools_gpus(
     stack: str, new_type: str, group_type: str, op: str, rollout: bool, tmp_path: Path
 ) -> None:
     """GKE: a new accelerator type replaces the node pool (guestAccelerators are ForceNew); EKS: the launch template's
-    new version rolls the node group; GCP Slurm: the instance template is replaced and the MIG rolls to it; AKS:
-    vmSize is in azure-native's forceNew list."""
+    new version rolls the node group, one node at a time (updateConfig.maxUnavailable); AKS: vmSize is in
+    azure-native's forceNew list."""
     changes, _ = changed(tmp_path, stack, lambda c: c["pools"][0].update(instance_type=new_type))
     (step,) = [s for s in changes.steps if s.type == group_type and s.pool == _pools(stack)[0]["name"]]
     assert (step.op, step.rollout, step.risks) == (op, rollout, ["job-kill"]), step.to_json()
     example = next(p for p in base_preview(stack)["pools"] if p["name"] == step.pool)
     assert (step.nodes, step.gpus) == (example["nodes"], example["gpus"])
+    if rollout:
+        assert "1 at a time (updateConfig.maxUnavailable)" in step.why[-1]
 
 
-@pytest.mark.parametrize("stack", ["p5-small", "azure-nd-h100"])
+@pytest.mark.parametrize("stack", ["p5-small", "azure-nd-h100", "gcp-a3mega-slurm"])
 def test_a_new_instance_type_of_a_slurm_group_leaves_running_nodes(stack: str, tmp_path: Path) -> None:
-    """An Auto Scaling group on the template's $Latest without an instance refresh, and a scale set with a Manual
-    upgrade policy, start new nodes of the new type and leave the running ones: no rollout, and the diff says so."""
-    new = {"p5-small": "p4d.24xlarge", "azure-nd-h100": "Standard_ND96asr_v4"}[stack]
-    changes, _ = changed(tmp_path, stack, lambda c: c["pools"][0].update(instance_type=new))
-    assert [s.to_json() for s in changes.steps if s.rollout or s.op == "replace"] == []
+    """An Auto Scaling group on the template's $Latest without an instance refresh, a scale set with a Manual
+    upgrade policy and a MIG with an OPPORTUNISTIC update policy start new nodes of the new type and leave the running
+    ones (Slurm's jobs on them): no rollout, and the diff says so. (GCP replaces the instance template itself.)"""
+    new = {"p5-small": "p4d.24xlarge", "azure-nd-h100": "Standard_ND96asr_v4", "gcp-a3mega-slurm": "a3-highgpu-8g"}
+    new_type = new[stack]
+    changes, _ = changed(tmp_path, stack, lambda c: c["pools"][0].update(instance_type=new_type))
+    groups = {t for t, r in load_catalog().change_rules.items() if r.capacity}
+    assert [s.to_json() for s in changes.steps if s.rollout or (s.op == "replace" and s.type in groups)] == []
     notes = [w for s in changes.steps for w in s.why]
     assert any("running" in w for w in notes), notes

@@ -52,6 +52,7 @@ def test_every_rule_names_an_input_of_the_sdk(rule: ChangeRule) -> None:
         *rule.capacity,
         *rule.rejected_by_api,
         *rule.rollout_unless,
+        *rule.rollout_batch,
         *([rule.rollout_requires] if rule.rollout_requires else []),
     ]
     tops = {t for p in paths if p != "*" for t in _top(p).split("|")}  # `a|b`: a rule on either input

@@ -123,9 +123,9 @@ def test_validate_base_names_what_each_changed_field_does(tmp_path: Path) -> Non
     proc = run_cli("validate", str(head), "--base", "stacks/Pulumi.p5-small.yaml")
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
-    assert "pools[h100].nodes │ 4 → 2 │ aws │ removes nodes" in text
-    assert "storage[scratch].capacity_tib │ 48 → 24 │ aws │ replaces: data lost" in text
-    assert "tags.owner │ ml-platform → ml-infra │ aws │ not recorded" in text
+    assert "pools[h100].nodes │ 4 → 2 │ aws-slurm │ removes nodes" in text
+    assert "storage[scratch].capacity_tib │ 48 → 24 │ aws-slurm │ replaces: data lost" in text
+    assert "tags.owner │ ml-platform → ml-infra │ aws-slurm │ not recorded" in text
 
 
 def test_validate_base_that_is_not_a_stack_file_is_exit_2(tmp_path: Path) -> None:
