@@ -92,20 +92,31 @@ def _nccl_vars(pool: PlannedPool, catalog: Catalog) -> dict[str, Any]:
     """The pool's NCCL profile: the files the nccl role installs and the acceptance gate's expectation.
     A GPU platform the catalog has no profile for is said so (the role then refuses to guess)."""
     versions = nccl.library_versions(pool, catalog)  # what the roles install, so the profile fits the node
+    # the acceptance gate's expectation: the collective model at the test's shape (a ring on a pair of nodes), for
+    # every GPU type, profile or not (a published figure of another shape, e.g. a 2-node tree, would fail a healthy
+    # fabric)
+    gate = nccl.acceptance_busbw(pool, catalog, nccl.ACCEPTANCE_PAIR_NODES)
+    expected = (
+        {
+            "nccl_expected_busbw_gb_s": gate.busbw_gb_s,
+            "nccl_expected_busbw_nodes": gate.nodes,
+            "nccl_expected_busbw_basis": gate.basis,
+        }
+        if gate is not None
+        else {}
+    )
     try:
         profile = nccl.profile_for(pool, catalog)
     except nccl.NcclProfileError as exc:
-        return {"nccl_profile": None, "nccl_profile_missing": str(exc), "nccl_library_versions": versions}
+        return {"nccl_profile": None, "nccl_profile_missing": str(exc), "nccl_library_versions": versions, **expected}
     if profile is None:  # TPU, Trainium, plain ethernet: nothing of NCCL's to set
         return {"nccl_profile": None}
-    busbw = nccl.expected_busbw(pool, catalog)
     return {
         "nccl_profile": profile.id,
         "nccl_library_versions": versions,
         "nccl_conf": nccl.nccl_conf(pool, catalog),
         "nccl_env": nccl.nccl_env(pool, catalog),
-        "nccl_expected_busbw_gb_s": busbw.busbw_gb_s if busbw else None,
-        "nccl_expected_busbw_nodes": busbw.nodes if busbw else None,
+        **expected,
     }
 
 

@@ -519,3 +519,58 @@ def test_a_rack_scale_pool_says_its_architecture_and_nvlink_domains(catalog: Cat
     h100 = load(inventory(plan_of(catalog, {"name": "c", "pools": [pool()]}), {}, {}, "x"), "group_vars/pool_h100.yml")
     assert h100["cpu_arch"] == "x86_64"
     assert "nvlink" not in h100
+
+
+def _slurm_gpu_pools() -> list[tuple[str, str]]:
+    from aicluster.preview import plan_stack
+    from aicluster.stackfile import find_project, read_stack
+    from tests.conftest import SLURM_STACKS
+
+    out = []
+    for stack in SLURM_STACKS:
+        plan = plan_stack(read_stack(find_project(ROOT), stack))
+        out += [(stack, p.name) for p in plan.pools if p.accelerator_kind == "gpu"]
+    return out
+
+
+@pytest.mark.parametrize(("stack", "pool_name"), _slurm_gpu_pools())
+def test_every_gpu_pool_has_an_acceptance_gate_under_its_wire_rate(stack: str, pool_name: str) -> None:
+    """The Slurm acceptance role gates a ring all_reduce of 8 GiB on each pair of nodes on `nccl_expected_busbw_gb_s`:
+    the collective model at that shape, for every GPU type (issue 29: p5 was held to AWS's 2-node tree figure, 487
+    GB/s, over EFA's 400 GB/s; ND H100 v5 to a single-VM NVLink minimum; five types had no gate and the role failed
+    with "render the inventory again"). Across nodes it never exceeds what a node's NICs carry; inside an NVLink
+    domain (a pair of NVL72 trays) it is NVLink's ring."""
+    from aicluster.catalog import load_catalog
+    from aicluster.inventory import _nccl_vars
+    from aicluster.preview import plan_stack
+    from aicluster.render.nccl import ACCEPTANCE_MESSAGE_BYTES, acceptance_busbw
+    from aicluster.stackfile import find_project, read_stack
+
+    catalog = load_catalog()
+    plan = plan_stack(read_stack(find_project(ROOT), stack))
+    pool = next(p for p in plan.pools if p.name == pool_name)
+    gate = _nccl_vars(pool, catalog)
+    model = acceptance_busbw(pool, catalog, 2)
+    assert model is not None
+    assert (model.message_bytes, model.nodes) == (ACCEPTANCE_MESSAGE_BYTES, 2)
+    assert gate["nccl_expected_busbw_gb_s"] == model.busbw_gb_s > 0
+    assert gate["nccl_expected_busbw_nodes"] == 2
+    if pool.nvlink is None:
+        assert model.algorithm == "ring"
+        network = catalog.collectives.network_of(pool.provider, pool.instance_type)
+        assert network is not None
+        assert model.busbw_gb_s <= network.node_gb_s
+    else:
+        assert model.algorithm == "nvlink-ring"
+
+
+def test_the_acceptance_roles_test_is_the_shape_the_gate_is_computed_for() -> None:
+    import yaml as _yaml
+
+    from aicluster.render.nccl import ACCEPTANCE_ALGORITHM, ACCEPTANCE_MESSAGE_BYTES, ACCEPTANCE_PAIR_NODES
+
+    defaults = _yaml.safe_load((ROOT / "playbooks/roles/acceptance/defaults/main.yml").read_text())
+    assert int(defaults["acceptance_message_bytes"]) == ACCEPTANCE_MESSAGE_BYTES
+    assert defaults["acceptance_env"]["NCCL_ALGO"].lower() == ACCEPTANCE_ALGORITHM
+    assert "--nodes=2" in defaults["acceptance_launcher"]
+    assert ACCEPTANCE_PAIR_NODES == 2

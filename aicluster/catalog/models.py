@@ -736,7 +736,9 @@ class GuestNicNames(Sourced):
 
 
 class NcclBusbw(Sourced):
-    """The all_reduce bus bandwidth a source reports for an instance type: the acceptance gate's expectation."""
+    """The all_reduce bus bandwidth a source reports for an instance type, at the shape it was measured (nodes,
+    message). Not the acceptance gate: a figure of another shape (a 2-node tree, one VM's NVLink) would hold a ring
+    across a pair of nodes to more than the wire carries; the gate is the collective model at the test's shape."""
 
     provider: Provider
     instance_type: str

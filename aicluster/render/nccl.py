@@ -207,7 +207,8 @@ def nccl_env(pool: PlannedPool, catalog: Catalog, versions: dict[str, str] | Non
 def expected_busbw(pool: PlannedPool, catalog: Catalog, versions: dict[str, str] | None = None) -> NcclBusbw | None:
     """The all_reduce bus bandwidth a source reports for the pool's instance type under its profile, with the node
     count and message size it was measured at; None when the pool has no profile or no source gives a figure (the
-    catalog's busbw record for the type then says why)."""
+    catalog's busbw record for the type then says why). A published figure of its own shape: the acceptance gate is
+    `acceptance_busbw`."""
     profile = profile_for(pool, catalog, versions)
     if profile is None:
         return None
@@ -221,3 +222,65 @@ def expected_busbw(pool: PlannedPool, catalog: Catalog, versions: dict[str, str]
         ),
         None,
     )
+
+
+# The Slurm acceptance role's test (playbooks/roles/acceptance/defaults/main.yml): all_reduce_perf of one 8 GiB
+# message on each pair of a pool's nodes with NCCL_ALGO=Ring (tree and NVLS bus bandwidth can exceed the wire rate
+# and would hide a slow fabric). tests/playbooks check the role's defaults say the same.
+ACCEPTANCE_MESSAGE_BYTES = 8 * 2**30
+ACCEPTANCE_PAIR_NODES = 2
+ACCEPTANCE_ALGORITHM = "ring"
+
+
+@dataclass(frozen=True)
+class AcceptanceBusbw:
+    """What an acceptance run should reach: the collective model's all_reduce bus bandwidth for the test's shape
+    (nodes, message, algorithm), calibrated on published nccl-tests (data/collectives.yaml), and where it comes from."""
+
+    busbw_gb_s: float
+    nodes: int
+    message_bytes: int
+    algorithm: str
+    basis: str  # in words, for the inventory and the JobSet's annotation
+
+
+def acceptance_busbw(
+    pool: PlannedPool,
+    catalog: Catalog,
+    nodes: int,
+    *,
+    algorithm: str | None = ACCEPTANCE_ALGORITHM,
+    message_bytes: int = ACCEPTANCE_MESSAGE_BYTES,
+) -> AcceptanceBusbw | None:
+    """The expected bus bandwidth of the acceptance test on `nodes` of the pool's nodes, from the collective model:
+    every GPU type the catalog has collective records for gets one, at the shape the test runs (a 2-node ring under
+    Slurm; the whole node group, NCCL's own choice, under Kubernetes). In-network reduction (SHARP) is left out: the
+    tests do not load the CollNet plugin. Inside one NVLink domain the ring is NVLink's. None: no GPU model for the
+    type (TPU, Trainium)."""
+    from aicluster.sizing.collective import estimate_collective
+
+    if pool.accelerator_kind != "gpu":
+        return None
+    for name in (algorithm, f"nvlink-{algorithm}") if algorithm else (None,):
+        try:
+            est = estimate_collective(
+                catalog,
+                pool.instance_type,
+                nodes,
+                "all_reduce",
+                message_bytes,
+                provider=pool.provider,
+                sharp=False,
+                algorithm=name,
+            )
+        except ValueError:  # the catalog has no model of the type, or the shape cannot run that algorithm
+            continue
+        shape = f"{nodes} nodes x {est.gpus_per_node} GPUs, {message_bytes / 2**30:g} GiB, {est.algorithm}"
+        return AcceptanceBusbw(
+            busbw_gb_s=round(est.busbw_gb_s, 1),
+            nodes=nodes,
+            message_bytes=message_bytes,
+            algorithm=est.algorithm,
+            basis=f"collective model ({shape}; sources {', '.join(est.sources)})",
+        )
+    return None

@@ -427,9 +427,14 @@ class _Result:
     factor: float
 
 
-def _run(p: _Platform, op: str, nbytes: int, place: _Placement, sharp: bool) -> _Result:
+def _run(p: _Platform, op: str, nbytes: int, place: _Placement, sharp: bool, only: str | None = None) -> _Result:
     factor = busbw_factor(op, place.ranks)
     candidates = _intra(p, op, place.ranks) if place.domains == 1 else _inter(p, op, place, sharp)
+    if only is not None:
+        names = sorted({c.algorithm for c in candidates})
+        candidates = [c for c in candidates if c.algorithm == only]
+        if not candidates:
+            raise ValueError(f"algorithm {only!r}: this shape runs {', '.join(names)}")
     best = min(candidates, key=lambda c: c.time(nbytes, factor))
     return _Result(best, best.time(nbytes, factor), factor)
 
@@ -555,8 +560,12 @@ def estimate_collective(
     max_nodes: int | None = None,
     nodes_per_domain: int | None = None,
     sharp: bool = True,
+    algorithm: str | None = None,
 ) -> CollectiveEstimate:
     """Estimate one collective of `nbytes` (nccl-tests' size: the whole array) on `nodes` nodes of a GPU type.
+
+    `algorithm`: the one NCCL is made to run (NCCL_ALGO, e.g. `ring` for an acceptance test of the network); None
+    lets it choose, as it does by default. An algorithm the shape cannot run is refused (ValueError).
 
     `max_nodes`: the pool's fabric domain size (an Azure pool whose scale sets were raised beyond 100 VMs); it applies
     only where the catalog gives the fabric a domain limit (`max_nodes` of its network record), and replaces that
@@ -594,7 +603,7 @@ def estimate_collective(
         )
     _fabric_limit(p, instance_type, nodes, max_nodes)
     place = _placement(p, nodes, g, npd)
-    return _estimate(catalog, p, op, nbytes, place, sharp, notes_wanted=True)
+    return _estimate(catalog, p, op, nbytes, place, sharp, notes_wanted=True, only=algorithm)
 
 
 def estimate_on_domains(
@@ -644,7 +653,15 @@ def estimate_on_domains(
 
 
 def _estimate(
-    catalog: Catalog, p: _Platform, op: str, nbytes: int, place: _Placement, sharp: bool, *, notes_wanted: bool
+    catalog: Catalog,
+    p: _Platform,
+    op: str,
+    nbytes: int,
+    place: _Placement,
+    sharp: bool,
+    *,
+    notes_wanted: bool,
+    only: str | None = None,
 ) -> CollectiveEstimate:
     net = p.network
     n = place.ranks
@@ -670,7 +687,7 @@ def _estimate(
             bandwidth_gb_s=0.0,
             notes=("one rank: nothing to communicate (busbw factor 0)",),
         )
-    result = _run(p, op, nbytes, place, sharp)
+    result = _run(p, op, nbytes, place, sharp, only)
     best, t = result.best, result.time_s
     algbw = nbytes / t / 1e9
     notes = list(best.notes)

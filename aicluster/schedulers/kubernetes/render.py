@@ -28,7 +28,7 @@ from typing import Any, Literal, NamedTuple
 
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
-from aicluster.render.nccl import expected_busbw
+from aicluster.render.nccl import acceptance_busbw
 
 from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
 from .plan import DRA_ADDON, NVLINK_LABEL, POOL_LABEL
@@ -632,6 +632,7 @@ ACCEPTANCE_SSH_PORT = 2222
 # Pass when the measured bus bandwidth is at least this fraction of the expected figure: the Slurm acceptance
 # role's default (playbooks/roles/acceptance/defaults/main.yml acceptance_min_fraction), so both gates agree.
 ACCEPTANCE_MIN_FRACTION = 0.9
+JOBSET_LARGEST_BYTES = 16 * 2**30  # all_reduce_perf -e: the size the gate reads
 EXPECTED_BUSBW_ANNOTATION = "aicluster.io/expected-busbw-gb-s"
 MIN_BUSBW_ENV = "AICLUSTER_MIN_BUSBW_GB_S"
 ACCEPTANCE_LOG = "/tmp/all_reduce_perf.log"
@@ -792,15 +793,18 @@ def nccl_transport(plan: ClusterPlan, group: PlannedNodeGroup) -> NcclTransport:
 
 
 def acceptance_min_busbw(plan: ClusterPlan, group: PlannedNodeGroup, catalog: Catalog) -> tuple[float, float] | None:
-    """(expected, threshold) all_reduce bus bandwidth in GB/s for the group's nodes: the catalog's figure for the
-    instance type under its NCCL profile (the one the Slurm acceptance role gates on) and ACCEPTANCE_MIN_FRACTION of
-    it. None where no source gives a multi-node figure: a single-VM figure (Azure's AzNHC, NVLink only) says nothing
-    about the fabric the test crosses."""
+    """(expected, threshold) all_reduce bus bandwidth in GB/s for the group's nodes: the collective model for the
+    JobSet's shape (all the group's nodes, NCCL's own algorithm, no SHARP; render/nccl.py acceptance_busbw) and
+    ACCEPTANCE_MIN_FRACTION of it. A published figure of another shape (AWS's 2-node tree, Azure's single-VM NVLink
+    minimum) would hold the fabric to more than its wire carries. None: one node, or no GPU model for the type."""
     pool = _pool(plan, group)
     if group.nvlink_domain is not None:
         return _mnnvl_min_busbw(pool, group, catalog)
-    busbw = expected_busbw(pool, catalog)
-    if busbw is None or busbw.busbw_gb_s is None or (busbw.nodes or 0) < 2:
+    if group.nodes < 2:
+        return None
+    # the JobSet lets NCCL choose, and the gate reads its largest message
+    busbw = acceptance_busbw(pool, catalog, group.nodes, algorithm=None, message_bytes=JOBSET_LARGEST_BYTES)
+    if busbw is None:
         return None
     return busbw.busbw_gb_s, round(busbw.busbw_gb_s * ACCEPTANCE_MIN_FRACTION, 2)
 
@@ -839,7 +843,7 @@ def _launcher_script(name: str, nodes: int, gpus: int, transport: NcclTransport,
     """Pod 0 of replicated job `job` launches MPI over the job's pods (JobSet hostnames <name>-<job>-0-<i>)."""
     host = f"{name}-{job}-0"
     hosts = ",".join(f"{host}-{i}.{name}:{gpus}" for i in range(nodes))
-    rank = f"exec {transport.all_reduce_perf} -b 8 -e 16G -f 2 -g 1 -c 1"
+    rank = f"exec {transport.all_reduce_perf} -b 8 -e {JOBSET_LARGEST_BYTES // 2**30}G -f 2 -g 1 -c 1"
     if transport.rank_setup:
         rank = f"{transport.rank_setup} && {rank}"
     forwarded = " ".join(f"-x {k}" for k in dict.fromkeys(("PATH", "LD_LIBRARY_PATH", *transport.env)))
