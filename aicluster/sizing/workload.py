@@ -290,6 +290,7 @@ def _schedule(lay: Layout | None) -> str:
 
 # the GPUs for the target days: fixed-point iterations on goodput (it falls as the GPUs grow)
 MAX_TARGET_STEPS = 64
+MAX_TARGET_GPUS = 10_000_000  # the spec's largest GPU budget: a target needing more is reported as such, never computed
 
 
 def _gpus_for_target(
@@ -302,12 +303,14 @@ def _gpus_for_target(
     work = lay.gpus * compute_days  # GPU-days without failures
 
     def whole(n: float) -> int:
-        return group * max(1, math.ceil(n / group - 1e-9))
+        return group * max(1, math.ceil(min(n, MAX_TARGET_GPUS) / group - 1e-9))
 
     how = (
         f"at the chosen layout's throughput per GPU (TP{lay.tensor_parallel} x PP{lay.pipeline_parallel} groups; "
         "assumes it scales linearly"
     )
+    if work / target_days > MAX_TARGET_GPUS:
+        return None, f"GPUs for {target_days:g} days: more than {MAX_TARGET_GPUS:,} {how})"
     n = whole(work / target_days)
     if rel is None:
         return n, f"GPUs for {target_days:g} days: {n:,} {how}; failures left out)"

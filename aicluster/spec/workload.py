@@ -320,12 +320,20 @@ class Training(Strict):
     ] = "auto"
 
 
+MIN_TARGET_DAYS = round(1 / 24, 4)  # one hour: a training run's target is not shorter (and 5e-324 overflowed sizing)
+
+
 class Targets(Strict):
     """What the run must meet: a wall-clock time, a GPU budget, or both."""
 
     days: Annotated[
         float | None,
-        Field(gt=0, le=3650, allow_inf_nan=False, description="Wall-clock days the run should finish in (e.g. `30`)."),
+        Field(
+            ge=MIN_TARGET_DAYS,
+            le=3650,
+            allow_inf_nan=False,
+            description="Wall-clock days the run should finish in (e.g. `30`; at least one hour, 0.0417).",
+        ),
     ] = None
     gpus: Annotated[
         int | None,

@@ -123,7 +123,9 @@ def test_bad_parameter_counts_get_one_message(value: object, expected: str) -> N
             id="tp-bool",
         ),
         pytest.param({"training": {"recompute": "some"}}, "workloads[0].training.recompute", "allowed:", id="rc"),
-        pytest.param({"targets": {"days": -1}}, "workloads[0].targets.days", "greater than 0", id="days"),
+        pytest.param({"targets": {"days": -1}}, "workloads[0].targets.days", "at least 0.0417", id="days"),
+        # issue 30 #14: a fuzzer's 5e-324 passed `> 0` and overflowed the sizing (OverflowError, a traceback)
+        pytest.param({"targets": {"days": 5e-324}}, "workloads[0].targets.days", "at least 0.0417", id="days-tiny"),
         pytest.param({"targets": {"gpus": 1.5}}, "workloads[0].targets.gpus", "whole number", id="gpus"),
         pytest.param({"model": {"sequence_length": True}}, "workloads[0].model.sequence_length", "", id="seq-bool"),
         pytest.param({"training": {"optimizer": "lion"}}, "workloads[0].training.optimizer", "allowed:", id="opt"),

@@ -225,6 +225,20 @@ def test_gpus_for_target_days_meet_the_target_in_wall_clock_days() -> None:
     assert "goodput" in note
 
 
+def test_a_target_beyond_any_gpu_budget_is_said_not_computed() -> None:
+    """A target that would need more GPUs than any budget (issue 30 #14: a near-zero target overflowed to infinity
+    in the rounding to whole TP x PP groups) is reported, never an OverflowError."""
+    from aicluster.sizing.workload import MAX_TARGET_GPUS, _gpus_for_target
+
+    est = estimate_workload(_wl(LLAMA3_70B, targets={"days": 0.0417}), [_pool(128)], [LUSTRE], load_catalog())
+    assert est.chosen is not None
+    assert est.gpus_for_target_days is None or est.gpus_for_target_days <= MAX_TARGET_GPUS
+    assert any(n.startswith("GPUs for 0.0417 days") for n in est.notes)
+    gpus, note = _gpus_for_target(est.chosen.layout, 1e300, 5e-324, None)
+    assert gpus is None
+    assert f"days: more than {MAX_TARGET_GPUS:,} at" in note
+
+
 def test_gpu_memory_is_the_nvidia_smi_total_not_the_marketing_figure() -> None:
     # NVIDIA/nccl issue #1264 (nvidia-smi, H100 80GB HBM3): 81,559 MiB total; modal-client PR #2797: "85.52 GB"
     est = estimate_workload(_wl(LLAMA3_70B), [_pool(128)], [], load_catalog())
