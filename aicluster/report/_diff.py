@@ -8,6 +8,7 @@ comment says so): a renamed stack then shows what really changed, not everything
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -202,9 +203,11 @@ class FindingChanges:
     why_not: str
     new: list[Violation]
     fixed: list[Violation]
+    # the same policy on the same resource with another message (a size in it changed): (base, head)
+    changed: list[tuple[Violation, Violation]] = dataclasses.field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.new or self.fixed)
+        return bool(self.new or self.fixed or self.changed)
 
 
 def finding_changes(base: PreviewDoc, head: PreviewDoc) -> FindingChanges:
@@ -213,17 +216,29 @@ def finding_changes(base: PreviewDoc, head: PreviewDoc) -> FindingChanges:
         why = "neither preview has" if len(lacking) == 2 else f"the {lacking[0]} preview has no"
         return FindingChanges(False, f"{why} policy results", [], [])
 
-    def key(v: Violation, stack: str) -> tuple[str, str, str]:
-        return (v.policy, _urn_key(v.urn, stack), v.message)
+    def key(v: Violation, stack: str) -> tuple[str, str]:
+        return (v.policy, _urn_key(v.urn, stack))
 
-    old = {key(v, base.stack) for v in base.policy.violations}
-    new = {key(v, head.stack) for v in head.policy.violations}
-    return FindingChanges(
-        compared=True,
-        why_not="",
-        new=[v for v in head.policy.violations if key(v, head.stack) not in old],
-        fixed=[v for v in base.policy.violations if key(v, base.stack) not in new],
-    )
+    # by policy and resource: the same message is the same finding; another message of the same policy on the same
+    # resource is that finding changed (a size in its text), never one fixed and one new
+    olds: dict[tuple[str, str], list[Violation]] = {}
+    for v in base.policy.violations:
+        olds.setdefault(key(v, base.stack), []).append(v)
+    news: dict[tuple[str, str], list[Violation]] = {}
+    for v in head.policy.violations:
+        news.setdefault(key(v, head.stack), []).append(v)
+    new: list[Violation] = []
+    fixed: list[Violation] = []
+    changed: list[tuple[Violation, Violation]] = []
+    for k in [*olds, *(k for k in news if k not in olds)]:
+        before, after = olds.get(k, []), news.get(k, [])
+        same = {v.message for v in before} & {v.message for v in after}
+        gone = [v for v in before if v.message not in same]
+        came = [v for v in after if v.message not in same]
+        changed += list(zip(gone, came, strict=False))
+        fixed += gone[len(came) :]
+        new += came[len(gone) :]
+    return FindingChanges(compared=True, why_not="", new=new, fixed=fixed, changed=changed)
 
 
 def _headline(changes: ResourceChanges) -> str:

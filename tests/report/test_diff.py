@@ -111,6 +111,22 @@ def test_new_and_fixed_findings(passing_doc: dict[str, Any]) -> None:
     assert lines(base, head)[0] == "# ❌ p5-small: no resource changes"
 
 
+def test_a_finding_whose_message_changed_is_changed_not_new_and_fixed() -> None:
+    """Issue 30 #1: a size in a finding's text changed (a budget overrun grew), and the diff showed the finding both
+    fixed and new. Findings are matched by policy and resource; another message is the same finding, changed."""
+    base = changed_head()
+    head = copy.deepcopy(base)
+    first = head["policy"]["violations"][0]
+    first["message"] = first["message"].replace("public_ip: false", "public_ip: false (2 pools)")
+    findings = section(lines(base, head), "## Findings")
+    assert findings[0] == "**Changed (1)**"
+    assert not any(line.startswith(("**New", "**Fixed")) for line in findings)
+    row = next(line for line in findings if line.startswith("| aws-ec2-launchtemplate-disallow-public-ip"))
+    assert "public\\_ip: false → " in row
+    assert row.endswith("(2 pools) |")
+    assert "1 changed" in lines(base, head)[4]
+
+
 def renamed(doc: dict[str, Any], stack: str) -> dict[str, Any]:
     """The same preview as if its stack were called `stack` (URNs embed the stack name)."""
     doc = copy.deepcopy(doc)
