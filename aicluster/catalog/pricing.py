@@ -180,6 +180,16 @@ def service_price(
     )
 
 
+def instance_override_hint(sku: str, region: str) -> str:
+    """The override line that prices an instance type (or a TPU type, per chip-hour) in a region."""
+    return f"(sku: {sku}, region: {region}, usd_per_hour: ...)"
+
+
+def storage_override_hint(sku: str, region: str) -> str:
+    """The override line that prices a storage tier (file systems) in a region."""
+    return f"(sku: {sku}, region: {region}, usd_per_gib_month: ...)"
+
+
 def service_override_hint(catalog: _Services, provider: str, service: str, region: str) -> str:
     """The override line that prices a service where the catalog has no rate for it."""
     field = SERVICE_FIELD.get(catalog.service_unit(provider, service) or "", "usd_per_hour")

@@ -20,6 +20,7 @@ from aicluster.catalog.pricing import (
     cents,
     service_price,
     storage_month,
+    storage_override_hint,
     storage_price,
     total,
 )
@@ -277,7 +278,7 @@ def _plan_storage(ctx: PlanCtx, i: int, st: LustreStorage | NfsStorage) -> Plann
         ctx.warnings.append(
             f"storage[{i}] ({st.name}): the catalog has no {tier.service} {tier.deployment} price in {reg.name}, so "
             f"the file system is left out of the cost ({UNPRICED_NOTE}); add your rate under pricing.overrides "
-            f"(sku: {tier.sku}, region: {reg.name}, usd_per_gib_month: ...)"
+            f"{storage_override_hint(tier.sku, reg.name)}"
         )
     role = _planners()[provider].storage_subnets.get(tier.service, "compute")
     first = ctx.dedicated.setdefault((f"{provider}-{reg.name}", role), i) if role == "lustre" else i

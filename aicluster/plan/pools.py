@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from aicluster.catalog import InstanceType, Region
-from aicluster.catalog.pricing import compute_price
+from aicluster.catalog.pricing import compute_price, instance_override_hint
 
 from .context import (
     UNPRICED_NOTE,
@@ -171,7 +171,7 @@ class CloudPlanner(ABC):
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, "
                 f"so the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under "
-                f"pricing.overrides (sku: {it.name}, region: {pool.region}, usd_per_hour: ...)"
+                f"pricing.overrides {instance_override_hint(it.name, pool.region)}"
             )
         network = ctx.need(
             (*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node

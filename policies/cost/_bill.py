@@ -3,7 +3,16 @@ the planner: aicluster.catalog.pricing)."""
 
 from __future__ import annotations
 
-from aicluster.catalog.pricing import CostLine, CostTotal, cents, hourly_month, service_override_hint, total
+from aicluster.catalog.pricing import (
+    CostLine,
+    CostTotal,
+    cents,
+    hourly_month,
+    instance_override_hint,
+    service_override_hint,
+    storage_override_hint,
+    total,
+)
 
 from ..facts.aws import AWS_VPN, EIP, NAT_GATEWAY
 from ..facts.azure import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, AZURE_VPN_GATEWAY
@@ -58,7 +67,8 @@ def _bill(stack: Stack) -> list[CostLine]:
             if f.tpu is not None
             else f"{f.res.name}: {f.nodes} x {f.instance_type} {f.market}"
         )
-        lines.append(CostLine(what, stack.fleet_month(f)))
+        fleet_fix = instance_override_hint(f.instance_type, f.region) if f.region else None
+        lines.append(CostLine(what, stack.fleet_month(f), fleet_fix))
         if f.root_volume_gib:
             service, what = _root_disks(f)
             volumes = stack.service_month(f.provider, service, f.region, f.root_volume_gib * f.nodes)
@@ -66,7 +76,8 @@ def _bill(stack: Stack) -> list[CostLine]:
             lines.append(CostLine(what, volumes, _fix(stack, f.provider, service, f.region)))
     for fs in stack.filesystems:
         size = f"{_gib(fs.capacity_gib)} GiB " if fs.capacity_gib is not None else "(size not declared) "
-        lines.append(CostLine(f"{fs.res.name}: {size}{fs.service}", stack.filesystem_price(fs)))
+        fs_fix = storage_override_hint(fs.tier.sku, fs.region) if fs.region and fs.tier is not None else None
+        lines.append(CostLine(f"{fs.res.name}: {size}{fs.service}", stack.filesystem_price(fs), fs_fix))
     for type_, service, what in NETWORK_CHARGES:
         for r in stack.of(type_):
             count = _nat_addresses(r) if type_ == GCP_ROUTER_NAT and service == "public-ipv4" else 1

@@ -31,7 +31,8 @@ def test_unpriced_managed_lustre_is_named_until_an_override_prices_it() -> None:
     assert stack_findings(PRICES, [azure.cluster(budgets={"monthly_usd": 300_000.0}), *resources]) == [
         "no catalog price for lustre: 16384 GiB azure-managed-lustre: the monthly cost $287,387 + unpriced items "
         "(and the budget "
-        "check) leaves them out; add your rates under pricing.overrides"
+        "check) leaves them out; add your rates under pricing.overrides: "
+        "(sku: azure-managed-lustre/AMLFS-Durable-Premium-250/250, region: eastus, usd_per_gib_month: ...)"
     ]
     assert stack_findings(BUDGET, [azure.cluster(budgets={"monthly_usd": 200_000.0}), *resources]) == [
         "monthly cost $287,387 + unpriced items exceeds the budget $200,000 by $87,387 (43.7%); largest: gpu (4 x "
@@ -58,7 +59,8 @@ def test_unpriced_netapp_pool_is_named() -> None:
     assert stack_findings(BUDGET, [azure.controller(), anf_pool()], {"monthly_usd": 10_000}) == []
     assert stack_findings(PRICES, [azure.controller(), anf_pool()]) == [
         "no catalog price for home: 4096 GiB azure-netapp-files: the monthly cost $289 + unpriced items (and the "
-        "budget check) leaves them out; add your rates under pricing.overrides"
+        "budget check) leaves them out; add your rates under pricing.overrides: "
+        "(sku: azure-netapp-files/Premium/67.1, region: eastus, usd_per_gib_month: ...)"
     ]
 
 
@@ -68,7 +70,9 @@ def test_unpriced_gcp_filesystems_and_hyperdisk_are_named() -> None:
     assert stack_findings(BUDGET, resources) == []  # $293.58 known
     assert stack_findings(PRICES, resources) == [
         "no catalog price for scratch: 144000 GiB gcp-managed-lustre, home: 2560 GiB filestore: the monthly cost "
-        "$294 + unpriced items (and the budget check) leaves them out; add your rates under pricing.overrides"
+        "$294 + unpriced items (and the budget check) leaves them out; add your rates under pricing.overrides: "
+        "(sku: gcp-managed-lustre/numbered-tier/500, region: us-central1, usd_per_gib_month: ...), "
+        "(sku: filestore/ZONAL/272.6, region: us-central1, usd_per_gib_month: ...)"
     ]
     # a template nothing launches costs nothing; its group's hyperdisk boot disks have no list price
     ultra = [tpl, mig(tpl)]
@@ -108,5 +112,22 @@ def test_the_missing_prices_finding_names_the_override_lines_for_services(
 ) -> None:
     (finding,) = messages(judge(stacks[False][1], [MISSING]))
     assert finding.endswith(
-        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-east-2, usd_per_gib_month: ...)"
+        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-east-2, usd_per_gib_month: ...), "
+        "(sku: fsx-lustre/PERSISTENT_2/250, region: us-east-2, usd_per_gib_month: ...)"
     )
+
+
+def test_every_unpriced_item_gets_its_override_line() -> None:
+    """Issue 30 #6: only the first kind of unpriced item (a service) got its override line; instances and file systems
+    without a price were named but not how to price them. Each unpriced item's line is there once."""
+    from aicluster.preview import preview_stack
+    from aicluster.stackfile import find_project, read_stack
+
+    result = preview_stack(read_stack(find_project(), "gcp-a4x"))
+    (finding,) = [v.message for v in result.policy.violations if v.policy == MISSING]
+    fixes = finding.split("add your rates under pricing.overrides: ", 1)[1]
+    assert fixes.split("), ") == [
+        "(sku: a4x-highgpu-4g, region: us-east4, usd_per_hour: ...",
+        "(sku: hyperdisk-balanced, region: us-east4, usd_per_gib_month: ...",
+        "(sku: gcp-managed-lustre/numbered-tier/1000, region: us-east4, usd_per_gib_month: ...)",
+    ]
