@@ -825,6 +825,14 @@ class KubernetesService(Sourced):
         ),
     ]
     max_nodes_per_group: Annotated[int, Field(ge=1, description="Nodes one node group / node pool may hold.")]
+    system_pool_per_zone: Annotated[
+        bool,
+        Field(
+            description="The system node pool's count is per zone (a regional GKE node pool's node_count; AKS as "
+            "aicluster builds it): the nodes round up to a multiple of its zones. EKS's node group count is the "
+            "whole group's."
+        ),
+    ] = False
     group_name_max: Annotated[int, Field(ge=1, description="Longest node group / node pool / agent pool name.")]
     group_name_hyphens: Annotated[bool, Field(description="Whether node group names may contain hyphens.")]
     max_taints_per_group: Annotated[int | None, Field(ge=1)] = None

@@ -353,8 +353,14 @@ def plan_kubernetes(
     home = first.zone if first.zone in reg.zones else (reg.zones[0] if reg.zones else None)
     zones = tuple(dict.fromkeys(z for z in (home, *reg.zones) if z is not None))[:2]
     # spread evenly: GKE and AKS size a regional pool per zone, so the count rounds up to a multiple of the zones
+    # (the service says so, catalog system_pool_per_zone); an EKS node group's count is the whole group's
     per_zone = math.ceil(sched.system_pool.nodes / max(1, len(zones)))
-    system_nodes = per_zone * max(1, len(zones))
+    system_nodes = per_zone * max(1, len(zones)) if svc.system_pool_per_zone else sched.system_pool.nodes
+    if system_nodes != sched.system_pool.nodes:
+        ctx.warnings.append(
+            f"scheduler.system_pool.nodes: {sched.system_pool.nodes} becomes {system_nodes}: {svc.name} sizes the "
+            f"system pool per zone ({len(zones)} zones: {per_zone} each); give a multiple of {len(zones)} to say so"
+        )
     network = ""
     for z in zones or (None,):
         network = ctx.need((*BASE, "system_pool"), provider, region, z, per_zone)

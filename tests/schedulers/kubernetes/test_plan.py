@@ -57,6 +57,19 @@ def test_control_plane_and_system_nodes_are_costed(catalog: Catalog) -> None:
     assert p.totals.power_kw_it == pytest.approx(sum(x.power_kw_it for x in p.pools) + k.system_power_kw_it, abs=0.02)
 
 
+def test_an_odd_system_pool_stays_on_eks_and_rounds_up_per_zone_on_gke_with_a_warning(catalog: Catalog) -> None:
+    """Issue 30 #8: EKS's system pool of 3 became 4 silently; the rounding is for services that size a regional pool
+    per zone (catalog system_pool_per_zone: GKE, AKS), and says so there."""
+    eks = plan_of(catalog, cluster(storage=[], scheduler={**K8S, "system_pool": {"nodes": 3}}))
+    assert eks.kubernetes is not None
+    assert eks.kubernetes.system_nodes == 3
+    assert not any("system_pool.nodes" in w for w in eks.warnings)
+    gke = plan_of(catalog, gcp_cluster(storage=[], scheduler={**K8S, "system_pool": {"nodes": 3}}))
+    assert gke.kubernetes is not None
+    assert gke.kubernetes.system_nodes == 4
+    assert any(w.startswith("scheduler.system_pool.nodes: 3 becomes 4: Google Kubernetes Engine") for w in gke.warnings)
+
+
 def test_extended_support_costs_more_and_warns(catalog: Catalog) -> None:
     p = plan_of(catalog, cluster(storage=[], scheduler={**K8S, "version": "1.33"}))
     assert p.kubernetes is not None
