@@ -3,6 +3,7 @@ compliance reviewers. Chart geometry is computed here; the template only draws i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -28,6 +29,10 @@ from ._workloads import (
 CHART_WIDTH = 720
 LABEL_WIDTH = 180
 BAR_AREA = 400
+VALUE_GAP = 6  # between a bar's end and its value
+# the widest a 12 px sans-serif character draws (digits and `$` about 6.7 px in the fonts browsers pick): the chart
+# is made wide enough for its longest value at this width, so "$4,064,640.00 + unpriced" is never cut off
+VALUE_CHAR_PX = 7.5
 ROW_HEIGHT = 24
 BAR_HEIGHT = 16
 LABEL_CHARS = 24
@@ -82,7 +87,9 @@ def bar_chart(
         )
         for i, (label, value) in enumerate(rows)
     )
-    return BarChart(title, CHART_WIDTH, max(len(bars), 1) * ROW_HEIGHT, LABEL_WIDTH, BAR_HEIGHT, bars)
+    needed = max((LABEL_WIDTH + b.width + VALUE_GAP + len(b.text) * VALUE_CHAR_PX for b in bars), default=0.0)
+    width = max(CHART_WIDTH, math.ceil(needed) + VALUE_GAP)
+    return BarChart(title, width, max(len(bars), 1) * ROW_HEIGHT, LABEL_WIDTH, BAR_HEIGHT, bars)
 
 
 @dataclass(frozen=True)
@@ -219,6 +226,7 @@ def render_report(doc: PreviewDoc) -> str:
         doc=doc,
         verdict=verdict(doc.policy),
         cards=cards(doc),
+        value_gap=VALUE_GAP,
         changes=doc.changes,
         change_line=change_line(doc.changes) if doc.changes else "",
         risky=risky_steps(doc.changes),

@@ -373,3 +373,31 @@ def test_waived_findings_are_grouped_and_the_verdict_counts_groups() -> None:
         "2027-09-30",
     ]
     assert "27 mandatory violations in 2 groups" in render(outside_regions(), "html")
+
+
+# Every chart value's text, in the chart's own coordinates, must end inside the chart's viewBox.
+VALUE_CHECK = """<script>
+const cut = [];
+for (const svg of document.querySelectorAll('svg.chart')) {
+  const width = svg.viewBox.baseVal.width;
+  for (const t of svg.querySelectorAll('text.value')) {
+    const box = t.getBBox();
+    const end = box.x + box.width;
+    if (end > width + 0.5) cut.push(`${t.textContent}: ends at ${end.toFixed(1)} of ${width}`);
+  }
+}
+const result = document.createElement('pre');
+result.id = 'value-check';
+result.textContent = JSON.stringify(cut);
+document.body.appendChild(result);
+</script>"""
+
+
+@pytest.mark.slow
+def test_no_chart_value_is_cut_off(failing_doc: dict[str, Any], tmp_path: Path) -> None:
+    """Issue 30 #9: the cost chart cut its value labels ("$4,064,640.00 + unpr"): the chart is as wide as its longest
+    value needs (measured here in Chromium)."""
+    failing_doc["pools"][0].update(cost_usd_per_month=4064640.0, unpriced=["root volumes"])
+    text = render(failing_doc, "html")
+    assert "$4,064,640.00 + unpriced" in text
+    assert dom_check(text, VALUE_CHECK, "value-check", 1400, tmp_path) == []
