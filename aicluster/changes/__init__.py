@@ -274,7 +274,8 @@ def _pools(doc: Mapping[str, Any]) -> dict[str, _Pool]:
     out = {}
     for p in doc.get("pools") or []:
         if isinstance(p, Mapping) and isinstance(p.get("name"), str):
-            hosts = tuple(str(h) for h in p.get("hosts") or () if isinstance(h, str))
+            given = p.get("hosts")
+            hosts = tuple(h for h in given if isinstance(h, str)) if isinstance(given, list) else ()
             out[p["name"]] = _Pool(p["name"], int(p.get("nodes") or 0), int(p.get("gpus") or 0), hosts)
     return out
 
@@ -365,7 +366,11 @@ class _Classifier:
         graph: dict[str, set[str]] = {}
         for key, r in self.new.items():
             deps = r.get("propertyDependencies")
-            urns = [u for v in deps.values() if isinstance(v, list) for u in v] if isinstance(deps, Mapping) else []
+            urns = (
+                [u for v in deps.values() if isinstance(v, list) for u in v if isinstance(u, str)]
+                if isinstance(deps, Mapping)
+                else []
+            )
             graph[key] = {head_urn_to_key[u] for u in urns if u in head_urn_to_key and head_urn_to_key[u] != key}
         try:
             return list(graphlib.TopologicalSorter(graph).static_order())
@@ -449,7 +454,9 @@ class _Classifier:
             if not isinstance(urns, list):
                 continue
             for urn in urns:
-                source = self.steps.get(head_urn_to_key.get(str(urn), ""))
+                if not isinstance(urn, str):
+                    continue
+                source = self.steps.get(head_urn_to_key.get(urn, ""))
                 if source is None or source.op not in ("replace", "update"):
                     continue
                 rule = self.rules.get(source.type)

@@ -195,3 +195,29 @@ def test_every_resource_type_of_the_examples_has_a_rule(catalog: Catalog) -> Non
     types = {r["type"] for d in previews for r in d["resources"] if r.get("custom")}
     missing = sorted(t for t in types if t not in catalog.change_rules and not t.startswith("pulumi:providers:"))
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    "deps",
+    [
+        pytest.param("not a map", id="a-string"),
+        pytest.param({"launchTemplate": [1, None, {"x": 1}, ["nested"]]}, id="urns-not-strings"),
+        pytest.param({"launchTemplate": "urn"}, id="a-string-list"),
+    ],
+)
+def test_property_dependencies_of_the_wrong_shape_are_ignored(catalog: Catalog, deps: Any) -> None:
+    """A hand-edited or hostile preview JSON: propertyDependencies of another shape change nothing and never raise
+    (a dict among the URNs raised TypeError: unhashable)."""
+    lt_old = resource(LT, "h100-lt", userData="a")
+    lt_new = resource(LT, "h100-lt", userData="b")
+    ng = resource(EKS_NG, "h100", launchTemplate={"id": "<computed>", "version": "<computed>"})
+    ng["propertyDependencies"] = deps
+    steps = classify(doc(lt_old, ng), doc(lt_new, ng), catalog.change_rules).steps
+    assert [s.name for s in steps] == ["h100-lt"]
+
+
+def test_hosts_that_are_not_a_list_are_not_names(catalog: Catalog) -> None:
+    base, head = doc(asg()), doc(asg(desiredCapacity=2), nodes=2)
+    base["pools"][0]["hosts"] = "abc"
+    (step,) = classify(base, head, catalog.change_rules).steps
+    assert step.nodes_removed == ["h100-002", "h100-003"]

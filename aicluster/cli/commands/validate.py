@@ -61,5 +61,5 @@ def _base_cluster(project: Any, path: str) -> dict[str, Any]:
     base = read_stack(project, name, Path(path))  # a file that is no YAML mapping: SpecError, exit 2
     cluster = base.config.get("aicluster:cluster")
     if not isinstance(cluster, dict):
-        raise UsageError(f"--base {path}: no aicluster:cluster in it")
+        raise UsageError(f"--base {path}: its aicluster:cluster is not a mapping; give the base branch's stack file")
     return cluster
