@@ -36,12 +36,21 @@ class AwsGroup:
     ec2: Any
 
     @classmethod
-    def connect(cls, node_set: AwsNodeSet, cluster: str) -> AwsGroup:
+    def connect(
+        cls, node_set: AwsNodeSet, cluster: str, timeout_s: float = 10.0, operation_timeout_s: float = 120.0
+    ) -> AwsGroup:
+        """Clients whose every request gives up after timeout_s to connect and timeout_s to read, tried twice at
+        most (botocore's standard retry mode: throttling and connection errors): a hung endpoint costs about
+        2 x timeout_s per call, never botocore's default of 60 s x 5 attempts."""
         try:
             import boto3
+            from botocore.config import Config  # type: ignore[import-untyped]
         except ImportError:
             raise MissingExtra("MissingExtra", "AWS bursting needs boto3: pip install 'aicluster[aws]'") from None
-        kw: dict[str, Any] = {"region_name": node_set.region}
+        bounded = Config(
+            connect_timeout=timeout_s, read_timeout=timeout_s, retries={"mode": "standard", "total_max_attempts": 2}
+        )
+        kw: dict[str, Any] = {"region_name": node_set.region, "config": bounded}
         if node_set.endpoint_url:
             kw["endpoint_url"] = node_set.endpoint_url
         return cls(node_set.group, boto3.client("autoscaling", **kw), boto3.client("ec2", **kw))

@@ -20,7 +20,6 @@ from aicluster.burst.cloud import NODE_TAG, Capacity, CloudError, Instance, Miss
 from aicluster.burst.config import AzureNodeSet
 
 NO_MAXIMUM = 2**31 - 1
-OPERATION_TIMEOUT_S = 120.0
 ALIVE_POWER = {"PowerState/running", "PowerState/starting"}
 
 
@@ -39,9 +38,15 @@ class AzureGroup:
     network: Any  # azure.mgmt.network.NetworkManagementClient
     models: Any  # azure.mgmt.compute.models
     errors: list[str] = field(default_factory=list)
+    operation_timeout_s: float = 120.0  # the longest wait for a long-running operation (resize, tag, delete)
 
     @classmethod
-    def connect(cls, node_set: AzureNodeSet, cluster: str) -> AzureGroup:
+    def connect(
+        cls, node_set: AzureNodeSet, cluster: str, timeout_s: float = 10.0, operation_timeout_s: float = 120.0
+    ) -> AzureGroup:
+        """Clients whose every request gives up after timeout_s to connect and timeout_s to read, tried twice at
+        most (azure-core's transport and retry settings, given to the client: its defaults are 300 s and 3
+        retries)."""
         try:
             from azure.identity import DefaultAzureCredential
             from azure.mgmt.compute import ComputeManagementClient, models
@@ -53,8 +58,21 @@ class AzureGroup:
                 "pip install 'aicluster[azure]'",
             ) from None
         cred = DefaultAzureCredential()
-        return cls(node_set.group, node_set.resource_group, ComputeManagementClient(cred, node_set.subscription_id),
-                   NetworkManagementClient(cred, node_set.subscription_id), models)  # fmt: skip
+        bounded = {"connection_timeout": timeout_s, "read_timeout": timeout_s, "retry_total": 1}
+        return cls(node_set.group, node_set.resource_group,
+                   ComputeManagementClient(cred, node_set.subscription_id, **bounded),
+                   NetworkManagementClient(cred, node_set.subscription_id, **bounded), models,
+                   operation_timeout_s=operation_timeout_s)  # fmt: skip
+
+    def _finish(self, poller: Any, what: str) -> None:
+        """Wait for a long-running operation at most operation_timeout_s. azure-core's LROPoller.result(timeout)
+        returns without raising when the time is up, so done() decides: an operation still running is a failure."""
+        poller.result(timeout=self.operation_timeout_s)
+        if not poller.done():
+            raise CloudError(
+                "OperationTimeout",
+                f"{what} of scale set {self.name} still running after {self.operation_timeout_s:.0f} s",
+            )
 
     def _scale_set(self) -> Any:
         try:
@@ -106,9 +124,9 @@ class AzureGroup:
         )
         try:
             poller = self.compute.virtual_machine_scale_sets.begin_update(self.resource_group, self.name, body)
-            poller.result(timeout=OPERATION_TIMEOUT_S)
-        except Exception as exc:  # the scale-out's error: allocation, quota, SKU
-            err = api_error(exc)
+            self._finish(poller, f"resize to {desired}")
+        except Exception as exc:  # the scale-out's error: allocation, quota, SKU; or still running
+            err = exc if isinstance(exc, CloudError) else api_error(exc)
             self.errors.append(str(err))
             raise err from None
 
@@ -121,7 +139,9 @@ class AzureGroup:
             vm.tags = {**(vm.tags or {}), NODE_TAG: node}
             poller = self.compute.virtual_machine_scale_set_vms.begin_update(self.resource_group, self.name,
                                                                              instance_id, vm)  # fmt: skip
-            poller.result(timeout=OPERATION_TIMEOUT_S)
+            self._finish(poller, f"tagging VM {instance_id}")
+        except CloudError:
+            raise
         except Exception as exc:
             raise api_error(exc) from None
 
@@ -129,6 +149,8 @@ class AzureGroup:
         ids = self.models.VirtualMachineScaleSetVMInstanceRequiredIDs(instance_ids=instance_ids)
         try:
             poller = self.compute.virtual_machine_scale_sets.begin_delete_instances(self.resource_group, self.name, ids)
-            poller.result(timeout=OPERATION_TIMEOUT_S)
+            self._finish(poller, f"deleting {len(instance_ids)} VM(s)")
+        except CloudError:
+            raise
         except Exception as exc:
             raise api_error(exc) from None

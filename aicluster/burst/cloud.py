@@ -70,7 +70,9 @@ class Group(Protocol):
         ...
 
 
-# provider -> (module, class): a provider is one module with a class that has `connect(node_set, cluster)`
+# provider -> (module, class): a provider is one module with a class that has
+# `connect(node_set, cluster, timeout_s, operation_timeout_s)`: each API request's connect/read timeout (tried twice
+# at most) and the longest wait for a long-running operation (a resize), after which it counts as failed
 PROVIDERS = {
     "aws": ("aicluster.burst.aws", "AwsGroup"),
     "gcp": ("aicluster.burst.gcp", "GcpGroup"),
@@ -78,7 +80,19 @@ PROVIDERS = {
 }
 
 
-def open_group(node_set: AwsNodeSet | GcpNodeSet | AzureNodeSet, cluster: str) -> Group:
+def open_group(
+    node_set: AwsNodeSet | GcpNodeSet | AzureNodeSet,
+    cluster: str,
+    timeout_s: float = 10.0,
+    operation_timeout_s: float = 120.0,
+) -> Group:
+    """The node set's group; CloudError when its SDK cannot even make a client (a bad endpoint or region)."""
     module, cls = PROVIDERS[node_set.provider]
-    group: Group = getattr(importlib.import_module(module), cls).connect(node_set, cluster)
+    connect = getattr(importlib.import_module(module), cls).connect
+    try:
+        group: Group = connect(node_set, cluster, timeout_s, operation_timeout_s)
+    except CloudError:
+        raise
+    except Exception as exc:  # the SDK's own refusal (botocore's InvalidRegionError, ValueError for an endpoint)
+        raise CloudError(type(exc).__name__, str(exc)) from None
     return group

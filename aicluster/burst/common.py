@@ -13,31 +13,39 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aicluster.burst.cloud import Group, open_group
+from aicluster.burst.cloud import CloudError, Group, open_group
 from aicluster.burst.config import AwsNodeSet, AzureNodeSet, BurstConfig, ConfigError, GcpNodeSet, config_path, load
 from aicluster.burst.slurm import Scontrol, Slurm, SlurmError
 
 log = logging.getLogger("aicluster.burst")
-LOCK_TIMEOUT_S = 120.0
+# one log record at most this long: a list of 9,000 node names once made a 600 KB line
+MAX_LOG_LINE = 4000
 
 AnyNodeSet = AwsNodeSet | GcpNodeSet | AzureNodeSet
-Opener = Callable[[AnyNodeSet, str], Group]
+Opener = Callable[[AnyNodeSet, BurstConfig], Group]
 
 
 @dataclass
 class Plan:
-    """Requested node names grouped by their node set (index into config.node_sets), and the unknown ones."""
+    """Requested node names grouped by their node set (index into config.node_sets), the unknown ones, and the
+    node sets whose hostlist scontrol refused (index -> why): their nodes count as unknown, the others go on."""
 
     by_set: dict[int, list[str]]
     unknown: list[str]
+    broken: dict[int, str]
 
 
 def group_nodes(config: BurstConfig, slurm: Slurm, names: Sequence[str]) -> Plan:
     """Map each node name to the one node set whose hostlist holds it, keeping the request's order."""
     owner: dict[str, int] = {}
+    broken: dict[int, str] = {}
     for i, s in enumerate(config.node_sets):
-        for n in slurm.hostnames(s.nodes):
-            owner.setdefault(n, i)
+        try:
+            for n in slurm.hostnames(s.nodes):
+                owner.setdefault(n, i)
+        except SlurmError as exc:
+            log.error("node_sets[%d] (group %s): %s", i, s.group, exc)
+            broken[i] = str(exc)
     by_set: dict[int, list[str]] = {}
     unknown = []
     for n in dict.fromkeys(names):
@@ -45,26 +53,57 @@ def group_nodes(config: BurstConfig, slurm: Slurm, names: Sequence[str]) -> Plan
             by_set.setdefault(owner[n], []).append(n)
         else:
             unknown.append(n)
-    return Plan(by_set, unknown)
+    return Plan(by_set, unknown, broken)
+
+
+def nodes_brief(nodes: Sequence[str], most: int = 20) -> str:
+    """A node list for a log line: all of a short one, the first `most` and a count of a long one."""
+    if len(nodes) <= most:
+        return ",".join(nodes)
+    return f"{','.join(nodes[:most])},... ({len(nodes)} nodes)"
+
+
+class SafeFormatter(logging.Formatter):
+    """Log lines a reader can trust: text from outside (the resume file's partition and features, a cloud's error,
+    a node's reason) cannot forge a line with a newline or reach the terminal with ESC; each record is one line of
+    at most MAX_LOG_LINE characters."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info:
+            message += " | " + self.formatException(record.exc_info)
+        message = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in message)
+        if len(message) > MAX_LOG_LINE:
+            message = message[:MAX_LOG_LINE] + f"... ({len(message) - MAX_LOG_LINE} characters cut)"
+        return super().format(logging.makeLogRecord({**record.__dict__, "msg": message, "args": None,
+                                                     "exc_info": None, "exc_text": None}))  # fmt: skip
 
 
 def setup_logging(config: BurstConfig | None, program: str) -> None:
-    handler: logging.Handler
+    """Log to config.log_file; when it cannot be opened (its directory missing and not creatable, a directory, no
+    permission) log to stderr and say why: a log file is no reason to leave nodes and jobs unhandled."""
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    problem = ""
     if config is not None and config.log_file:
-        Path(config.log_file).parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(config.log_file)
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(f"%(asctime)s {program}[{os.getpid()}] %(levelname)s %(message)s"))
+        try:
+            Path(config.log_file).parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(config.log_file)
+        except OSError as exc:
+            problem = f"log_file {config.log_file}: {exc.strerror or exc}; logging to stderr"
+    handler.setFormatter(SafeFormatter(f"%(asctime)s {program}[{os.getpid()}] %(levelname)s %(message)s"))
     root = logging.getLogger("aicluster.burst")
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
     root.propagate = False
+    if problem:
+        log.warning("%s", problem)
 
 
 @contextlib.contextmanager
-def group_lock(config: BurstConfig, key: str, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """One resume/suspend/sync at a time per group (slurmctld may run several programs at once)."""
+def group_lock(config: BurstConfig, key: str, timeout_s: float | None = None) -> Iterator[None]:
+    """One resume/suspend/sync at a time per group (slurmctld may run several programs at once); waits at most
+    config.lock_wait_s for it, then raises TimeoutError (an OSError: the state directory unusable)."""
+    timeout_s = config.lock_wait_s if timeout_s is None else timeout_s
     d = Path(config.state_dir)
     d.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
@@ -96,8 +135,25 @@ def load_config(args: argparse.Namespace) -> BurstConfig:
     return load(config_path(args.config))
 
 
-def default_opener(node_set: AnyNodeSet, cluster: str) -> Group:
-    return open_group(node_set, cluster)
+def default_opener(node_set: AnyNodeSet, config: BurstConfig) -> Group:
+    return open_group(node_set, config.cluster, config.api_timeout_s, config.launch_wait_s)
+
+
+def group_key(node_set: AnyNodeSet) -> str:
+    return f"{node_set.provider}-{node_set.region}-{node_set.group}"
+
+
+def unexpected(exc: BaseException) -> bool:
+    """An error no cloud, Slurm or file system explains: its traceback goes to the log (as one line)."""
+    return not isinstance(exc, CloudError | SlurmError | OSError)
+
+
+def failure(exc: BaseException) -> str:
+    """An exception as a DOWN reason and log text: the cloud's own words for a CloudError, the type otherwise."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, CloudError | SlurmError | TimeoutError):
+        return text
+    return f"{type(exc).__name__}: {text}"
 
 
 def scontrol_for(config: BurstConfig | None) -> Slurm:
@@ -109,11 +165,15 @@ __all__ = [
     "Plan",
     "SlurmError",
     "default_opener",
+    "failure",
+    "group_key",
     "group_lock",
     "group_nodes",
     "load_config",
     "log",
+    "nodes_brief",
     "parser",
     "scontrol_for",
     "setup_logging",
+    "unexpected",
 ]

@@ -15,6 +15,8 @@ Schema (`BurstConfig.model_json_schema()` is the machine-readable form)::
       "scontrol": "scontrol",                   # path or name; slurmctld runs the programs with no PATH
       "launch_wait_s": 300,                     # resume waits at most this long for the group's new instances
       "poll_s": 5,                              # how often it asks the cloud meanwhile
+      "api_timeout_s": 10,                      # each cloud API request: connect and read timeout (2 attempts)
+      "lock_wait_s": 120,                       # longest wait for another program's group lock
       "orphan_grace_s": 600,                    # sync removes an instance bound to no node after this long
       "node_sets": [
         {"provider": "aws", "nodes": "aws-h100-[000-015]", "region": "us-east-1",
@@ -28,7 +30,10 @@ Schema (`BurstConfig.model_json_schema()` is the machine-readable form)::
       ]
     }
 
-`nodes` is a Slurm hostlist expression, expanded with `scontrol show hostnames`. A node name belongs to at
+`nodes` is a Slurm hostlist expression, expanded with `scontrol show hostnames`. Every field is checked before a
+program touches Slurm or a cloud: region, zone, group, project and subscription names have their cloud's form,
+`endpoint_url` is https (plain http only to this machine's loopback, for a local proxy or test endpoint, and never
+with a user, password, query or fragment), paths are absolute and hold no control character. A node name belongs to at
 most one set. `group` names the Auto Scaling group (aws), the zonal managed instance group in `zone` (gcp) or
 the VM scale set in `resource_group` (azure); the group must exist (the Pulumi components create it with a
 desired size of 0). Credentials are never in this file: each cloud SDK finds them its usual way (instance
@@ -39,17 +44,97 @@ This module imports nothing else of the project.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 CONFIG_NAME = "aicluster-burst.json"
 ENV_VAR = "AICLUSTER_BURST_CONFIG"
-# Slurm node names the renderer makes: letters, digits, '-', '_' and '.', plus hostlist brackets and commas.
-HOSTLIST_PATTERN = r"^[A-Za-z0-9_.\-\[\],]+$"
+# Slurm node names the renderer makes: letters, digits, '-', '_' and '.', plus hostlist brackets and commas; never a
+# leading '-' (scontrol would read an option) and brackets that close (checked below).
+HOSTLIST_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.\-\[\],]*$"
+# a name each cloud accepts for a group, a project, a resource group: letters, digits and - _ . (no space, no ':',
+# no control character); the per-cloud forms below narrow it
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}$"
+# absolute paths with no control character (the programs open them as SlurmUser)
+PATH_PATTERN = r"^/[^\x00-\x1f\x7f]*$"
+# region and zone names, in each cloud's own form (us-east-1 / us-gov-west-1; us-central1, us-central1-a; eastus)
+AWS_REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$"
+GCP_REGION = r"^[a-z]+-[a-z]+[0-9]{1,2}$"
+GCP_ZONE = r"^[a-z]+-[a-z]+[0-9]{1,2}-[a-z]$"
+GCP_PROJECT = r"^([a-z0-9.\-]+:)?[a-z][a-z0-9\-]{4,28}[a-z0-9]$"
+GCP_GROUP = r"^[a-z]([\-a-z0-9]{0,61}[a-z0-9])?$"
+AZURE_REGION = r"^[a-z][a-z0-9]{1,39}$"
+AZURE_SUBSCRIPTION = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+AZURE_RESOURCE_GROUP = r"^[-\w.()]{0,89}[-\w()]$"
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+
+
+def _brackets_close(expression: str) -> str:
+    depth = 0
+    for c in expression:
+        depth += {"[": 1, "]": -1}.get(c, 0)
+        if depth not in (0, 1):
+            raise ValueError("brackets must pair and not nest (e.g. `aws-h100-[000-015]`)")
+    if depth:
+        raise ValueError("a '[' is not closed (e.g. `aws-h100-[000-015]`)")
+    return expression
+
+
+def _endpoint(url: str | None) -> str | None:
+    """https://host[:port][/path] only; plain http only to this machine's loopback (a local proxy or test endpoint).
+    Never a user, password, query or fragment: the SDK would send them, and they would land in logs."""
+    if url is None:
+        return None
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ValueError("an endpoint has no space or control character (e.g. `https://vpce-0123.ec2.us-east-1...`)")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ValueError(f"not a URL ({exc}); write https://HOST[:PORT]") from None
+    if parts.scheme not in ("https", "http") or not host:
+        raise ValueError("write https://HOST[:PORT] (e.g. the VPC endpoint's DNS name)")
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        raise ValueError("an endpoint has no user, password, query or fragment: credentials come from the SDK's chain")
+    if parts.scheme == "http" and not _loopback(host):
+        raise ValueError("plain http only to this machine (127.0.0.1, ::1, localhost); use https")
+    return url
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+Hostlist = Annotated[
+    str,
+    Field(pattern=HOSTLIST_PATTERN, max_length=65536,
+          description="Slurm hostlist of the cloud nodes this group backs (e.g. `aws-h100-[000-015]`)"),
+    AfterValidator(_brackets_close),
+]  # fmt: skip
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+AbsolutePath = Annotated[str, Field(pattern=PATH_PATTERN, max_length=4096)]
+Seconds = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
@@ -57,20 +142,14 @@ class _Strict(BaseModel):
 
 
 class _NodeSet(_Strict):
-    nodes: Annotated[
-        str,
-        Field(
-            pattern=HOSTLIST_PATTERN,
-            description="Slurm hostlist of the cloud nodes this group backs (e.g. `aws-h100-[000-015]`)",
-        ),
-    ]
+    nodes: Hostlist
     region: Annotated[str, Field(min_length=1, description="cloud region (e.g. `us-east-1`)")]
     group: Annotated[
-        str,
+        Name,
         Field(min_length=1, description="name of the cloud group that holds the instances (e.g. `llm-dev-h100`)"),
     ]
     instance_type: Annotated[
-        str, Field(min_length=1, description="instance/machine type/VM size of the group (e.g. `p5.48xlarge`)")
+        Name, Field(min_length=1, description="instance/machine type/VM size of the group (e.g. `p5.48xlarge`)")
     ]
     market: Annotated[
         Literal["on-demand", "spot"],
@@ -80,22 +159,42 @@ class _NodeSet(_Strict):
 
 class AwsNodeSet(_NodeSet):
     provider: Literal["aws"] = "aws"
+    region: Annotated[str, Field(pattern=AWS_REGION, description="AWS region (e.g. `us-east-1`)")]
     endpoint_url: Annotated[
         str | None,
-        Field(description="EC2 and Auto Scaling API endpoint, for VPC endpoints (e.g. `https://vpce-...`)"),
-    ] = None
+        Field(description="EC2 and Auto Scaling API endpoint, for VPC endpoints (e.g. `https://vpce-...`); https, "
+                          "or plain http to this machine's loopback only"),
+        AfterValidator(_endpoint),
+    ] = None  # fmt: skip
 
 
 class GcpNodeSet(_NodeSet):
     provider: Literal["gcp"]
-    project: Annotated[str, Field(min_length=1, description="Google Cloud project id (e.g. `my-project`)")]
-    zone: Annotated[str, Field(min_length=1, description="zone of the managed instance group (e.g. `us-central1-a`)")]
+    region: Annotated[str, Field(pattern=GCP_REGION, description="Google Cloud region (e.g. `us-central1`)")]
+    group: Annotated[str, Field(pattern=GCP_GROUP, description="the zonal managed instance group (e.g. `llm-dev-a3`)")]
+    project: Annotated[str, Field(pattern=GCP_PROJECT, description="Google Cloud project id (e.g. `my-project`)")]
+    zone: Annotated[
+        str, Field(pattern=GCP_ZONE, description="zone of the managed instance group (e.g. `us-central1-a`)")
+    ]
+
+    @field_validator("zone")
+    @classmethod
+    def _zone_in_region(cls, zone: str, info: ValidationInfo) -> str:
+        region = info.data.get("region")
+        if region and zone.rsplit("-", 1)[0] != region:
+            raise ValueError(f"it is not in region {region!r} (a zone is REGION-LETTER, e.g. `{region}-a`)")
+        return zone
 
 
 class AzureNodeSet(_NodeSet):
     provider: Literal["azure"]
-    subscription_id: Annotated[str, Field(min_length=1, description="Azure subscription id of the scale set")]
-    resource_group: Annotated[str, Field(min_length=1, description="resource group of the scale set")]
+    region: Annotated[str, Field(pattern=AZURE_REGION, description="Azure region name (e.g. `eastus`, not `East US`)")]
+    subscription_id: Annotated[
+        str, Field(pattern=AZURE_SUBSCRIPTION, description="Azure subscription id of the scale set (a GUID)")
+    ]
+    resource_group: Annotated[
+        str, Field(pattern=AZURE_RESOURCE_GROUP, description="resource group of the scale set (e.g. `llm-dev`)")
+    ]
 
 
 NodeSet = Annotated[AwsNodeSet | GcpNodeSet | AzureNodeSet, Field(discriminator="provider")]
@@ -103,24 +202,38 @@ NodeSet = Annotated[AwsNodeSet | GcpNodeSet | AzureNodeSet, Field(discriminator=
 
 class BurstConfig(_Strict):
     version: Literal[1] = 1
-    cluster: Annotated[str, Field(min_length=1, description="cluster name, the aicluster:cluster tag (e.g. `llm-dev`)")]
+    cluster: Annotated[
+        Name, Field(min_length=1, description="cluster name, the aicluster:cluster tag (e.g. `llm-dev`)")
+    ]
     log_file: Annotated[
-        str | None, Field(description="log file of the programs; null logs to stderr (e.g. `/var/log/slurm/burst.log`)")
-    ] = None
+        AbsolutePath | None,
+        Field(description="log file of the programs; null logs to stderr (e.g. `/var/log/slurm/burst.log`); when it "
+                          "cannot be opened the programs log to stderr and go on"),
+    ] = None  # fmt: skip
     state_dir: Annotated[
-        str, Field(min_length=1, description="directory for the per-group lock files, writable by SlurmUser")
+        AbsolutePath, Field(min_length=2, description="directory for the per-group lock files, writable by SlurmUser")
     ] = "/var/spool/slurmctld/aicluster-burst"
-    scontrol: Annotated[str, Field(min_length=1, description="scontrol program (e.g. `/usr/bin/scontrol`)")] = (
-        "scontrol"
-    )
+    scontrol: Annotated[
+        str,
+        Field(pattern=r"^(/[^\x00-\x1f\x7f]+|[A-Za-z0-9_.][A-Za-z0-9_.\-]*)$",
+              description="scontrol program: an absolute path or a bare name (e.g. `/usr/bin/scontrol`)"),
+    ] = "scontrol"  # fmt: skip
     launch_wait_s: Annotated[
-        float, Field(gt=0, le=3600, description="longest wait for new instances; keep it below ResumeTimeout")
+        Seconds, Field(gt=0, le=3600, description="longest wait for new instances; keep it below ResumeTimeout")
     ] = 300.0
-    poll_s: Annotated[float, Field(gt=0, le=60, description="seconds between cloud polls while waiting")] = 5.0
+    poll_s: Annotated[Seconds, Field(gt=0, le=60, description="seconds between cloud polls while waiting")] = 5.0
     orphan_grace_s: Annotated[
-        float, Field(gt=0, description="age after which sync removes an instance bound to no Slurm node")
+        Seconds, Field(gt=0, description="age after which sync removes an instance bound to no Slurm node")
     ] = 600.0
-    node_sets: Annotated[list[NodeSet], Field(min_length=1, description="one entry per cloud group")]
+    api_timeout_s: Annotated[
+        Seconds,
+        Field(gt=0, le=120, description="connect and read timeout of each cloud API request; a request is tried "
+                                        "twice at most, then counts as failed"),
+    ] = 10.0  # fmt: skip
+    lock_wait_s: Annotated[
+        Seconds, Field(gt=0, le=3600, description="longest wait for the group lock another program holds")
+    ] = 120.0
+    node_sets: Annotated[list[NodeSet], Field(min_length=1, max_length=1000, description="one entry per cloud group")]
 
     @model_validator(mode="after")
     def _groups_unique(self) -> BurstConfig:
@@ -160,13 +273,34 @@ def config_path(explicit: str | None = None, env: dict[str, str] | None = None) 
     return Path("/etc/slurm") / CONFIG_NAME
 
 
+# what a failed pattern means, in the house style's words: the form and an example
+PATTERN_HELP = {
+    HOSTLIST_PATTERN: "write a Slurm hostlist of letters, digits, - _ . with [ranges] (e.g. `aws-h100-[000-015]`)",
+    NAME_PATTERN: "letters, digits, - _ . only, starting with a letter or digit (e.g. `llm-dev-h100`)",
+    PATH_PATTERN: "an absolute path with no control character (e.g. `/var/log/slurm/aicluster-burst.log`)",
+    AWS_REGION: "an AWS region name (e.g. `us-east-1`)",
+    GCP_REGION: "a Google Cloud region name (e.g. `us-central1`)",
+    GCP_ZONE: "a Google Cloud zone name (e.g. `us-central1-a`)",
+    GCP_PROJECT: "a Google Cloud project id: 6-30 lowercase letters, digits and '-' (e.g. `my-project`)",
+    GCP_GROUP: "a managed instance group name: lowercase letters, digits and '-' (e.g. `llm-dev-a3`)",
+    AZURE_REGION: "an Azure region name, lowercase with no space (e.g. `eastus`, not `East US`)",
+    AZURE_SUBSCRIPTION: "an Azure subscription id, a GUID (e.g. `00000000-0000-0000-0000-000000000000`)",
+    AZURE_RESOURCE_GROUP: "an Azure resource group name (e.g. `llm-dev`)",
+}
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
 def load(path: Path) -> BurstConfig:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ValueError(f"over {MAX_CONFIG_BYTES // 2**20} MiB")
+        raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found (write it with the stack's Slurm files, or pass --config)") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not readable JSON: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"{path}: not readable JSON: {str(exc)[:200]}") from None
     try:
         return BurstConfig.model_validate(raw)
     except ValidationError as exc:
@@ -174,11 +308,28 @@ def load(path: Path) -> BurstConfig:
         for err in exc.errors():
             loc = list(err["loc"])
             value = err["input"]
+            message = err["msg"]
             if err["type"] == "union_tag_invalid":  # the provider: name that field, not the whole node set
                 loc, value = [*loc, "provider"], err["ctx"]["tag"]
-            given = f"got {value!r}; " if err["type"] != "missing" else ""
-            problems.append(f"{path}: {_where(loc)}: {given}{err['msg']}")
+                message = f"expected one of {err['ctx']['expected_tags']}"
+            if isinstance(value, str) and "://" in value:  # a URL in any field: never echo its user or query
+                value = _masked(value)
+            shown = repr(value)
+            shown = shown if len(shown) <= 120 else shown[:117] + "..."
+            given = f"got {shown}; " if err["type"] != "missing" else ""
+            if err["type"] == "string_pattern_mismatch":
+                message = PATTERN_HELP.get(str(err.get("ctx", {}).get("pattern")), message)
+            problems.append(f"{path}: {_where(loc)}: {given}{message}")
         raise ConfigError("\n".join(problems)) from None
+
+
+def _masked(url: str) -> str:
+    """An endpoint as an error may show it: a password in the user part or a query never appears."""
+    url = url.split("?", 1)[0].split("#", 1)[0]
+    scheme, sep, rest = url.partition("//")
+    if sep and "@" in rest.split("/", 1)[0]:
+        rest = "***@" + rest.split("@", 1)[1]
+    return scheme + sep + rest
 
 
 def _where(loc: list[int | str]) -> str:

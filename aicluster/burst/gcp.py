@@ -23,7 +23,6 @@ LABEL = "aicluster-slurm-node"
 ALIVE_STATUS = {"PROVISIONING", "STAGING", "RUNNING", "PENDING"}
 DYING_ACTION = {"DELETING", "ABANDONING", "RECREATING"}
 NO_MAXIMUM = 2**31 - 1
-OPERATION_TIMEOUT_S = 120.0
 
 
 def api_error(exc: Exception) -> CloudError:
@@ -47,9 +46,13 @@ class GcpGroup:
     managers: Any  # compute_v1.InstanceGroupManagersClient
     vms: Any  # compute_v1.InstancesClient
     requests: Any  # the compute_v1 module, for its request types
+    timeout_s: float = 10.0  # each request's deadline (google.api_core `timeout=`)
+    operation_timeout_s: float = 120.0  # the longest wait for an operation (resize, labels, delete)
 
     @classmethod
-    def connect(cls, node_set: GcpNodeSet, cluster: str) -> GcpGroup:
+    def connect(
+        cls, node_set: GcpNodeSet, cluster: str, timeout_s: float = 10.0, operation_timeout_s: float = 120.0
+    ) -> GcpGroup:
         try:
             from google.cloud import compute_v1
         except ImportError:
@@ -57,10 +60,11 @@ class GcpGroup:
                 "MissingExtra", "GCP bursting needs google-cloud-compute: pip install 'aicluster[gcp]'"
             ) from None
         return cls(node_set.group, node_set.project, node_set.zone, compute_v1.InstanceGroupManagersClient(),
-                   compute_v1.InstancesClient(), compute_v1)  # fmt: skip
+                   compute_v1.InstancesClient(), compute_v1, timeout_s, operation_timeout_s)  # fmt: skip
 
-    def _where(self) -> dict[str, str]:
-        return {"project": self.project, "zone": self.zone, "instance_group_manager": self.name}
+    def _where(self) -> dict[str, Any]:
+        return {"project": self.project, "zone": self.zone, "instance_group_manager": self.name,
+                "timeout": self.timeout_s}  # fmt: skip
 
     def capacity(self) -> Capacity:
         try:
@@ -71,7 +75,9 @@ class GcpGroup:
     def instances(self) -> list[Instance]:
         try:
             managed = list(self.managers.list_managed_instances(**self._where()))
-            details = {vm.name: vm for vm in self.vms.list(project=self.project, zone=self.zone)}
+            details = {
+                vm.name: vm for vm in self.vms.list(project=self.project, zone=self.zone, timeout=self.timeout_s)
+            }
         except Exception as exc:
             raise api_error(exc) from None
         out = []
@@ -95,7 +101,11 @@ class GcpGroup:
         return sorted(out, key=lambda i: (i.launched_s, i.id))
 
     def _wait(self, operation: Any) -> None:
-        operation.result(timeout=OPERATION_TIMEOUT_S)
+        """Wait at most operation_timeout_s; an operation still running then is a failure (google.api_core raises
+        concurrent.futures.TimeoutError; done() is checked as well, in case a client returns instead)."""
+        operation.result(timeout=self.operation_timeout_s)
+        if hasattr(operation, "done") and not operation.done():
+            raise CloudError("OperationTimeout", f"operation still running after {self.operation_timeout_s:.0f} s")
         error = getattr(operation, "error_message", None)
         if error:
             raise CloudError(str(getattr(operation, "error_code", "") or "OperationFailed"), str(error))
@@ -118,12 +128,18 @@ class GcpGroup:
 
     def bind(self, instance_id: str, node: str) -> None:
         try:
-            vm = self.vms.get(project=self.project, zone=self.zone, instance=instance_id)
+            vm = self.vms.get(project=self.project, zone=self.zone, instance=instance_id, timeout=self.timeout_s)
             body = self.requests.InstancesSetLabelsRequest(
                 labels={**dict(vm.labels), LABEL: node}, label_fingerprint=vm.label_fingerprint
             )
-            self._wait(self.vms.set_labels(project=self.project, zone=self.zone, instance=instance_id,
-                                           instances_set_labels_request_resource=body))  # fmt: skip
+            operation = self.vms.set_labels(
+                project=self.project,
+                zone=self.zone,
+                instance=instance_id,
+                instances_set_labels_request_resource=body,
+                timeout=self.timeout_s,
+            )
+            self._wait(operation)
         except CloudError:
             raise
         except Exception as exc:

@@ -15,8 +15,14 @@ says a ResumeProgram that cannot restore a node "should set the node state to DO
 of any job associated with the node", which frees the job at once instead of after ResumeTimeout.
 `aicluster-burst-sync` later powers such nodes down (POWER_DOWN_FORCE) so they are tried again.
 
+Node sets are handled apart: whatever goes wrong in one (the cloud refuses or never answers, its SDK refuses the
+configuration, an unexpected error) sets exactly that set's asked nodes DOWN with the reason, and the others go on.
+Every cloud request is bounded (config.api_timeout_s, tried twice at most) and so is the wait for the group lock
+(config.lock_wait_s). A bad SLURM_RESUME_FILE is logged and left aside: the hostlist Slurm passed is what counts.
+
 Exit status: 0 once every node is either bound or reported DOWN to Slurm (slurmctld only logs the status);
-1 when Slurm could not be told; 2 for a bad configuration (the nodes are still reported DOWN when scontrol works).
+1 when Slurm could not be told or the hostlist could not be read; 2 for a bad configuration (the nodes are still
+reported DOWN when scontrol works).
 """
 
 from __future__ import annotations
@@ -33,13 +39,17 @@ from aicluster.burst.common import (
     Opener,
     SlurmError,
     default_opener,
+    failure,
+    group_key,
     group_lock,
     group_nodes,
     load_config,
     log,
+    nodes_brief,
     parser,
     scontrol_for,
     setup_logging,
+    unexpected,
 )
 from aicluster.burst.config import BurstConfig
 from aicluster.burst.slurm import Slurm, copy_resume_file, one_line, read_resume_file
@@ -134,13 +144,20 @@ def resume_group(
 
 
 def report_down(slurm: Slurm, failed: dict[str, str]) -> None:
+    """Set the failed nodes DOWN, one update per reason (split by Scontrol when the list is long); every reason is
+    tried before the first error is raised."""
     by_reason: dict[str, list[str]] = {}
     for node, why in failed.items():
-        by_reason.setdefault(why, []).append(node)
-    for why, nodes in by_reason.items():
-        reason = one_line(f"{PROG}: {why}")
-        log.warning("nodes %s DOWN: %s", ",".join(nodes), reason)
-        slurm.update(nodes, state="DOWN", reason=reason)
+        by_reason.setdefault(one_line(f"{PROG}: {why}"), []).append(node)
+    errors = []
+    for reason, nodes in by_reason.items():
+        log.warning("%d node(s) DOWN (%s): %s", len(nodes), nodes_brief(nodes), reason)
+        try:
+            slurm.update(nodes, state="DOWN", reason=reason)
+        except SlurmError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise SlurmError("; ".join(errors))
 
 
 def resume(config: BurstConfig, slurm: Slurm, names: Sequence[str], opener: Opener = default_opener) -> dict[str, str]:
@@ -149,13 +166,32 @@ def resume(config: BurstConfig, slurm: Slurm, names: Sequence[str], opener: Open
     for idx, nodes in plan.by_set.items():
         node_set = config.node_sets[idx]
         try:
-            with group_lock(config, f"{node_set.provider}-{node_set.region}-{node_set.group}"):
-                group = opener(node_set, config.cluster)
+            with group_lock(config, group_key(node_set)):
+                group = opener(node_set, config)
                 failed.update(resume_group(group, nodes, slurm, config.launch_wait_s, config.poll_s))
-        except (CloudError, TimeoutError, OSError) as exc:
-            log.error("group %s: %s", node_set.group, exc)
-            failed.update(dict.fromkeys(nodes, str(exc)))
+        except Exception as exc:  # one node set's failure, whatever it is, is its own nodes' DOWN reason
+            log.error("group %s: %s", node_set.group, failure(exc), exc_info=unexpected(exc))
+            failed.update(dict.fromkeys(nodes, failure(exc)))
     return failed
+
+
+def log_resume_file(env: dict[str, str], state_dir: Path) -> None:
+    """Log which jobs wait for which nodes, from SLURM_RESUME_FILE; a file that cannot be read or parsed is a
+    warning, never a reason to leave the nodes Slurm asked for unhandled."""
+    data, copy, problem = copy_resume_file(env, state_dir / "resume")
+    if problem:
+        log.warning("%s", problem)
+    try:
+        if data is not None:
+            _, jobs = read_resume_file(data)
+            for j in jobs:
+                log.info("job %d (partition %s, features %s) needs %s", j.job_id, j.partition or "-",
+                         j.features or "-", j.nodes_resume)  # fmt: skip
+    except ValueError as exc:
+        log.warning("%s: %s", env.get("SLURM_RESUME_FILE"), exc)
+    finally:
+        if copy is not None and env.get("AICLUSTER_BURST_KEEP_RESUME_FILE") != "1":
+            copy.unlink(missing_ok=True)
 
 
 def main(argv: Sequence[str] | None = None, opener: Opener = default_opener) -> int:
@@ -172,23 +208,23 @@ def main(argv: Sequence[str] | None = None, opener: Opener = default_opener) -> 
             log.error("%s", err)
         return 2
     setup_logging(config, PROG)
-    copy = copy_resume_file(dict(os.environ), Path(config.state_dir) / "resume")
+    try:
+        log_resume_file(dict(os.environ), Path(config.state_dir))
+    except Exception as exc:  # never let the log of the jobs stop the nodes' resume
+        log.warning("SLURM_RESUME_FILE: %s", failure(exc))
     slurm = scontrol_for(config)
     try:
-        if copy is not None:
-            try:
-                _, jobs = read_resume_file(copy.read_text(encoding="utf-8"))
-                for j in jobs:
-                    log.info("job %d (partition %s, features %s) needs %s", j.job_id, j.partition or "-",
-                             j.features or "-", j.nodes_resume)  # fmt: skip
-            except ValueError as exc:
-                log.warning("%s: %s", copy, exc)
-            finally:
-                if os.environ.get("AICLUSTER_BURST_KEEP_RESUME_FILE") != "1":
-                    copy.unlink(missing_ok=True)
         names = slurm.hostnames(args.nodes)
-        log.info("resume %s (%d node(s))", args.nodes, len(names))
+    except SlurmError as exc:
+        log.error("%s", exc)
+        return 1
+    log.info("resume %s (%d node(s))", args.nodes, len(names))
+    try:
         failed = resume(config, slurm, names, opener)
+    except Exception as exc:  # resume() isolates each node set; this is for what lies outside them
+        log.error("%s", failure(exc), exc_info=unexpected(exc))
+        failed = dict.fromkeys(names, failure(exc))
+    try:
         if failed:
             report_down(slurm, failed)
     except SlurmError as exc:

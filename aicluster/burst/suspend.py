@@ -6,6 +6,9 @@ terminate_instance_in_auto_scaling_group with ShouldDecrementDesiredCapacity=Tru
 (reclaimed, or never delivered) is logged and skipped. Exit status: 0 when every bound instance was deleted, 1
 when the cloud or Slurm refused (logged; slurmctld treats the nodes as powered down after SuspendTimeout either
 way, and `aicluster-burst-sync` removes instances left bound to powered-down nodes), 2 for a bad configuration.
+Node sets are handled apart: one that fails (the cloud refuses or never answers, the group lock stays busy past
+config.lock_wait_s, an unexpected error) is logged and the others are still deleted. A node in no node set is
+logged with the reason and makes the exit status 1.
 """
 
 from __future__ import annotations
@@ -13,19 +16,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from aicluster.burst.cloud import CloudError
 from aicluster.burst.common import (
     ConfigError,
     Opener,
     SlurmError,
     default_opener,
+    failure,
+    group_key,
     group_lock,
     group_nodes,
     load_config,
     log,
+    nodes_brief,
     parser,
     scontrol_for,
     setup_logging,
+    unexpected,
 )
 from aicluster.burst.config import BurstConfig
 from aicluster.burst.slurm import Slurm
@@ -37,11 +43,14 @@ def suspend(config: BurstConfig, slurm: Slurm, names: Sequence[str], opener: Ope
     """Delete the instances of `names`; returns the errors (empty when all went)."""
     plan = group_nodes(config, slurm, names)
     errors = [f"{n}: in no node set" for n in plan.unknown]
+    if plan.unknown:
+        log.error("%d node(s) in no node set of the bursting configuration, nothing deleted for them: %s",
+                  len(plan.unknown), nodes_brief(plan.unknown))  # fmt: skip
     for idx, nodes in plan.by_set.items():
         node_set = config.node_sets[idx]
         try:
-            with group_lock(config, f"{node_set.provider}-{node_set.region}-{node_set.group}"):
-                group = opener(node_set, config.cluster)
+            with group_lock(config, group_key(node_set)):
+                group = opener(node_set, config)
                 wanted = set(nodes)
                 mine = [i for i in group.instances() if i.alive and i.node in wanted]
                 gone = sorted(wanted - {i.node for i in mine if i.node})
@@ -51,9 +60,9 @@ def suspend(config: BurstConfig, slurm: Slurm, names: Sequence[str], opener: Ope
                     group.remove([i.id for i in mine])
                     log.info("group %s: deleted %s", group.name,
                              ", ".join(f"{i.node}={i.id}" for i in mine))  # fmt: skip
-        except (CloudError, TimeoutError, OSError) as exc:
-            log.error("group %s: %s", node_set.group, exc)
-            errors.append(f"{node_set.group}: {exc}")
+        except Exception as exc:  # this node set only: the next ones are still deleted
+            log.error("group %s: %s", node_set.group, failure(exc), exc_info=unexpected(exc))
+            errors.append(f"{node_set.group}: {failure(exc)}")
     return errors
 
 
@@ -69,10 +78,14 @@ def main(argv: Sequence[str] | None = None, opener: Opener = default_opener) -> 
     slurm = scontrol_for(config)
     try:
         names = slurm.hostnames(args.nodes)
-        log.info("suspend %s (%d node(s))", args.nodes, len(names))
-        errors = suspend(config, slurm, names, opener)
     except SlurmError as exc:
         log.error("%s", exc)
+        return 1
+    log.info("suspend %s (%d node(s))", args.nodes, len(names))
+    try:
+        errors = suspend(config, slurm, names, opener)
+    except Exception as exc:  # suspend() isolates each node set; this is for what lies outside them
+        log.error("%s", failure(exc), exc_info=unexpected(exc))
         return 1
     return 1 if errors else 0
 

@@ -11,6 +11,8 @@ same per-group lock as resume and suspend, and reading Slurm's node states only 
   so Slurm tries it again later rather than keeping it DOWN until an admin resumes it;
 - a live instance bound to a powered-down node (a suspend that failed), or bound to no node for longer than
   orphan_grace_s (launched after resume gave up, or an Auto Scaling replacement), is deleted and the group shrunk.
+Node sets are handled apart: one that fails (the cloud refuses or never answers, scontrol refuses its hostlist, the
+group lock stays busy past config.lock_wait_s, an unexpected error) is logged and the others are still reconciled.
 Exit status: 0, or 1 when the cloud or Slurm refused something (logged), 2 for a bad configuration.
 """
 
@@ -20,18 +22,20 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from aicluster.burst.cloud import CloudError, Group
+from aicluster.burst.cloud import Group
 from aicluster.burst.common import (
     ConfigError,
     Opener,
-    SlurmError,
     default_opener,
+    failure,
+    group_key,
     group_lock,
     load_config,
     log,
     parser,
     scontrol_for,
     setup_logging,
+    unexpected,
 )
 from aicluster.burst.config import BurstConfig
 from aicluster.burst.resume import PROG as RESUME
@@ -88,12 +92,12 @@ def sync(config: BurstConfig, slurm: Slurm, opener: Opener = default_opener) -> 
     errors = []
     for node_set in config.node_sets:
         try:
-            with group_lock(config, f"{node_set.provider}-{node_set.region}-{node_set.group}"):
-                group = opener(node_set, config.cluster)
+            with group_lock(config, group_key(node_set)):
+                group = opener(node_set, config)
                 sync_group(group, slurm, node_set.nodes, config.orphan_grace_s)
-        except (CloudError, SlurmError, TimeoutError, OSError) as exc:
-            log.error("group %s: %s", node_set.group, exc)
-            errors.append(f"{node_set.group}: {exc}")
+        except Exception as exc:  # this node set only: the next ones are still reconciled
+            log.error("group %s: %s", node_set.group, failure(exc), exc_info=unexpected(exc))
+            errors.append(f"{node_set.group}: {failure(exc)}")
     return errors
 
 

@@ -17,7 +17,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from aicluster.burst.config import AwsNodeSet, AzureNodeSet, BurstConfig, GcpNodeSet
+from pydantic import ValidationError
+
+from aicluster.burst.config import PATTERN_HELP, AwsNodeSet, AzureNodeSet, BurstConfig, GcpNodeSet
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
 from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, SlurmSettings, cloud_times, hostlist
@@ -113,14 +115,24 @@ def burst_config(
         return None
     catalog = catalog or load_catalog()
     resume_timeout = min(cloud_times(p, catalog).resume_timeout_s for p in pools)
-    return BurstConfig(
-        cluster=plan.name,
-        log_file=f"{settings.log_dir}/aicluster-burst.log",
-        state_dir=f"{settings.state_save_location}/aicluster-burst",
-        scontrol=settings.scontrol,
-        launch_wait_s=float(max(1, min(LAUNCH_WAIT_MAX_S, resume_timeout - LAUNCH_WAIT_MARGIN_S))),
-        node_sets=[s for p in pools for s in _node_sets(p, outputs, stack_config)],
-    )
+    try:
+        return BurstConfig(
+            cluster=plan.name,
+            log_file=f"{settings.log_dir}/aicluster-burst.log",
+            state_dir=f"{settings.state_save_location}/aicluster-burst",
+            scontrol=settings.scontrol,
+            launch_wait_s=float(max(1, min(LAUNCH_WAIT_MAX_S, resume_timeout - LAUNCH_WAIT_MARGIN_S))),
+            node_sets=[s for p in pools for s in _node_sets(p, outputs, stack_config)],
+        )
+    except ValidationError as exc:  # a stack config value (gcp:project, subscription id) or an output of the wrong form
+        raise BurstConfigUnknown("; ".join(_problem(err) for err in exc.errors())) from None
+
+
+def _problem(err: Any) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    message = PATTERN_HELP.get(str(err.get("ctx", {}).get("pattern")), err["msg"])
+    value = repr(err["input"])[:120]
+    return f"bursting configuration {where}: got {value}; {message} (check the stack's config and outputs)"
 
 
 def burst_json(

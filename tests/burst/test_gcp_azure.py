@@ -19,9 +19,10 @@ from aicluster.burst.resume import resume_group
 from aicluster.burst.sync import sync_group
 from tests.burst.fakes import FakeSlurm
 
-GCP_SET = GcpNodeSet(provider="gcp", nodes="gcp-[0-1]", project="p", region="us-central1", zone="us-central1-a",
-                     group="mig", instance_type="a3-highgpu-8g", market="spot")  # fmt: skip
-AZ_SET = AzureNodeSet(provider="azure", nodes="az-[0-1]", subscription_id="sub", resource_group="rg", region="eastus",
+GCP_SET = GcpNodeSet(provider="gcp", nodes="gcp-[0-1]", project="my-project", region="us-central1",
+                     zone="us-central1-a", group="mig", instance_type="a3-highgpu-8g", market="spot")  # fmt: skip
+AZ_SET = AzureNodeSet(provider="azure", nodes="az-[0-1]", subscription_id="00000000-0000-0000-0000-000000000000",
+                      resource_group="rg", region="eastus",
                       group="vmss", instance_type="Standard_ND96isr_H100_v5")  # fmt: skip
 
 
@@ -35,6 +36,9 @@ class Done:
     def result(self, timeout: float | None = None) -> None:
         if self.error is not None:
             raise self.error
+
+    def done(self) -> bool:
+        return True
 
 
 class FakeMig:
@@ -78,13 +82,15 @@ class FakeMig:
         return Done()
 
     # InstancesClient
-    def list(self, project: str, zone: str) -> list[Any]:
+    def list(self, project: str, zone: str, timeout: float) -> list[Any]:
         return list(self.vms.values())
 
-    def get_vm(self, project: str, zone: str, instance: str) -> Any:
+    def get_vm(self, project: str, zone: str, instance: str, timeout: float) -> Any:
         return self.vms[instance]
 
-    def set_labels(self, *, project: str, zone: str, instance: str, instances_set_labels_request_resource: Any) -> Done:
+    def set_labels(
+        self, *, project: str, zone: str, instance: str, instances_set_labels_request_resource: Any, timeout: float
+    ) -> Done:
         body = instances_set_labels_request_resource
         assert body.label_fingerprint == f"fp-{instance}"
         self.vms[instance].labels = dict(body.labels)

@@ -110,14 +110,14 @@ def test_azure_scale_sets_with_their_resource_group_and_subscription(catalog: Ca
         "pools": {"nd": {"scale_sets": {s.name: f"vmss-{s.name}" for s in nd.azure.scale_sets}}},
         "networks": {nd.network: {"resource_group": "rg-hybrid"}},
     }
-    config = burst_config(p, outputs, {"azure-native:subscriptionId": "0000-sub"})
+    config = burst_config(p, outputs, {"azure-native:subscriptionId": "00000000-0000-0000-0000-000000000000"})
     assert config is not None
     assert [(s.nodes, s.group) for s in config.node_sets] == [
         ("nd-[000-099]", "vmss-nd-ib0"),  # one node set per scale set (one InfiniBand domain)
         ("nd-[100-149]", "vmss-nd-ib1"),
     ]
     assert {(s.provider, s.resource_group, s.subscription_id) for s in config.node_sets} == {  # type: ignore[union-attr]
-        ("azure", "rg-hybrid", "0000-sub")
+        ("azure", "rg-hybrid", "00000000-0000-0000-0000-000000000000")
     }
     with pytest.raises(BurstConfigUnknown, match="azure-native:subscriptionId"):
         burst_config(p, outputs, {})
