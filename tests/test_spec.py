@@ -41,7 +41,8 @@ def test_spec_is_frozen() -> None:
         pytest.param(
             cluster(pools=[pool(nodez=3)]),
             'stacks/Pulumi.t.yaml: pools[0].nodez: got "nodez"; unknown key; allowed keys: name, provider, region, '
-            "zone, instance_type, nodes, market, reservation, reservations, placement_group, image, root_volume_gib "
+            "zone, instance_type, nodes, rollout, market, reservation, reservations, placement_group, image, "
+            "root_volume_gib "
             '(did you mean "nodes"?)',
             id="unknown-pool-key",
         ),

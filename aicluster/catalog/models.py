@@ -833,6 +833,14 @@ class KubernetesService(Sourced):
             "whole group's."
         ),
     ] = False
+    max_unavailable_per_group: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="Most nodes one node group's update may take at once (EKS NodegroupUpdateConfig: 100); null: "
+            "no limit of the service's own, the group's size bounds it.",
+        ),
+    ] = None
     group_name_max: Annotated[int, Field(ge=1, description="Longest node group / node pool / agent pool name.")]
     group_name_hyphens: Annotated[bool, Field(description="Whether node group names may contain hyphens.")]
     max_taints_per_group: Annotated[int | None, Field(ge=1)] = None

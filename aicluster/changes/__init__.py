@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aicluster.catalog import ChangeRule, ConditionalReplace
+from aicluster.changes.drain import Drain, slurm_drains
 from aicluster.plan.models import node_name
 
 __all__ = ["CHANGE_SAFETY", "Blocked", "ChangeSet", "Step", "blocked_steps", "classify"]
@@ -227,6 +228,8 @@ class ChangeSet:
     head_stack: str
     unknown_types: list[str]  # types the catalog has no rule for: classified by their inputs alone
     pools: list[dict[str, Any]] = field(default_factory=list)  # pools that lose nodes, whatever resource holds them
+    drains: list[Drain] = field(default_factory=list)  # what a Slurm controller runs before `pulumi up` takes nodes
+    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))  # for the next maintenance window
 
     def to_json(self) -> dict[str, Any]:
         summary: dict[str, int] = {op: 0 for op in ("create", "update", "replace", "delete")}
@@ -239,6 +242,7 @@ class ChangeSet:
             "rollouts": sum(1 for s in self.steps if s.rollout),
             "risks": {r: sum(1 for s in self.steps if r in s.risks) for r in _RISK_ORDER},
             "pools": self.pools,
+            "slurmDrains": [d.to_json(self.now) for d in self.drains],
             "typesWithoutRules": self.unknown_types,
         }
 
@@ -295,8 +299,16 @@ def _source(rule: ChangeRule, what: str) -> str:
 
 
 class _Classifier:
-    def __init__(self, base: Mapping[str, Any], head: Mapping[str, Any], rules: Mapping[str, ChangeRule]) -> None:
+    def __init__(
+        self,
+        base: Mapping[str, Any],
+        head: Mapping[str, Any],
+        rules: Mapping[str, ChangeRule],
+        now: dt.datetime | None = None,
+    ) -> None:
         self.rules = rules
+        self.base, self.head = base, head
+        self.now = now or dt.datetime.now(dt.UTC)
         self.base_stack, self.head_stack = str(base.get("stack", "")), str(head.get("stack", ""))
         self.old = {_stack_free(r["urn"], self.base_stack): r for r in _resources(base)}
         self.new_list = _resources(head)
@@ -312,11 +324,12 @@ class _Classifier:
                 label = _pool_label(r.get("inputs") or {})
                 if label:
                     self.pool_of.setdefault(key, label)
-                    if r.get("parent"):
-                        by_parent.setdefault(str(r["parent"]), label)
+                    if isinstance(r.get("parent"), str):
+                        by_parent.setdefault(r["parent"], label)
             for key, r in side.items():
-                if key not in self.pool_of and r.get("parent") in by_parent:
-                    self.pool_of[key] = by_parent[str(r["parent"])]
+                parent = r.get("parent")
+                if key not in self.pool_of and isinstance(parent, str) and parent in by_parent:
+                    self.pool_of[key] = by_parent[parent]
 
     def run(self) -> ChangeSet:
         head_urn_to_key = {r["urn"]: k for k, r in self.new.items()}
@@ -337,7 +350,10 @@ class _Classifier:
         order = [*self.new, *(k for k in self.old if k not in self.new)]
         steps = [self.steps[k] for k in order if k in self.steps]
         steps.sort(key=lambda s: not s.provider)  # provider changes first (a stable sort keeps the rest in order)
-        return ChangeSet(steps, same, self.base_stack, self.head_stack, sorted(self.unknown), self._shrunk_pools())
+        shrunk = self._shrunk_pools()
+        names = {name: pool.names() for name, pool in self.base_pools.items()}
+        drains = slurm_drains(self.base, self.head, steps, shrunk, names)
+        return ChangeSet(steps, same, self.base_stack, self.head_stack, sorted(self.unknown), shrunk, drains, self.now)
 
     def _shrunk_pools(self) -> list[dict[str, Any]]:
         """Each pool of the base that the head removes or gives fewer nodes, with the nodes it loses (by the plan's
@@ -624,9 +640,12 @@ def _computed_leaves(value: Any, path: str) -> list[str]:
     return []
 
 
-def classify(base: Mapping[str, Any], head: Mapping[str, Any], rules: Mapping[str, ChangeRule]) -> ChangeSet:
-    """The steps from the base preview JSON to the head's, each classified by the catalog's change rules."""
-    return _Classifier(base, head, rules).run()
+def classify(
+    base: Mapping[str, Any], head: Mapping[str, Any], rules: Mapping[str, ChangeRule], now: dt.datetime | None = None
+) -> ChangeSet:
+    """The steps from the base preview JSON to the head's, each classified by the catalog's change rules; `now`
+    (default: the clock) dates the next maintenance window of a pool whose rollout waits for one."""
+    return _Classifier(base, head, rules, now).run()
 
 
 @dataclass(frozen=True)

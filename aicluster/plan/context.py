@@ -16,7 +16,7 @@ from aicluster.catalog import Catalog, CpuTopology, InstanceType, Region
 from aicluster.catalog.pricing import Price, cents, hourly_month, service_month, service_override_hint, service_price
 from aicluster.spec import ClusterSpec, Problem, did_you_mean
 
-from .models import PlannedPool, PoolNvlink
+from .models import PlannedPool, PlannedRollout, PoolNvlink
 
 if TYPE_CHECKING:
     from aicluster.schedulers.base import SchedulerPlanner
@@ -258,7 +258,16 @@ def pool_record(
             return None
         racks = math.ceil(nodes / nodes_per_rack)
     tags = {**ctx.spec.tags, "aicluster:cluster": ctx.spec.name, "aicluster:pool": name}
+    rollout = ctx.spec.pools[i].rollout
+    window = rollout.window
     return PlannedPool(
+        rollout=PlannedRollout(
+            strategy=rollout.strategy,
+            max_unavailable=rollout.batch(nodes),
+            window_days=tuple(window.days) if window else (),
+            window_start=window.start if window else None,
+            window_hours=window.hours if window else None,
+        ),
         name=name,
         provider=provider,
         region=reg.name,

@@ -5,9 +5,11 @@ Pure data (frozen pydantic models), JSON-able with `ClusterPlan.model_dump(mode=
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from collections.abc import Iterable
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from aicluster.catalog import CpuTopology
 from aicluster.catalog.pricing import Price
@@ -300,6 +302,45 @@ def node_name(pool: str, index: int, nodes: int) -> str:
     return f"{pool}-{index:0{width}d}"
 
 
+def hostlist(names: Iterable[str]) -> str:
+    """Slurm hostlist expression for node names: `h100-000 .. h100-015` -> `h100-[000-015]`. Names group by
+    prefix and digit count (zero padding), groups keep the order of their first name, runs are merged."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    plain: dict[str, None] = {}
+    for name in names:
+        m = re.fullmatch(r"(.*?)(\d+)", name)
+        if m is None:
+            plain[name] = None
+            continue
+        groups.setdefault((m.group(1), len(m.group(2))), set()).add(int(m.group(2)))
+    parts = list(plain)
+    for (prefix, width), numbers in groups.items():
+        ranges: list[str] = []
+        ordered = sorted(numbers)
+        start = prev = ordered[0]
+        for n in [*ordered[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
+            if n is not None:
+                start = prev = n
+        single = len(ordered) == 1
+        parts.append(f"{prefix}{ranges[0]}" if single else f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
+
+
+class PlannedRollout(_Plan):
+    """The pool's stack `rollout`, resolved: how many nodes a change that recreates or removes them may take at once
+    (`max_unavailable` of the pool's nodes), drained first, and the weekly UTC window (strategy `window`)."""
+
+    strategy: Literal["drain-first", "window"] = "drain-first"
+    max_unavailable: Annotated[int, Field(ge=1)] = 1
+    window_days: tuple[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"], ...] = ()
+    window_start: Annotated[str | None, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")] = None  # HH:MM, UTC
+    window_hours: Annotated[int | None, Field(ge=1, le=24)] = None
+
+
 class PlannedPool(_Plan):
     name: str
     provider: str
@@ -349,6 +390,7 @@ class PlannedPool(_Plan):
     burst: bool = False
     cpu_arch: Literal["x86_64", "arm64"] = "x86_64"  # the hosts' architecture (Grace: arm64): images and packages
     nvlink: PoolNvlink | None = None  # rack-scale types: the pool's multi-node NVLink domains
+    rollout: PlannedRollout = PlannedRollout()
 
     def ib_domains(self) -> list[tuple[str, range]]:
         """(domain, pool node indexes) for each set of nodes that share one InfiniBand fabric: each scale set, or the
@@ -461,6 +503,9 @@ class PlannedNodeGroup(_Plan):
     cpu_arch: Literal["x86_64", "arm64"] = "x86_64"  # the nodes' architecture: the node image they boot
     # taints the service itself puts on the nodes (GKE's on Arm nodes): aicluster does not set them, pods tolerate them
     service_taints: tuple[Taint, ...] = ()
+    # nodes an update (a new image, template or version) takes at once: the pool's rollout.max_unavailable, within
+    # the group's size and the service's own limit (EKS: 100)
+    max_unavailable: int = 1
 
     def all_taints(self) -> tuple[Taint, ...]:
         """Every taint the group's nodes carry: what a pod meant for them tolerates."""

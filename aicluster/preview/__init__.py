@@ -81,6 +81,7 @@ class Preview:
             "project": self.stack.project.name,
             "cluster": {
                 "name": p.name,
+                "scheduler": p.scheduler,
                 "tags": dict(p.tags),
                 "regions": sorted({f"{n.provider}/{n.region}" for n in p.networks}),
                 "frameworks": list(p.compliance.frameworks),
@@ -123,6 +124,8 @@ class Preview:
                         {"name": name, "first_node": nodes.start, "nodes": len(nodes)}
                         for name, nodes in pool.fabric_domains()
                     ],
+                    # how a change that recreates or removes the pool's nodes reaches them (the stack's `rollout`)
+                    "rollout": pool.rollout.model_dump(mode="json"),
                     # owned hosts the stack names (otherwise the nodes are <pool>-000 ...)
                     **({"hosts": [h.name for h in pool.onprem.hosts]} if pool.onprem and pool.onprem.hosts else {}),
                 }

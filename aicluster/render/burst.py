@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from aicluster.burst.config import PATTERN_HELP, AwsNodeSet, AzureNodeSet, BurstConfig, GcpNodeSet
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
-from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, SlurmSettings, cloud_times, hostlist
+from aicluster.plan.models import hostlist
+from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, SlurmSettings, cloud_times
 
 CONFIG_FILE = "aicluster-burst.json"
 UNKNOWN = frozenset({"<computed>", "[secret]", ""})

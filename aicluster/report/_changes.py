@@ -3,10 +3,12 @@ preview's `changes` from `preview --base`) that a reviewer must see first."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._templates import Code, code
 from ._views import plural
 
 
@@ -96,3 +98,47 @@ def risky_steps(changes: Mapping[str, Any] | None) -> list[RiskyStep]:
         )
     rows.sort(key=lambda x: x[0])
     return [r for _, r in rows]
+
+
+@dataclass(frozen=True)
+class DrainView:
+    """One pool's nodes to take out of service on the Slurm controller before `pulumi up` (aicluster.changes.drain)."""
+
+    pool: str
+    strategy: str
+    nodes: str
+    count: int
+    why: str
+    before: tuple[Code, ...]
+    after: tuple[Code, ...]
+    notes: tuple[str, ...]
+
+
+def slurm_drains(changes: Mapping[str, Any] | None) -> list[DrainView]:
+    """The classification's `slurmDrains`, each command shell-quoted for a code block; an entry of another shape, or
+    a command with a character no aicluster command has, is left out."""
+    out = []
+    for d in (changes or {}).get("slurmDrains") or []:
+        if not isinstance(d, Mapping):
+            continue
+        commands = {}
+        for when in ("before", "after"):
+            given = d.get(when) or []
+            argvs = [a for a in given if isinstance(a, list) and a and all(isinstance(x, str) for x in a)]
+            shown = [code(shlex.join(a)) for a in argvs]
+            commands[when] = tuple(c for c in shown if c is not None)
+        if not commands["before"]:
+            continue
+        out.append(
+            DrainView(
+                pool=str(d.get("pool", "")),
+                strategy=str(d.get("strategy", "")),
+                nodes=str(d.get("nodes", "")),
+                count=int(d["count"]) if isinstance(d.get("count"), int) else 0,
+                why=str(d.get("why", "")),
+                before=commands["before"],
+                after=commands["after"],
+                notes=tuple(str(n) for n in d.get("notes") or [] if isinstance(n, str)),
+            )
+        )
+    return out

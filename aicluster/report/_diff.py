@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._changes import risky_steps
+from ._changes import risky_steps, slurm_drains
 from ._doc import Addon, Kubernetes, NodeGroup, PreviewDoc, Resource, Violation
 from ._sites import site_changes
 from ._templates import render_markdown
@@ -431,6 +431,7 @@ def render_diff(base: PreviewDoc, head: PreviewDoc, changes: Mapping[str, Any] |
         risky=risky,
         ops=ops,
         guarded=[r for r in risky if r.guarded_by],
+        drains=slurm_drains(changes),
         headline=_headline(resources),
         verdict=head_verdict,
         base_verdict=base_verdict,

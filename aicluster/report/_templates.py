@@ -27,9 +27,27 @@ def _html_printable(value: object) -> object:
     return value if isinstance(value, markupsafe.Markup) else printable(value)
 
 
+class Code(str):
+    """A command for a fenced code block, shown as written: made only of characters that cannot end the fence or
+    the line (see `code`)."""
+
+    __slots__ = ()
+
+
+_CODE_SAFE = re.compile(r"[A-Za-z0-9 _.,:;=/+%@'\"()\[\]{}-]*")
+
+
+def code(text: str) -> Code | None:
+    """`text` for a code block, or None when it holds what could end the block or forge a line (a backtick, a
+    newline, a control character): such a value comes from a hostile document, never from aicluster."""
+    return Code(text) if _CODE_SAFE.fullmatch(text) else None
+
+
 def md_escape(value: object) -> str:
     """Text that GitHub/GitLab Markdown shows as written, also inside a table cell: punctuation
-    backslash-escaped, `&` as an entity, line breaks as `<br>`."""
+    backslash-escaped, `&` as an entity, line breaks as `<br>`. A `Code` is shown as written (in a fence)."""
+    if isinstance(value, Code):
+        return str(value)
     text = printable(value).replace("\r\n", "\n").replace("\r", "\n")
     escaped = "".join("&amp;" if c == "&" else f"\\{c}" if c in _MD_PUNCTUATION else c for c in text)
     return escaped.replace("\n", "<br>")

@@ -16,7 +16,9 @@ from .base import (
     Count,
     DnsLabel,
     InstanceType,
+    PoolRollout,
     Problem,
+    Rollout,
     Strict,
     _pattern,
     _Problems,
@@ -60,6 +62,7 @@ class AwsPool(Strict):
     ] = None
     instance_type: Annotated[InstanceType, Field(description="EC2 instance type (e.g. `p5.48xlarge`).")]
     nodes: Annotated[Count, Field(ge=1, le=100_000, description="Number of nodes (e.g. `64`).")]
+    rollout: PoolRollout = Rollout()
     market: Annotated[
         AwsMarket,
         Field(

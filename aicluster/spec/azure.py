@@ -16,7 +16,9 @@ from .base import (
     DnsLabel,
     InstanceType,
     LazyPattern,
+    PoolRollout,
     Problem,
+    Rollout,
     Strict,
     _pattern,
     _Problems,
@@ -57,6 +59,7 @@ class AzurePool(Strict):
             "InfiniBand domain.",
         ),
     ]
+    rollout: PoolRollout = Rollout()
     market: Annotated[
         AzureMarket,
         Field(

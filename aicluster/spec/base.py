@@ -22,7 +22,10 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    PlainValidator,
     ValidationError,
+    WithJsonSchema,
+    model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, SchemaValidator, core_schema
@@ -411,3 +414,85 @@ class Strict(BaseModel):
 def _zone_number(value: Any) -> Any:
     """Azure zones are the logical numbers 1, 2 and 3; YAML reads an unquoted `1` as a number."""
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+# ------------------------------------------------------------------------------------------------
+# Rollouts: how a change that recreates or removes a pool's nodes reaches them
+# ------------------------------------------------------------------------------------------------
+
+MAX_UNAVAILABLE_HINT = "must be a whole number of nodes from 1 (e.g. 2) or a percentage from 1% to 100% (e.g. 10%)"
+PERCENT_RE = _pattern(r"^([1-9][0-9]?|100)%$", MAX_UNAVAILABLE_HINT)
+
+
+def _max_unavailable(value: Any) -> int | str:
+    """A node count (1-100,000) or a share of the pool (1%-100%), with one message for either form."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000:
+        return value
+    if isinstance(value, str) and re.fullmatch(PERCENT_RE, value):
+        return value
+    raise PydanticCustomError("max_unavailable", MAX_UNAVAILABLE_HINT)
+
+
+MaxUnavailable = Annotated[
+    int | str,
+    PlainValidator(_max_unavailable),
+    WithJsonSchema(
+        {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 100_000}, {"type": "string", "pattern": PERCENT_RE}]}
+    ),
+]
+TIME_OF_DAY_RE = _pattern(r"^([01][0-9]|2[0-3]):[0-5][0-9]$", "must be a time of day in UTC, HH:MM (e.g. 02:00)")
+Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+
+
+class MaintenanceWindow(Strict):
+    """A weekly window, in UTC, when a rollout may take nodes."""
+
+    days: Annotated[
+        list[Weekday], Field(min_length=1, max_length=7, description="Days the window opens (e.g. `[sat, sun]`).")
+    ]
+    start: Annotated[str, Field(pattern=TIME_OF_DAY_RE, description="Start, UTC, HH:MM (e.g. `02:00`).")]
+    hours: Annotated[Count, Field(ge=4, le=24, description="Length in hours, at least 4 (GKE's minimum).")]
+
+
+class Rollout(Strict):
+    """How a change that recreates or removes the pool's nodes reaches them: never more than `max_unavailable` of
+    them at once, each drained first (running jobs finish, no new job starts) or, with `strategy: window`, only in a
+    weekly maintenance window."""
+
+    strategy: Annotated[
+        Literal["drain-first", "window"],
+        Field(
+            description="`drain-first`: drain the nodes to be replaced or removed, then replace them, "
+            "`max_unavailable` at a time; `window`: the same, inside `window` only."
+        ),
+    ] = "drain-first"
+    max_unavailable: Annotated[
+        MaxUnavailable,
+        Field(description="Nodes a rollout may take at once: a count (e.g. `2`) or a share of the pool (e.g. `10%`)."),
+    ] = 1
+    window: Annotated[
+        MaintenanceWindow | None, Field(description="The weekly window for `strategy: window` (UTC).")
+    ] = None
+
+    @model_validator(mode="after")
+    def _window_matches_strategy(self) -> Rollout:
+        if self.strategy == "window" and self.window is None:
+            raise _Problems([Problem(("window",), "strategy: window needs a window (days, start, hours)")])
+        if self.strategy != "window" and self.window is not None:
+            raise _Problems([Problem(("strategy",), "a window is given: set strategy: window, or drop the window")])
+        return self
+
+    def batch(self, nodes: int) -> int:
+        """`max_unavailable` as a node count for a pool of `nodes` (a share rounds down, never below one)."""
+        if isinstance(self.max_unavailable, int):
+            return max(1, min(self.max_unavailable, nodes))
+        return max(1, nodes * int(self.max_unavailable.rstrip("%")) // 100)
+
+
+PoolRollout = Annotated[
+    Rollout,
+    Field(
+        description="How a change that recreates or removes the pool's nodes reaches them: `max_unavailable` at a "
+        "time, drained first (or only in a maintenance `window`)."
+    ),
+]

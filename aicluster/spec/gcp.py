@@ -16,7 +16,9 @@ from .base import (
     DnsLabel,
     GcpMarket,
     InstanceType,
+    PoolRollout,
     Problem,
+    Rollout,
     Strict,
     _pattern,
     _Problems,
@@ -68,6 +70,7 @@ class GcpPool(Strict):
         Count | None,
         Field(ge=1, le=100_000, description="Number of VMs (e.g. `32`); with `instance_type`."),
     ] = None
+    rollout: PoolRollout = Rollout()
     tpu: Annotated[
         str | None,
         Field(

@@ -19,7 +19,9 @@ from .base import (
     Count,
     DnsLabel,
     InstanceType,
+    PoolRollout,
     Problem,
+    Rollout,
     Strict,
     _pattern,
     _Problems,
@@ -298,6 +300,7 @@ class OnpremPool(Strict):
     nodes: Annotated[
         Count | None, Field(ge=1, le=100_000, description="Number of nodes. Default: the number of hosts.")
     ] = None
+    rollout: PoolRollout = Rollout()
     hosts: Annotated[list[Host], Field(max_length=100_000, description="The nodes themselves (optional).")] = []
     fabric: Annotated[OnpremFabric | None, Field(description="The pool's own fabric. Default: the site's.")] = None
 

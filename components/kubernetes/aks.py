@@ -154,9 +154,11 @@ def agent_pool_args(k: PlannedKubernetes, group: PlannedNodeGroup, pool: Planned
         "scale_set_priority": azure.containerservice.ScaleSetPriority.SPOT if spot else None,
         "scale_set_eviction_policy": d.eviction_policy if spot else None,
         "spot_max_price": d.max_price if spot else None,
-        # an upgrade or a new node image takes one GPU node at a time and no surge node (GPU capacity is bought to
-        # the node; AKS's default surges 10% more), as the EKS and GKE node groups do
-        "upgrade_settings": azure.containerservice.AgentPoolUpgradeSettingsArgs(max_surge="0", max_unavailable="1"),
+        # an upgrade or a new node image takes the pool's rollout.max_unavailable nodes at a time and no surge node
+        # (GPU capacity is bought to the node; AKS's default surges 10% more), as the EKS and GKE node groups do
+        "upgrade_settings": azure.containerservice.AgentPoolUpgradeSettingsArgs(
+            max_surge="0", max_unavailable=str(group.max_unavailable)
+        ),
     }
 
 

@@ -335,7 +335,9 @@ class AwsEksCluster(pulumi.ComponentResource):
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
                 labels=dict(g.labels),
                 taints=taints(g),
-                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+                # the pool's rollout.max_unavailable: nodes an update (a new AMI, launch template or version) takes at
+                # once, within EKS's limit of 100 (the catalog's max_unavailable_per_group)
+                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=g.max_unavailable),
                 region=region,
                 opts=pulumi.ResourceOptions.merge(pool_opts, group_deps),
             )

@@ -431,8 +431,9 @@ class GkeCluster(pulumi.ComponentResource):
             # auto-upgrade stays on (a release channel requires it); the cluster's maintenance exclusion holds node
             # upgrades back, since an upgrade drains the node and kills the job on it
             management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            # no surge node (GPU capacity is bought to the node); the pool's rollout.max_unavailable at a time
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
-                strategy="SURGE", max_surge=0, max_unavailable=1
+                strategy="SURGE", max_surge=0, max_unavailable=g.max_unavailable
             ),
             opts=opts,
         )

@@ -221,3 +221,12 @@ def test_hosts_that_are_not_a_list_are_not_names(catalog: Catalog) -> None:
     base["pools"][0]["hosts"] = "abc"
     (step,) = classify(base, head, catalog.change_rules).steps
     assert step.nodes_removed == ["h100-002", "h100-003"]
+
+
+@pytest.mark.parametrize("parent", [["a", "b"], {"urn": "x"}, 5, None], ids=["list", "map", "number", "none"])
+def test_a_parent_of_another_shape_is_no_parent(catalog: Catalog, parent: Any) -> None:
+    """A hand-edited or hostile preview JSON: a parent that is not a URN (a list raised TypeError: unhashable)."""
+    old, new = resource(LT, "h100-lt", userData="a"), resource(LT, "h100-lt", userData="b")
+    old["parent"] = new["parent"] = parent
+    steps = classify(doc(old), doc(new), catalog.change_rules).steps
+    assert [s.name for s in steps] == ["h100-lt"]

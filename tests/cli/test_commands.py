@@ -31,6 +31,7 @@ POOL_KEYS = {
     "region",
     "zone",
     "ib_domains",
+    "rollout",
     "fabric_domains",
     "instance_type",
     "market",

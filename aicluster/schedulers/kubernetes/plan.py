@@ -196,6 +196,7 @@ def _nvlink_groups(
                 nvlink_domain=d.id,
                 cpu_arch=pool.cpu_arch,
                 service_taints=service_taints,
+                max_unavailable=_max_unavailable(svc, pool, len(d.nodes)),
             )
         )
     return groups
@@ -269,6 +270,7 @@ def _node_groups(
                     topology=kind,
                     cpu_arch=pool.cpu_arch,
                     service_taints=arm_taints,
+                    max_unavailable=_max_unavailable(svc, pool, len(part)),
                 )
             )
     names = [g.name for g in groups]
@@ -565,3 +567,8 @@ class KubernetesPlanner:
 
 
 PLANNER = KubernetesPlanner()
+
+
+def _max_unavailable(svc: KubernetesService, pool: PlannedPool, nodes: int) -> int:
+    """The pool's rollout.max_unavailable for one of its node groups: within the group and the service's limit."""
+    return min(pool.rollout.max_unavailable, nodes, svc.max_unavailable_per_group or nodes)

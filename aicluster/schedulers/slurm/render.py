@@ -91,14 +91,14 @@ What the files say, and why:
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from aicluster.catalog import Catalog, SlurmCloudTimes, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
+from aicluster.plan.models import hostlist
 from aicluster.render import render
 
 Version = tuple[int, int]
@@ -191,34 +191,6 @@ class Block:
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-
-
-def hostlist(names: Iterable[str]) -> str:
-    """Slurm hostlist expression for node names: `h100-000 .. h100-015` -> `h100-[000-015]`. Names group by
-    prefix and digit count (zero padding), groups keep the order of their first name, runs are merged."""
-    groups: dict[tuple[str, int], set[int]] = {}
-    plain: dict[str, None] = {}
-    for name in names:
-        m = re.fullmatch(r"(.*?)(\d+)", name)
-        if m is None:
-            plain[name] = None
-            continue
-        groups.setdefault((m.group(1), len(m.group(2))), set()).add(int(m.group(2)))
-    parts = list(plain)
-    for (prefix, width), numbers in groups.items():
-        ranges: list[str] = []
-        ordered = sorted(numbers)
-        start = prev = ordered[0]
-        for n in [*ordered[1:], None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
-            if n is not None:
-                start = prev = n
-        single = len(ordered) == 1
-        parts.append(f"{prefix}{ranges[0]}" if single else f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts)
 
 
 def is_gpu_pool(pool: PlannedPool) -> bool:
