@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import signal
 import stat
@@ -26,6 +27,53 @@ from typing import Any
 
 class WriteError(Exception):
     """A file could not be written: the message names the user's path and the cause in words."""
+
+
+class DirectoryBusy(Exception):
+    """Another process holds the lock of a directory (`lock_directory`); `pid` is its process id when known."""
+
+    def __init__(self, directory: Path, pid: int | None) -> None:
+        super().__init__(f"{directory} is locked by process {pid}" if pid else f"{directory} is locked")
+        self.directory = directory
+        self.pid = pid
+
+
+@contextlib.contextmanager
+def lock_directory(directory: Path, name: str, *, label: str | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `directory` (which must exist) while the block writes into it: fcntl.flock on
+    the file `name` in it, made 0600 and never followed if it is a link, holding the holder's pid. Never waits:
+    raises DirectoryBusy (with the holder's pid) when another process holds it, WriteError (naming `label`,
+    else the directory) when the lock file cannot be opened. The file stays (empty) after: removing it would let
+    a run that opened it just before lock a file no later run looks at."""
+    path = directory / name
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        shown = label or str(directory)
+        why = "is a symbolic link" if exc.errno == errno.ELOOP else _cause(exc, path)
+        raise WriteError(f"{shown}: cannot take the lock {name}: {why}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DirectoryBusy(directory, _holder(fd)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # no stale pid for the next run to name
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder(fd: int) -> int | None:
+    """The pid a lock file names (None while its holder has not written it yet)."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def _cause(exc: OSError, path: Path) -> str:
