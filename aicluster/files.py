@@ -80,6 +80,8 @@ def _cause(exc: OSError, path: Path) -> str:
     """The cause of a failed write in words, about `path` (never the temporary file)."""
     parent = path.parent
     code = exc.errno
+    if code == errno.ENAMETOOLONG:
+        return "file name too long"
     if code == errno.EISDIR or path.is_dir():
         return "is a directory; give a file name"
     if code == errno.ENOTDIR:
@@ -97,8 +99,6 @@ def _cause(exc: OSError, path: Path) -> str:
         return "no space left on the device"
     if code == errno.EDQUOT:
         return "disk quota exceeded"
-    if code == errno.ENAMETOOLONG:
-        return "file name too long"
     return (exc.strerror or type(exc).__name__).lower()
 
 

@@ -569,6 +569,9 @@ def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], 
                 raise InventoryDirError(
                     f"{shown}: exists and is not a directory; give a new or empty directory"
                 ) from None
+        except OSError as exc:  # under a file, no permission, a name too long
+            reason = (exc.strerror or type(exc).__name__).lower()
+            raise InventoryDirError(f"{shown}: cannot create the directory ({reason})") from None
         else:
             os.chmod(target, 0o700)  # mkdir's mode is masked by the umask; this directory is ours
     with locked(target, shown=shown):

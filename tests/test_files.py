@@ -142,3 +142,9 @@ def test_a_signal_the_process_survives_stops_the_write_cleanly(tmp_path: Path, m
         assert seen == [signal.SIGTERM, signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_name_too_long_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(WriteError, match=r": cannot write: file name too long$"):
+        write_atomic(tmp_path / ("x" * 300), "x", flag="-o")
+    assert not any(tmp_path.iterdir())

@@ -689,3 +689,13 @@ def test_the_lock_is_the_one_a_run_takes(tmp_path: Path) -> None:
         pass
     write(target, {"hosts.yml": "all: {}\n"}, {}, shown=str(target))
     assert (target / "hosts.yml").read_text() == "all: {}\n"
+
+
+def test_an_out_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    from aicluster.inventory import InventoryDirError
+
+    (tmp_path / "file").write_text("x")
+    target = tmp_path / "file" / "inventory"
+    with pytest.raises(InventoryDirError, match=r": cannot create the directory \(.+\)$"):
+        write(target, {"hosts.yml": "all: {}\n"}, {}, shown=str(target))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
