@@ -3,27 +3,85 @@
 A symbolic link is followed: its target is replaced and the link stays. What is not a regular file (a
 device such as /dev/null, a named pipe, a socket) is written into as it is, never replaced by a file.
 A failed write names the path the user gave and the cause in words, never the temporary file, and
-leaves nothing behind: no temporary file and no directory it created for the write.
+leaves nothing behind: no temporary file and no directory it created for the write. That holds for a write
+stopped by SIGTERM, SIGINT or SIGHUP too (a CI job cancelled, Ctrl-C, a closed terminal): while the temporary
+file exists, those signals raise inside the write, which cleans up; then the signal is delivered again to the
+handler that was there before (by default it ends the process, as it would have).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 
 class WriteError(Exception):
     """A file could not be written: the message names the user's path and the cause in words."""
 
 
+class DirectoryBusy(Exception):
+    """Another process holds the lock of a directory (`lock_directory`); `pid` is its process id when known."""
+
+    def __init__(self, directory: Path, pid: int | None) -> None:
+        super().__init__(f"{directory} is locked by process {pid}" if pid else f"{directory} is locked")
+        self.directory = directory
+        self.pid = pid
+
+
+@contextlib.contextmanager
+def lock_directory(directory: Path, name: str, *, label: str | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `directory` (which must exist) while the block writes into it: fcntl.flock on
+    the file `name` in it, made 0600 and never followed if it is a link, holding the holder's pid. Never waits:
+    raises DirectoryBusy (with the holder's pid) when another process holds it, WriteError (naming `label`,
+    else the directory) when the lock file cannot be opened. The file stays (empty) after: removing it would let
+    a run that opened it just before lock a file no later run looks at."""
+    path = directory / name
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        shown = label or str(directory)
+        why = "is a symbolic link" if exc.errno == errno.ELOOP else _cause(exc, path)
+        raise WriteError(f"{shown}: cannot take the lock {name}: {why}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DirectoryBusy(directory, _holder(fd)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # no stale pid for the next run to name
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder(fd: int) -> int | None:
+    """The pid a lock file names (None while its holder has not written it yet)."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def _cause(exc: OSError, path: Path) -> str:
     """The cause of a failed write in words, about `path` (never the temporary file)."""
     parent = path.parent
     code = exc.errno
+    if code == errno.ENAMETOOLONG:
+        return "file name too long"
     if code == errno.EISDIR or path.is_dir():
         return "is a directory; give a file name"
     if code == errno.ENOTDIR:
@@ -41,9 +99,61 @@ def _cause(exc: OSError, path: Path) -> str:
         return "no space left on the device"
     if code == errno.EDQUOT:
         return "disk quota exceeded"
-    if code == errno.ENAMETOOLONG:
-        return "file name too long"
     return (exc.strerror or type(exc).__name__).lower()
+
+
+# The signals that end a command from outside; each stops a write cleanly (see the module doc).
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+
+
+class _Stopped(BaseException):
+    """A stop signal arrived while a temporary file existed (BaseException: no `except Exception` swallows it)."""
+
+
+class _SignalGuard:
+    """Stop signals during a write: recorded always, raised as _Stopped only while `armed` (once a temporary
+    file exists and is known, never while it is being created or removed, so that no signal can leave it behind)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.armed = False
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self.armed:
+            self.armed = False
+            raise _Stopped
+
+    def arm(self) -> None:
+        """Raise from now on, and at once for a signal that came while disarmed."""
+        self.armed = True
+        if self.signum is not None:
+            self.armed = False
+            raise _Stopped
+
+
+@contextlib.contextmanager
+def _signals_stop_the_write() -> Iterator[_SignalGuard]:
+    """Install the guard's handler for the stop signals the process does not ignore, and restore the previous
+    handlers after; then deliver a signal that came meanwhile to them. Only the main thread receives signals in
+    Python, so elsewhere the guard is never called."""
+    guard = _SignalGuard()
+    previous: dict[int, Callable[[int, FrameType | None], Any] | int] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _STOP_SIGNALS:
+            handler = signal.getsignal(signum)
+            if handler is None or handler == signal.SIG_IGN:  # set outside Python, or ignored: left alone
+                continue
+            previous[signum] = handler
+            signal.signal(signum, guard.handler)
+    try:
+        yield guard
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if guard.signum is not None:
+        signal.raise_signal(guard.signum)  # the previous handler: by default the process ends here
 
 
 def _label(path: Path, flag: str | None) -> str:
@@ -75,6 +185,16 @@ def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None =
         if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():
             _write_in_place(path, text, label)
             return
+    with _signals_stop_the_write() as guard:
+        written = _write_file(path, text, mode, flag, label, guard)
+    if not written:  # stopped by a signal whose previous handler let the process go on
+        name = signal.Signals(guard.signum).name if guard.signum is not None else "a signal"
+        raise WriteError(f"{label}: not written: stopped by {name}")
+
+
+def _write_file(path: Path, text: str, mode: int, flag: str | None, label: str, guard: _SignalGuard) -> bool:
+    """write_atomic's temporary file and rename; False when a stop signal stopped it (it raises inside only
+    while `guard` is armed: once the temporary file is known, until it is complete)."""
     created: list[Path] = []
     tmp: str | None = None
     done = False
@@ -90,20 +210,26 @@ def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None =
             created.append(directory)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            guard.arm()
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        guard.armed = False  # complete: a signal from here on is delivered once the file is in place
         os.replace(tmp, path)
         done = True
+    except _Stopped:
+        pass  # the file is removed below; write_atomic delivers the signal once the handlers are restored
     except OSError as exc:
         raise WriteError(f"{label}: cannot write: {_cause(exc, path)}") from None
     finally:
+        guard.armed = False
         if not done:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
             for directory in reversed(created):
                 _rmdir_quietly(directory)
+    return done
 
 
 def _write_in_place(path: Path, text: str, label: str) -> None:

@@ -22,7 +22,8 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 import yaml
 
 from aicluster.catalog import Catalog, load_catalog
-from aicluster.files import write_atomic
+from aicluster.files import DirectoryBusy, lock_directory, write_atomic
 from aicluster.plan import ClusterPlan, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
 from aicluster.render import burst, nccl
@@ -382,6 +383,7 @@ def read_yaml(text: str) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 MARKER = ".aicluster-inventory.json"  # what aicluster wrote here: its files and the addresses it was given
+LOCK = ".aicluster-inventory.lock"  # held by the run writing here (its pid in it); stays, empty, after
 
 
 class InventoryDirError(ValueError):
@@ -519,28 +521,67 @@ def _read_marker(target: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) and doc.get("written_by") == "aicluster" else None
 
 
+@contextmanager
+def locked(target: Path, *, shown: str) -> Iterator[None]:
+    """Hold `target`'s lock (the LOCK file in it) while writing it: a second run into the same directory exits
+    with InventoryDirError naming the run that writes it, never mistaking that run's files for someone else's."""
+    try:
+        with lock_directory(target, LOCK, label=shown):
+            yield
+    except DirectoryBusy as exc:
+        by = f" (pid {exc.pid})" if exc.pid else ""
+        raise InventoryDirError(
+            f"{shown} is being written by another aicluster run{by}; wait for it or choose another --out"
+        ) from None
+
+
+def _ours(target: Path) -> bool:
+    """Whether aicluster has written into `target`: it has the marker, or the lock file of a run (one that
+    was stopped before its marker, or is writing now). aicluster takes a lock only in a directory it made, an
+    empty one or one with the marker, so the lock file alone says the directory is aicluster's."""
+    lock = target / LOCK
+    return _read_marker(target) is not None or (lock.is_file() and not lock.is_symlink())
+
+
 def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], *, shown: str) -> Written:
     """Write `files` (relative path -> text, 0600) under `target`, which must be a directory aicluster made
-    (it carries MARKER), an empty one, or not exist yet (then it is made 0700). Files an earlier run wrote that
-    this one does not are removed; nothing else is ever removed, and an existing directory's mode is never
-    changed. `shown` is how messages name the directory (the user's spelling)."""
+    (it carries MARKER or LOCK), an empty one, or not exist yet (then it is made 0700). Files an earlier run wrote
+    that this one does not are removed; nothing else is ever removed, and an existing directory's mode is never
+    changed. One run at a time writes a directory (its LOCK). `shown` is how messages name the directory (the
+    user's spelling)."""
     if target.is_symlink():
         raise InventoryDirError(
             f"{shown}: is a symbolic link; give the directory itself (aicluster never writes through a link)"
         )
-    marker = None
     if target.exists():
         if not target.is_dir():
             raise InventoryDirError(f"{shown}: exists and is not a directory; give a new or empty directory")
-        marker = _read_marker(target)
-        if marker is None and any(target.iterdir()):
+        if not _ours(target) and any(target.iterdir()):  # refused before a lock file is put in it
             raise InventoryDirError(
                 f"{shown}: a non-empty directory aicluster did not write (no {MARKER} in it); give a new or empty "
                 "directory (e.g. .work/<stack>/inventory, the default)"
             )
     else:
-        target.mkdir(parents=True, mode=0o700)
-        os.chmod(target, 0o700)  # mkdir's mode is masked by the umask; this directory is ours
+        try:
+            target.mkdir(parents=True, mode=0o700)
+        except FileExistsError:  # another run made it meanwhile: its lock decides
+            if target.is_symlink() or not target.is_dir():
+                raise InventoryDirError(
+                    f"{shown}: exists and is not a directory; give a new or empty directory"
+                ) from None
+        except OSError as exc:  # under a file, no permission, a name too long
+            reason = (exc.strerror or type(exc).__name__).lower()
+            raise InventoryDirError(f"{shown}: cannot create the directory ({reason})") from None
+        else:
+            os.chmod(target, 0o700)  # mkdir's mode is masked by the umask; this directory is ours
+    with locked(target, shown=shown):
+        return _write_locked(target, files, addresses, _read_marker(target), shown=shown)
+
+
+def _write_locked(
+    target: Path, files: Mapping[str, str], addresses: Mapping[str, str], marker: dict[str, Any] | None, *, shown: str
+) -> Written:
+    """`write` once `target` is known to be aicluster's and its lock is held."""
     root = target.resolve()
 
     def inside(rel: str) -> bool:  # a relative path whose directory is this one's, not reached through a link

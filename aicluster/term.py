@@ -5,6 +5,10 @@ messages. A control character among them (an ANSI escape sequence, a bell, a car
 terminal: retitle the window, clear the screen, hide or rewrite lines. Every console of the CLI is a
 SafeConsole, which removes control characters from all text it renders, while keeping rich's own styling
 (colours are added after rendering) and its control segments (cursor moves of a live display).
+
+Nor does a SafeConsole expand emoji codes: rich would show a waiver reason ":fire:" as an emoji and a message
+"namespace:key: value" as "namespace🔑 value". Markup stays on (the CLI's own styles use it), so user text is
+passed through `rich.markup.escape` wherever it is printed.
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ def strip_control(text: str) -> str:
 
 
 class SafeConsole(Console):
-    """A rich Console that strips control characters from everything it renders (see the module doc)."""
+    """A rich Console that strips control characters from everything it renders and never expands emoji codes
+    (see the module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def render(self, renderable: Any, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -130,12 +131,14 @@ def test_cli_writes_owner_only_files_in_a_work_dir(project: Path) -> None:
     files = sorted(p for p in out.rglob("*") if p.is_file())
     assert [p.relative_to(out).as_posix() for p in files] == [
         ".aicluster-inventory.json",  # what aicluster wrote here (a later run removes only those)
+        ".aicluster-inventory.lock",  # one run at a time writes here (empty once the run ends)
         "group_vars/all.yml",
         "group_vars/pool_h100.yml",
         "group_vars/slurm_controller.yml",
         "hosts.yml",
     ]
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
+    assert (out / ".aicluster-inventory.lock").read_text() == ""
     assert not (project / "playbooks").exists()
 
 
@@ -574,3 +577,125 @@ def test_the_acceptance_roles_test_is_the_shape_the_gate_is_computed_for() -> No
     assert defaults["acceptance_env"]["NCCL_ALGO"].lower() == ACCEPTANCE_ALGORITHM
     assert "--nodes=2" in defaults["acceptance_launcher"]
     assert ACCEPTANCE_PAIR_NODES == 2
+
+
+# --- two runs into one --out: the second waits its turn, never mistakes the first's files (issue 31 #14) --------
+
+# `python -m aicluster.cli ARGS` whose first os.fsync of a file under DIR says "writing" on stderr and waits for a
+# line on stdin: a real run held in the middle of writing its inventory (some files written, no marker yet).
+_HELD_RUN = """
+import os, runpy, sys
+folder, sys.argv = sys.argv[1], ["aicluster", *sys.argv[2:]]
+fsync, held = os.fsync, []
+def hold(fd):
+    fsync(fd)
+    if not held and os.readlink(f"/proc/self/fd/{fd}").startswith(folder + os.sep):
+        held.append(fd)
+        sys.stderr.write("writing\\n")
+        sys.stderr.flush()
+        sys.stdin.readline()
+os.fsync = hold
+runpy.run_module("aicluster.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def _held_inventory(project: Path, out: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HELD_RUN, str(out), "inventory", "good", "--out", str(out)],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line == "writing\n":
+            return proc
+    proc.wait()
+    pytest.fail(f"the first run ended before writing: {proc.returncode}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to find the file being written")
+@pytest.mark.parametrize("first_ends", ["completes", "is-killed"])
+def test_a_second_run_into_the_same_out_is_told_another_run_writes_it(
+    project: Path, tmp_path: Path, first_ends: str
+) -> None:
+    out = tmp_path / "inventory"  # new: the first run makes it
+    first = _held_inventory(project, out)
+    try:
+        assert first.stdin is not None
+        second = inventory_cli(project, "good", "--out", str(out))
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert (
+            f"error: --out {out} is being written by another aicluster run (pid {first.pid}); wait for it or "
+            "choose another --out" in " ".join(second.stderr.split())
+        )
+        assert "did not write" not in second.stderr
+        if first_ends == "completes":
+            first.stdin.write("go on\n")
+            first.stdin.close()
+            assert first.wait(timeout=120) == 0, first.stderr.read() if first.stderr else ""
+        else:
+            first.terminate()
+            assert first.wait(timeout=120) == -signal.SIGTERM
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    # the lock file left behind is aicluster's: a later run writes the directory, after a complete run or a killed one
+    third = inventory_cli(project, "good", "--out", str(out))
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert (out / "hosts.yml").is_file()
+    again = inventory_cli(project, "good", "--out", str(out))
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_the_lock_is_the_one_a_run_takes(tmp_path: Path) -> None:
+    """A run finds the directory busy while another process holds the lock through the same helper."""
+    from aicluster.inventory import InventoryDirError, locked
+
+    target = tmp_path / "inv"
+    target.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from aicluster.inventory import locked\n"
+            "with locked(Path(sys.argv[1]), shown=sys.argv[1]):\n"
+            "    print('locked', flush=True); sys.stdin.readline()",
+            str(target),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdin is not None
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(InventoryDirError, match=rf"^{target} is being written by another aicluster run "):
+            write(target, {"hosts.yml": "all: {}\n"}, {}, shown=str(target))
+        assert not (target / "hosts.yml").exists()
+        holder.stdin.close()
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    with locked(target, shown=str(target)):  # free again, and taken once at a time within one process too
+        pass
+    write(target, {"hosts.yml": "all: {}\n"}, {}, shown=str(target))
+    assert (target / "hosts.yml").read_text() == "all: {}\n"
+
+
+def test_an_out_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    from aicluster.inventory import InventoryDirError
+
+    (tmp_path / "file").write_text("x")
+    target = tmp_path / "file" / "inventory"
+    with pytest.raises(InventoryDirError, match=r": cannot create the directory \(.+\)$"):
+        write(target, {"hosts.yml": "all: {}\n"}, {}, shown=str(target))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -30,8 +30,9 @@ __all__ = ["emit", "err", "escape", "group_warnings", "out", "print_warnings", "
 # Logs (CI) are not terminals: give tables room instead of rich's 80-column fallback.
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
 # SafeConsole: control characters in user-derived text (stack values, waiver reasons) never reach the terminal.
-out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH)
-err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+# emoji=False: ":fire:" in a waiver reason, or "namespace:key: value" in a message, is printed as written.
+out = SafeConsole(highlight=False, soft_wrap=True, emoji=False, width=_WIDTH)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False, width=_WIDTH)
 
 
 @dataclass

@@ -114,7 +114,8 @@ class PlannedInventory:
         hosts = sum(len(p.node_names()) for p in plan.pools) + (1 if plan.controller else 0)
         addressed = len(set(self.addresses) | set(inv.stack_addresses(plan)))
         out.print(
-            f"wrote {self.target}/hosts.yml and {len(self.files) - 1} group_vars file(s): {hosts} host(s), "
+            f"wrote {escape(str(self.target))}/hosts.yml and {len(self.files) - 1} group_vars file(s): "
+            f"{hosts} host(s), "
             f"{addressed} with an address"
             f"{f' ({self.reused} kept from the previous inventory)' if self.reused else ''}; "
             f"outputs from the {self.source}"

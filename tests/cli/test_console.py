@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,101 @@ def test_markdown_to_stdout_carries_no_control_characters(tmp_path: Path) -> Non
     proc = run_cli("diff", str(base), str(head))
     assert proc.returncode == 0, proc.stderr
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", proc.stdout)
+
+
+# --- emoji codes and markup in user text are printed as written (issue 31 #13) --------------------------------
+
+# A waiver reason that rich would otherwise turn into an emoji, bold text, a MarkupError and (in HTML) a script.
+RICH_TEXT = ":fire: [bold]x[/] <script>alert(1)</script> namespace:key: value"
+
+
+def _waived_stack(project: Path, reason: str) -> str:
+    text = (project / "stacks" / "Pulumi.good.yaml").read_text()
+    over = text.replace("monthly_usd: 250000", "monthly_usd: 1000")
+    waived = over.replace(
+        "      allowed_regions: [us-east-1]",
+        "      allowed_regions: [us-east-1]\n      waivers:\n"
+        "        - {policy: aicluster-cluster-enforce-monthly-budget, resource: llm-dev,\n"
+        f'           reason: {json.dumps(reason)}, expires: "2099-12-31"}}',
+    )
+    assert waived != over
+    write_stack(project, "waived", waived)
+    return "waived"
+
+
+def _no_emoji(text: str) -> None:
+    assert "\N{FIRE}" not in text, text[-600:]
+    assert "\N{KEY}" not in text, text[-600:]
+
+
+def test_the_consoles_print_emoji_codes_and_markup_in_user_text_as_written() -> None:
+    from aicluster.cli.console import err, out
+
+    for console in (out, err, SafeConsole(file=io.StringIO(), width=200)):
+        with console.capture() as captured:
+            console.print(f"[red]error:[/] {escape(RICH_TEXT)}")
+            table = Table()
+            table.add_column("reason")
+            table.add_row(escape(RICH_TEXT))
+            console.print(table)
+        shown = captured.get()
+        _no_emoji(shown)
+        assert f"error: {RICH_TEXT}" in shown
+        assert f"│ {RICH_TEXT} │" in shown
+
+
+def test_a_waiver_reason_with_emoji_codes_and_markup_is_shown_as_written(project: Path) -> None:
+    stack = _waived_stack(project, RICH_TEXT)
+    proc = run_cli("-C", str(project), "preview", stack)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    _no_emoji(proc.stdout + proc.stderr)
+    assert f"[waived until 2099-12-31: {RICH_TEXT}]" in " ".join(proc.stdout.split())
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_reports_show_emoji_codes_and_markup_of_a_waiver_reason_as_text(project: Path, fmt: str) -> None:
+    stack = _waived_stack(project, RICH_TEXT)
+    report = project / f"report.{fmt}"
+    proc = run_cli("-C", str(project), "report", stack, "--format", fmt, "-o", str(report))
+    assert proc.returncode == 0, proc.stderr
+    text = report.read_text(encoding="utf-8")
+    _no_emoji(text)
+    assert "<script>" not in text
+    if fmt == "html":
+        assert ":fire: [bold]x[/] &lt;script&gt;alert(1)&lt;/script&gt; namespace:key: value" in text
+    else:  # every Markdown metacharacter escaped: a renderer shows the reason as written
+        from markdown_it import MarkdownIt
+
+        html = MarkdownIt("commonmark").enable("table").render(text)
+        assert ":fire: [bold]x[/] &lt;script&gt;alert(1)&lt;/script&gt; namespace:key: value" in html
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param("[bold]x[/]:fire:", id="markup-and-emoji"),
+        pytest.param("x[/]y", id="a-closing-tag"),
+        pytest.param("a[b]c", id="a-style-name"),
+    ],
+)
+def test_user_paths_with_markup_or_emoji_codes_are_printed_as_written(project: Path, where: str) -> None:
+    odd = project / where
+    odd.mkdir(parents=True)  # a "/" in it is a directory too: the path keeps the markup
+    shutil.copy(project / "stacks" / "Pulumi.good.yaml", odd / "Pulumi.good.yaml")
+    proc = run_cli("-C", str(project), "validate", str(odd / "Pulumi.good.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"ok {where}/Pulumi.good.yaml: cluster llm-dev" in proc.stdout  # shown relative to the project
+    inventory = odd / "inventory"
+    proc = run_cli("-C", str(project), "inventory", "good", "--out", str(inventory))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"wrote {inventory}/hosts.yml and " in proc.stdout
+    _no_emoji(proc.stdout + proc.stderr)
+
+
+def test_stack_names_are_listed_as_written(project: Path) -> None:
+    write_stack(project, "a[b]:fire:", "config: {}\n")
+    proc = run_cli("-C", str(project), "stacks")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["a[b]:fire:", "good"]

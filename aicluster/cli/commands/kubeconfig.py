@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     deployed = outputs.get("cluster")
     if deployed is not None and deployed != plan.name:
         raise UsageError(
-            f"{where}: these are the outputs of cluster {escape(str(deployed))!r}, not of {plan.name} (stack "
+            f"{where}: these are the outputs of cluster {str(deployed)!r}, not of {plan.name} (stack "
             f"{stack.stack}): give the outputs of this stack"
         )
     text = _kubeconfig_text(outputs.get("kubeconfig"), where)

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(data)
         return EXIT_OK
     print_warnings(plan)
-    out.print(pools_table(plan, title=f"Plan for {stack.stack} ({plan.name})"))
+    out.print(pools_table(plan, title=f"Plan for {escape(stack.stack)} ({escape(plan.name)})"))
     print_plan_details(plan)
     if target is not None:
         write_atomic(target, data, flag="--json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..console import out
+from ..console import escape, out
 from ..exits import EXIT_OK
 from ..inputs import read_project
 
@@ -19,5 +19,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     for name in read_project(args).stacks():
-        out.print(name)
+        out.print(escape(name))
     return EXIT_OK

@@ -167,8 +167,9 @@ def run(args: argparse.Namespace) -> int:
             on_change=show,
         )
     mode = " (check mode: nothing changed)" if args.check else ""
-    out.print(score_table(result.hosts, f"tune {stack.stack}{mode}: {result.tasks} task(s) in {result.seconds:.1f} s"))
-    out.print(f"[dim]artifacts: {result.artifacts}[/]")
+    title = f"tune {escape(stack.stack)}{mode}: {result.tasks} task(s) in {result.seconds:.1f} s"
+    out.print(score_table(result.hosts, title))
+    out.print(f"[dim]artifacts: {escape(str(result.artifacts))}[/]")
     idle = [h for h in target.hosts if h not in result.failed_hosts and not result.hosts.get(h, tune.HostScore()).ran]
     if result.failed_hosts or result.status != "successful" or idle or not result.hosts:
         failed = ",".join(result.failed_hosts)
@@ -178,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             shown = ", ".join(idle[:8]) + (" ..." if len(idle) > 8 else "")
             out.print(f"[red]{len(idle)} host(s) ran no task: {escape(shown)} (check --tags and --limit)[/]")
         if failed:
-            out.print(f"retry them: aicluster tune {stack.stack} --limit {failed}")
+            out.print(f"retry them: aicluster tune {escape(stack.stack)} --limit {escape(failed)}")
         return EXIT_FAILED
     # A task "reached" a host when it ran there: assertions on inventory variables (the validate role) and tasks
     # delegated elsewhere run on the controller, so a host that had only those was checked, not tuned.

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import options
-from ..console import out, print_warnings
+from ..console import escape, out, print_warnings
 from ..exits import EXIT_OK, UsageError
 from ..inputs import read_stack
 from ..views.format import accelerators, money
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     plan = check_stack(stack, policy_checks=True)
     print_warnings(plan)
     out.print(
-        f"[green]ok[/] {stack.source}: cluster {plan.name}, {len(plan.pools)} pool(s), "
+        f"[green]ok[/] {escape(str(stack.source))}: cluster {escape(plan.name)}, {len(plan.pools)} pool(s), "
         f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} {accelerators(plan.pools)}, "
         f"{money(plan.totals.cost_usd_per_month, plan.totals.unpriced)}/month"
     )

@@ -58,6 +58,7 @@ def scoreboard(stack: str) -> Iterator[Callable[[Any], None]]:
             if not out.is_terminal:
                 lines(board)
                 return
-            live.update(score_table(board.hosts, f"tuning {stack}: {board.task}", running=True), refresh=True)
+            title = f"tuning {escape(stack)}: {escape(board.task)}"
+            live.update(score_table(board.hosts, title, running=True), refresh=True)
 
         yield show
