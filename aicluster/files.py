@@ -7,7 +7,7 @@ leaves nothing behind: no temporary file and no directory it created for the wri
 
 A secret (a kubeconfig, a manifest holding a private key) goes only to a plain file: `check_secret_target` refuses
 anything else before the secret is made, and `write_atomic(..., secret=True)` never follows a link nor writes into
-a device.
+a device. `unsafe_permissions` says when a file aicluster trusts could have been changed by someone else.
 """
 
 from __future__ import annotations
@@ -190,3 +190,27 @@ def check_secret_target(path: str | Path, first_line: str, writer: str, what: st
             f"{label}: exists and was not written by `{writer}`; give another file, or --force to replace it"
         )
     return target
+
+
+def unsafe_permissions(path: Path) -> str | None:
+    """Why someone else could have changed `path`, as OpenSSH judges a key or an authorized_keys file: owned by
+    another user than the one running (root excepted), or writable by its group or by everyone (a sticky directory
+    too: files in it can still be added). The reason says how to fix it; None when only its owner can change it."""
+    st = os.lstat(path)
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        return f"owned by {_user(st.st_uid)}, not by you ({_user(me)}); fix: chown {_user(me)} {path}, or remove it"
+    writable = [who for bit, who in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "everyone")) if st.st_mode & bit]
+    if writable:
+        mode = stat.S_IMODE(st.st_mode)
+        return f"writable by {' and '.join(writable)} (mode {mode:04o}); fix: chmod go-w {path}"
+    return None
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
