@@ -1,4 +1,5 @@
-"""What `aicluster tune` hands to ssh (issue 31 #8): an address from an edited inventory marker never reaches it.
+"""What `aicluster tune` hands to ssh (issue 31 #8, #9): an address from an edited inventory marker never reaches it,
+and host key checking is the caller's to set (environment or ansible.cfg), or on with --host-key-checking.
 
 The runs are real: `aicluster tune` in a subprocess drives Ansible through ansible-runner. Where a test needs to see
 ssh's command line, ANSIBLE_SSH_EXECUTABLE points Ansible's own ssh connection at a stand-in that records its
@@ -15,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from aicluster import tune as tune_module
 from aicluster.inventory import MARKER
 from tests.tune.test_tune_local import PLAYBOOK
+
+CHECKS_OFF = "StrictHostKeyChecking=no"  # what Ansible adds to ssh's command line when host_key_checking is off
 
 
 def tune(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -113,3 +117,78 @@ def test_a_marker_directory_others_can_write_is_refused_by_tune(project: Path, t
     assert "Traceback" not in proc.stderr
     assert ssh_calls(log) == []
     assert stat.S_IMODE(addressed.parent.stat().st_mode) == 0o777  # told, never changed behind the user's back
+
+
+# ------------------------------------------------------------------------------------------------
+# 9: host key checking
+# ------------------------------------------------------------------------------------------------
+
+
+def _ssh_line(project: Path, tmp_path: Path, *args: str, **env: str) -> str:
+    script, log = fake_ssh(tmp_path)
+    proc = tune(
+        project, "--limit", "h100-000", *args, ANSIBLE_TRANSPORT="ssh", ANSIBLE_SSH_EXECUTABLE=str(script), **env
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the stand-in is unreachable
+    calls = ssh_calls(log)
+    assert calls, proc.stdout + proc.stderr
+    assert all("192.0.2.10" in call for call in calls)
+    log.unlink()
+    return " ".join(" ".join(call) for call in calls)
+
+
+def test_host_keys_are_unchecked_by_default_and_checked_with_the_flag(
+    project: Path, tmp_path: Path, addressed: Path
+) -> None:
+    assert CHECKS_OFF in _ssh_line(project, tmp_path)  # first contact with fresh hosts (docs: tune)
+    assert CHECKS_OFF not in _ssh_line(project, tmp_path, "--host-key-checking")
+
+
+@pytest.mark.parametrize("value", ["True", "yes", "1"])
+def test_the_callers_environment_turns_checking_on(project: Path, tmp_path: Path, addressed: Path, value: str) -> None:
+    assert CHECKS_OFF not in _ssh_line(project, tmp_path, ANSIBLE_HOST_KEY_CHECKING=value)
+
+
+def test_an_ansible_cfg_that_sets_checking_is_obeyed(project: Path, tmp_path: Path, addressed: Path) -> None:
+    """ansible-runner itself sets ANSIBLE_HOST_KEY_CHECKING=False where it is missing, which would override the
+    caller's ansible.cfg: the setting read from it goes into the run's environment."""
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text("[defaults]\nhost_key_checking = True\n")
+    assert CHECKS_OFF not in _ssh_line(project, tmp_path, ANSIBLE_CONFIG=str(cfg))
+    (project / "ansible.cfg").write_text("[defaults]\nhost_key_checking = yes\n")  # where ansible-playbook runs
+    assert CHECKS_OFF not in _ssh_line(project, tmp_path)
+    cfg.write_text("[defaults]\nhost_key_checking = False\n")
+    assert CHECKS_OFF in _ssh_line(project, tmp_path, ANSIBLE_CONFIG=str(cfg))
+
+
+def test_the_flag_against_the_callers_false_is_refused(project: Path, tmp_path: Path, addressed: Path) -> None:
+    script, log = fake_ssh(tmp_path)
+    proc = tune(
+        project,
+        "--host-key-checking",
+        "--limit",
+        "h100-000",
+        ANSIBLE_TRANSPORT="ssh",
+        ANSIBLE_SSH_EXECUTABLE=str(script),
+        ANSIBLE_HOST_KEY_CHECKING="False",
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--host-key-checking" in proc.stderr
+    assert "ANSIBLE_HOST_KEY_CHECKING=False" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert ssh_calls(log) == []
+
+
+@pytest.mark.parametrize("value", ["True", "False", "yes", "no", "1", "0", "", "bogus"])
+def test_the_callers_setting_reaches_ansible_as_given(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("ANSIBLE_HOST_KEY_CHECKING", value)
+    for flag in (False, True):
+        assert tune_module._env(Path("roles"), None, flag)["ANSIBLE_HOST_KEY_CHECKING"] == value
+    monkeypatch.delenv("ANSIBLE_HOST_KEY_CHECKING")
+    monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.ansible.cfg
+    monkeypatch.chdir("/")
+    if Path("/etc/ansible/ansible.cfg").exists():
+        pytest.skip("this machine's /etc/ansible/ansible.cfg may set host_key_checking")
+    assert tune_module._env(Path("roles"), None)["ANSIBLE_HOST_KEY_CHECKING"] == "False"
+    assert tune_module._env(Path("roles"), None, True)["ANSIBLE_HOST_KEY_CHECKING"] == "True"
