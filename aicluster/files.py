@@ -7,6 +7,10 @@ leaves nothing behind: no temporary file and no directory it created for the wri
 stopped by SIGTERM, SIGINT or SIGHUP too (a CI job cancelled, Ctrl-C, a closed terminal): while the temporary
 file exists, those signals raise inside the write, which cleans up; then the signal is delivered again to the
 handler that was there before (by default it ends the process, as it would have).
+
+A secret (a kubeconfig, a manifest holding a private key) goes only to a plain file: `check_secret_target` refuses
+anything else before the secret is made, and `write_atomic(..., secret=True)` never follows a link nor writes into
+a device. `unsafe_permissions` says when a file aicluster trusts could have been changed by someone else.
 """
 
 from __future__ import annotations
@@ -176,15 +180,20 @@ def check_target(path: str | Path, flag: str | None = None) -> Path:
     return target
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None = None) -> None:
+def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None = None, secret: bool = False) -> None:
     """Write `text` to `path` atomically, creating missing parent directories. Raises WriteError (naming
-    `path`, after `flag` where given, e.g. "--json out.json") and removes what it created on failure."""
+    `path`, after `flag` where given, e.g. "--json out.json") and removes what it created on failure.
+    `secret`: `path` itself is replaced by the rename (a link there is replaced, never followed) and anything there
+    that is not a plain file is refused (check_secret_target said why before the secret was made)."""
     label = _label(Path(path), flag)
-    path = Path(os.path.realpath(path))  # a link: write its target, keep the link
-    with contextlib.suppress(OSError):
-        if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():
-            _write_in_place(path, text, label)
-            return
+    if secret:
+        _refuse_non_file(Path(path), label, "a secret")
+    else:
+        path = Path(os.path.realpath(path))  # a link: write its target, keep the link
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():
+                _write_in_place(path, text, label)
+                return
     with _signals_stop_the_write() as guard:
         written = _write_file(path, text, mode, flag, label, guard)
     if not written:  # stopped by a signal whose previous handler let the process go on
@@ -244,3 +253,90 @@ def _write_in_place(path: Path, text: str, label: str) -> None:
 def _rmdir_quietly(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not empty any more (another writer): leave it
         directory.rmdir()
+
+
+# ------------------------------------------------------------------------------------------------
+# Secrets: only ever a plain file
+# ------------------------------------------------------------------------------------------------
+
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device (a terminal, /dev/null)"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _refuse_non_file(path: Path, label: str, what: str) -> os.stat_result | None:
+    """lstat of `path` (None: nothing there); WriteError when it is there and not a plain file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise WriteError(f"{label}: cannot write: {_cause(exc, path)}") from None
+    if stat.S_ISLNK(st.st_mode):
+        to = ""
+        with contextlib.suppress(OSError):
+            to = f" (to {os.readlink(path)})"
+        raise WriteError(
+            f"{label}: is a symbolic link{to}; aicluster never writes {what} through a link: give the file"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+        raise WriteError(f"{label}: is {kind}, not a plain file; aicluster writes {what} only to a plain file")
+    return st
+
+
+def check_secret_target(path: str | Path, first_line: str, writer: str, what: str, *, force: bool = False) -> Path:
+    """Where `writer` (e.g. "aicluster kubeconfig eks-p5") may write a secret, checked before the secret is made:
+    nothing there yet, or a plain file `writer` wrote (its first line is `first_line`); another plain file only with
+    `force`. Never a symbolic link (even to its own file), a terminal, /dev/null, a pipe, a socket or a directory:
+    the secret would be shown, lost or written somewhere else than the file named. `-o` names the path in messages;
+    `what` names the secret ("the kubeconfig (a secret)"). Raises WriteError; returns the path."""
+    if str(path) in ("-", ""):
+        raise WriteError(f"-o {path}: aicluster writes {what} only to a file; give a file name")
+    if not Path(path).is_symlink():
+        check_target(path, "-o")  # a directory, a path under a file: said with an example of a name
+    st = _refuse_non_file(Path(path), _label(Path(path), "-o"), what)
+    target = Path(path)
+    label = _label(target, "-o")
+    if st is None or force:
+        return target
+    try:  # no link, no blocking open: what is there now is what was checked above
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise WriteError(f"{label}: cannot read it to see who wrote it: {_cause(exc, target)}") from None
+    with os.fdopen(fd, "rb") as fh:
+        first = fh.readline(len(first_line.encode()) + 2).decode("utf-8", "replace").rstrip("\n")
+    if first != first_line:
+        raise WriteError(
+            f"{label}: exists and was not written by `{writer}`; give another file, or --force to replace it"
+        )
+    return target
+
+
+def unsafe_permissions(path: Path) -> str | None:
+    """Why someone else could have changed `path`, as OpenSSH judges a key or an authorized_keys file: owned by
+    another user than the one running (root excepted), or writable by its group or by everyone (a sticky directory
+    too: files in it can still be added). The reason says how to fix it; None when only its owner can change it."""
+    st = os.lstat(path)
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        return f"owned by {_user(st.st_uid)}, not by you ({_user(me)}); fix: chown {_user(me)} {path}, or remove it"
+    writable = [who for bit, who in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "everyone")) if st.st_mode & bit]
+    if writable:
+        mode = stat.S_IMODE(st.st_mode)
+        return f"writable by {' and '.join(writable)} (mode {mode:04o}); fix: chmod go-w {path}"
+    return None
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"

@@ -501,13 +501,62 @@ def read_hosts(path: Path, names: set[str]) -> dict[str, str]:
     return out
 
 
-def previous_addresses(target: Path) -> dict[str, str]:
-    """The addresses the last inventory written to `target` was given; {} when there is none (or it is not ours)."""
+MARKER_FIX = (
+    "aicluster wrote only addresses that pass this check here, so the file was changed since: give the addresses "
+    "again with --hosts FILE (that rewrites it), or remove the file"
+)
+
+
+def check_inventory_dir(target: Path, shown: str) -> None:
+    """Refuse an inventory directory (and the marker in it) that someone else could have changed, as ssh refuses a
+    key file others can write: the marker's addresses become ssh's host argument, and its file list says what a
+    rewrite removes. Nothing there yet (or not a directory, which `write` refuses): nothing to judge."""
+    from aicluster.files import unsafe_permissions
+
+    if target.is_symlink() or not target.is_dir():
+        return
+    for path, name in ((target, shown), (target / MARKER, f"{shown}/{MARKER}")):
+        if path is not target and (path.is_symlink() or not path.is_file()):
+            continue
+        why = unsafe_permissions(path)
+        if why is not None:
+            raise InventoryDirError(
+                f"{name}: {why}; aicluster reads the node addresses of the last inventory from it, so it must be "
+                "yours and writable by you alone"
+            )
+
+
+def previous_addresses(target: Path, *, shown: str) -> dict[str, str]:
+    """The addresses the last inventory written to `target` was given; {} when there is none (or it is not ours).
+    They become ssh's host argument, so they are input like --hosts: InventoryDirError when someone else could
+    have changed the directory or the marker, SpecError naming the file, the host, the value and the fix for any
+    address the --hosts check refuses (every one at once)."""
+    from .spec import Problem, SpecError
+
+    check_inventory_dir(target, shown)
     marker = _read_marker(target)
-    found = marker.get("addresses") if marker else None
-    if not isinstance(found, dict):
+    if marker is None or "addresses" not in marker:
         return {}
-    return {str(k): str(v) for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+    found = marker["addresses"]
+    source = f"{shown}/{MARKER}"
+    if not isinstance(found, dict):
+        shape = "expected a mapping of node name -> address"
+        raise SpecError(source, [Problem(("addresses",), f"{shape}; {MARKER_FIX}", found, has_value=True)])
+    problems: list[Problem] = []
+    for name, value in found.items():
+        where = ("addresses", name)
+        if not isinstance(value, str):
+            problems.append(Problem(where, f"not an address (a text); {MARKER_FIX}", value, has_value=True))
+            continue
+        why = address_problem(value)
+        if why is not None:
+            problems.append(Problem(where, f"{why}; {MARKER_FIX}", value, has_value=True))
+    if problems:
+        shown_problems = problems[:MAX_HOST_PROBLEMS]
+        if len(problems) > MAX_HOST_PROBLEMS:
+            shown_problems.append(Problem((), f"{len(problems) - MAX_HOST_PROBLEMS} more address(es) like these"))
+        raise SpecError(source, shown_problems)
+    return dict(found)
 
 
 def _read_marker(target: Path) -> dict[str, Any] | None:

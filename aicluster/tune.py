@@ -161,12 +161,42 @@ class Targets:
 SPECIAL_TAGS = ("all", "tagged", "untagged", "always", "never")
 
 
-def _env(roles_path: Path, envvars: Mapping[str, str] | None) -> dict[str, str]:
+HOST_KEY_CHECKING = "ANSIBLE_HOST_KEY_CHECKING"
+
+
+def users_host_key_checking() -> tuple[str, bool] | None:
+    """Where and how the caller set Ansible's host_key_checking: (`ANSIBLE_HOST_KEY_CHECKING=...` or the
+    ansible.cfg that sets it, whether it is on as Ansible reads it); None when it is Ansible's default. The run reads
+    the same configuration: ansible-runner starts ansible-playbook in this process's directory and environment."""
+    from ansible.module_utils.parsing.convert_bool import boolean  # type: ignore[import-untyped]
+
+    value = os.environ.get(HOST_KEY_CHECKING)
+    if value is not None:
+        return f"{HOST_KEY_CHECKING}={value}", boolean(value, strict=False)
+    from ansible.config.manager import ConfigManager  # type: ignore[import-untyped]
+
+    try:
+        on, origin = ConfigManager().get_config_value_and_origin("HOST_KEY_CHECKING")
+    except Exception:  # a broken ansible.cfg: ansible-playbook itself says what is wrong with it
+        return None
+    return None if origin == "default" else (f"host_key_checking in {origin}", bool(on))
+
+
+def _env(roles_path: Path, envvars: Mapping[str, str] | None, host_key_checking: bool = False) -> dict[str, str]:
     # ansible-runner runs `ansible-playbook` from PATH: the one installed next to this Python.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = {"PATH": path, "ANSIBLE_ROLES_PATH": str(roles_path), "ANSIBLE_HOST_KEY_CHECKING": "False"}
+    env = {"PATH": path, "ANSIBLE_ROLES_PATH": str(roles_path)}
     # Ansible's own configuration from the caller's environment applies (ANSIBLE_PRIVATE_KEY_FILE, ...).
     env.update({k: v for k, v in os.environ.items() if k.startswith("ANSIBLE_") and k not in env})
+    # Host key checking: the caller's setting (environment or ansible.cfg), whatever it is, is never overridden.
+    # Unset, it is on with --host-key-checking and off otherwise: a first `tune` meets freshly provisioned hosts
+    # whose keys no known_hosts holds yet, where Ansible's default would stop at every host (README: Node tuning).
+    # It always goes into the environment: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False where it is missing,
+    # which would override an ansible.cfg that turns checking on.
+    if HOST_KEY_CHECKING not in env:
+        setting = users_host_key_checking()
+        on = setting[1] if setting is not None else host_key_checking
+        env[HOST_KEY_CHECKING] = "True" if on else "False"
     env.update(envvars or {})
     return env
 
@@ -199,6 +229,7 @@ def targets(
     roles_path: Path,
     limit: str | None = None,
     envvars: Mapping[str, str] | None = None,
+    host_key_checking: bool = False,
 ) -> Targets:
     """The hosts the playbook would run on and the tags it knows, from Ansible itself (nothing runs)."""
     cmd = [
@@ -213,14 +244,24 @@ def targets(
     if not Path(cmd[0]).exists():
         cmd[0] = "ansible-playbook"
     proc = subprocess.run(
-        cmd, capture_output=True, text=True, check=False, env={**os.environ, **_env(roles_path, envvars)}
+        cmd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **_env(roles_path, envvars, host_key_checking)},
     )
     errors = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip().startswith(("ERROR", "[ERROR]"))]
     if any("no hosts to target" in e for e in errors) or (
         proc.returncode == 0 and not parse_listing(proc.stdout).hosts
     ):
         # --limit matched nothing (Ansible exits 0 or 1 on that, by version): the tags from a listing without it
-        tags = targets(playbook, inventory, roles_path=roles_path, envvars=envvars).tags if limit else []
+        tags = (
+            targets(
+                playbook, inventory, roles_path=roles_path, envvars=envvars, host_key_checking=host_key_checking
+            ).tags
+            if limit
+            else []
+        )
         return Targets([], tags)
     if proc.returncode != 0:
         raise TuneError(" ".join(errors) or proc.stderr.strip()[-300:] or f"ansible-playbook exited {proc.returncode}")
@@ -265,13 +306,14 @@ def run(
     extravars: Mapping[str, Any] | None = None,
     envvars: Mapping[str, str] | None = None,
     on_change: Callable[[Scoreboard], None] | None = None,
+    host_key_checking: bool = False,
 ) -> TuneResult:
     import time
 
     import ansible_runner
 
     board = Scoreboard(on_change)
-    env = _env(roles_path, envvars)
+    env = _env(roles_path, envvars, host_key_checking)
     cmdline = ["--check", "--diff"] if check else []
     work.mkdir(parents=True, exist_ok=True, mode=0o700)
     start = time.perf_counter()

@@ -68,3 +68,8 @@ def add_node_sources(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="find the pools' VMs with the clouds' Ansible inventory plugins and name them after the plan's nodes",
     )
+
+
+def add_force(p: argparse.ArgumentParser, help: str = "replace FILE even if aicluster did not write it") -> None:
+    """--force: replace an output file aicluster did not write (files.check_secret_target)."""
+    p.add_argument("--force", action="store_true", help=help)

@@ -160,7 +160,16 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
     slurm_release_problems(stack, plan, version, given=getattr(args, "slurm_version", None) is not None)
     names = {n for p in plan.pools for n in p.node_names()} | ({plan.controller_host()} if plan.controller else set())
     given = hosts_file(args.hosts, names)
-    kept = {k: v for k, v in inv.previous_addresses(target).items() if k in names} if not target.is_symlink() else {}
+    # The marker of the last inventory is trusted only where no one else could have changed it, and its addresses
+    # only as far as they pass the --hosts check; addresses this run gives replace them unread.
+    try:
+        inv.check_inventory_dir(target, shown)
+    except inv.InventoryDirError as exc:
+        raise UsageError(f"--out {exc}" if args.out else str(exc)) from None
+    replaced = bool(args.hosts or getattr(args, "discover", False))
+    kept: dict[str, str] = {}
+    if not replaced and not target.is_symlink():
+        kept = {k: v for k, v in inv.previous_addresses(target, shown=shown).items() if k in names}
     outputs = live_outputs(project, stack.stack)
     source = "pulumi stack output"
     if outputs is None:
@@ -168,10 +177,9 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
         source = "offline preview"
     if getattr(args, "discover", False):
         given = {**discover_nodes(project, stack, plan, outputs), **given}  # --hosts wins
-    discovering = bool(getattr(args, "discover", False))
     # Addresses this run gives (--hosts, --discover) replace the earlier ones; a run that gives none (`tune` after
     # `inventory --hosts`) keeps them, rather than losing every address.
-    addresses = given if (args.hosts or discovering) else kept
+    addresses = given if replaced else kept
     files = inv.inventory(plan, outputs, addresses, source, slurm_version=version, stack_config=stack.config)
-    reused = 0 if (args.hosts or discovering) else len(kept)
+    reused = 0 if replaced else len(kept)
     return PlannedInventory(project, stack, target, shown, plan, files, addresses, source, reused, bool(args.out))

@@ -1,5 +1,7 @@
 """`aicluster acceptance STACK`: the NCCL acceptance test of a Kubernetes stack, the JobSet and the SSH key Secret
-(a fresh key pair) in one 0600 file. The Secret makes the file a secret: it is never written to the terminal."""
+(a fresh key pair) in one 0600 file. The Secret makes the file a secret: it goes only to a plain file, never to a
+terminal, a pipe or through a link, and replaces only a file this command wrote for the stack (the kubeconfig's
+rule, aicluster.files.check_secret_target)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,16 @@ HELP = (
 )
 STACK = True
 
+HEADER = "# aicluster acceptance manifest for stack "  # first line of every file `aicluster acceptance` writes
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_output(
-        p, "write it to FILE, mode 0600 (default: .work/STACK/nccl-acceptance.yaml; never stdout: it holds a key)"
+        p,
+        "write it to FILE, mode 0600 (default: .work/STACK/nccl-acceptance.yaml); it holds a private key: never "
+        "stdout, a terminal, a pipe or a link",
     )
+    options.add_force(p)
 
 
 def _ssh_key_pair() -> tuple[str, str]:
@@ -40,7 +47,7 @@ def _ssh_key_pair() -> tuple[str, str]:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from aicluster.files import check_target, write_atomic
+    from aicluster.files import check_secret_target, write_atomic
     from aicluster.schedulers.kubernetes.render import (
         ACCEPTANCE_SSH_SECRET,
         acceptance_compute_domains,
@@ -56,7 +63,14 @@ def run(args: argparse.Namespace) -> int:
             f"-o -: the manifest holds the Secret {ACCEPTANCE_SSH_SECRET} (an SSH private key) and is only written to "
             "a file; give a file name"
         )
-    target = check_target(args.output or (work_dir(project, stack.stack) / "nccl-acceptance.yaml"), "-o")
+    # checked before the key pair is made: a refusal has no key to show
+    target = check_secret_target(
+        args.output or (work_dir(project, stack.stack) / "nccl-acceptance.yaml"),
+        f"{HEADER}{stack.stack}",
+        f"aicluster acceptance {stack.stack}",
+        f"this manifest (its Secret {ACCEPTANCE_SSH_SECRET} holds an SSH private key)",
+        force=args.force,
+    )
     print_warnings(plan)
     try:
         jobset = acceptance_jobset(plan)
@@ -69,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
         def ignore_aliases(self, data: Any) -> bool:
             return True
 
+    header = f"{HEADER}{stack.stack}\n# rewritten by `aicluster acceptance` (a fresh key pair each run)\n"
     text = yaml.dump_all([secret, *domains, jobset], Dumper=_Plain, sort_keys=False)
-    write_atomic(target, text, mode=0o600, flag="-o")
+    write_atomic(target, header + text, mode=0o600, flag="-o", secret=True)
     shown = escape(str(target))
     namespace = escape(jobset["metadata"]["namespace"])
     out.print(

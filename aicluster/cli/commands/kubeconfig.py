@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 from typing import Any
 
 from .. import options
@@ -28,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="read the stack outputs from FILE (pulumi stack output --json --show-secrets) instead of the Pulumi CLI",
     )
-    p.add_argument("--force", action="store_true", help="replace FILE even if aicluster did not write it")
+    options.add_force(p)
 
 
 def _kubeconfig_text(value: Any, where: str) -> str:
@@ -58,40 +56,22 @@ def _kubeconfig_text(value: Any, where: str) -> str:
     return value if value.endswith("\n") else value + "\n"
 
 
-def _check_target(target: Path, stack: str, force: bool) -> None:
-    """Refuse to replace a file aicluster did not write for this stack (unless --force), and anything that is not
-    a plain file (a terminal, a pipe: the kubeconfig must never be shown)."""
-    import stat
-
-    label = f"-o {target}"
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{label}: not a plain file; the kubeconfig is a secret and is only written to a file")
-    if force:
-        return
-    with open(target, encoding="utf-8", errors="replace") as fh:
-        first = fh.readline().rstrip("\n")
-    if first != f"{HEADER}{stack}":
-        raise UsageError(
-            f"{label}: exists and was not written by `aicluster kubeconfig {stack}`; "
-            "give another file, or --force to replace it"
-        )
-
-
 def run(args: argparse.Namespace) -> int:
     """Write the deployed stack's kubeconfig (a secret stack output) to a 0600 file; never to the terminal."""
-    from aicluster.files import check_target, write_atomic
+    from aicluster.files import check_secret_target, write_atomic
 
     project, stack, plan = kubernetes_plan(
         args, "kubeconfig", "reach the cluster through its login node (the Slurm controller)"
     )
     if args.output in ("-", ""):
         raise UsageError("-o -: the kubeconfig is a secret and is only written to a file; give a file name")
-    target = check_target(args.output or (work_dir(project, stack.stack) / "kubeconfig"), "-o")
-    _check_target(target, stack.stack, args.force)
+    target = check_secret_target(
+        args.output or (work_dir(project, stack.stack) / "kubeconfig"),
+        f"{HEADER}{stack.stack}",
+        f"aicluster kubeconfig {stack.stack}",
+        "the kubeconfig (a secret)",
+        force=args.force,
+    )
     if args.outputs:
         outputs = read_json(args.outputs, "--outputs")
         if not isinstance(outputs, dict):
@@ -108,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         )
     text = _kubeconfig_text(outputs.get("kubeconfig"), where)
     header = f"{HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
-    write_atomic(target, header + text, mode=0o600, flag="-o")
+    write_atomic(target, header + text, mode=0o600, flag="-o", secret=True)
     shown = escape(str(target))
     out.print(f"wrote {shown} (mode 0600); use it with: KUBECONFIG={shown} kubectl get nodes")
     return EXIT_OK

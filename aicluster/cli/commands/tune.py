@@ -31,6 +31,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_inventory_out(p, "where to write the inventory (default: .work/<stack>/inventory)")
     p.add_argument("--playbook", metavar="FILE", help="another playbook than playbooks/site.yml")
     p.add_argument("-e", "--extra-vars", action="append", metavar="KEY=VALUE", help="set a role variable (repeatable)")
+    p.add_argument(
+        "--host-key-checking",
+        action="store_true",
+        help="check the hosts' SSH keys against known_hosts (Ansible's host_key_checking). Off by default: a first "
+        "run meets freshly provisioned hosts whose keys are not known yet. ANSIBLE_HOST_KEY_CHECKING or "
+        "host_key_checking in ansible.cfg, where set, always win",
+    )
 
 
 def _check_targets(args: argparse.Namespace, target: Any, playbook: Path, inventory_dir: Path, local: bool) -> None:
@@ -108,6 +115,14 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and not value.strip(" ,:"):  # Ansible would run everything
             raise UsageError(f"{flag} is empty: give {instead}")
 
+    if args.host_key_checking:
+        setting = tune.users_host_key_checking()
+        if setting is not None and not setting[1]:
+            raise UsageError(
+                f"--host-key-checking: {setting[0]} turns host key checking off, and aicluster never overrides your "
+                "setting; drop one of them"
+            )
+
     project, stack = read_stack(args)
     plan = plan_stack(stack)
     notes = tune.scheduler_notes(plan, stack.stack)
@@ -128,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 ("--discover", getattr(args, "discover", None)),
                 ("--playbook", args.playbook),
                 ("--extra-vars", args.extra_vars),
+                ("--host-key-checking", args.host_key_checking),
             )
             if value
         ]
@@ -147,7 +163,13 @@ def run(args: argparse.Namespace) -> int:
         checked = Path(scratch) / "inventory"
         planned.write(checked)
         try:
-            target = tune.targets(playbook, checked / "hosts.yml", roles_path=roles_path, limit=args.limit)
+            target = tune.targets(
+                playbook,
+                checked / "hosts.yml",
+                roles_path=roles_path,
+                limit=args.limit,
+                host_key_checking=args.host_key_checking,
+            )
         except tune.TuneError as exc:
             raise UsageError(f"{playbook}: {exc}") from None
         _check_targets(args, target, playbook, checked, local)
@@ -165,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
             check=args.check,
             extravars=extravars,
             on_change=show,
+            host_key_checking=args.host_key_checking,
         )
     mode = " (check mode: nothing changed)" if args.check else ""
     title = f"tune {escape(stack.stack)}{mode}: {result.tasks} task(s) in {result.seconds:.1f} s"
