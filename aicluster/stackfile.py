@@ -82,6 +82,21 @@ class StackConfig:
     config: dict[str, Any]  # plain values; secure values replaced by SECRET_PLACEHOLDER
     secret_keys: frozenset[str]
     lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)  # cluster path -> line
+    config_lines: dict[str, int] = field(default_factory=dict)  # config key -> line
+
+    def clear_secret_problems(self, secrets: Mapping[str, str]) -> list[Problem]:
+        """The config keys named as secrets (`secrets`: key -> what it holds, "the BMC password of host dgx001")
+        whose values this stack file holds in clear text, not `secure:`: never shown, with the command that
+        encrypts them. The problems' paths are the keys; their lines are in `config_lines`."""
+        return [
+            Problem(
+                (key,),
+                f"holds {what} in clear text (not shown): encrypt it with `pulumi config set --secret {key}`, and "
+                "change the password (the clear one is in the file's history)",
+            )
+            for key, what in secrets.items()
+            if key in self.config and key not in self.secret_keys
+        ]
 
     @property
     def source(self) -> str:
@@ -672,7 +687,12 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
             config[key] = value["value"]
         else:
             config[key] = value
-    return StackConfig(project, stack, path, config, frozenset(secret_keys), _cluster_lines(root))
+    config_lines: dict[str, int] = {}
+    if isinstance(root, yaml.MappingNode):
+        for knode, vnode in root.value:
+            if knode.value == "config" and isinstance(vnode, yaml.MappingNode):
+                config_lines = {str(ck.value): ck.start_mark.line + 1 for ck, _ in vnode.value}
+    return StackConfig(project, stack, path, config, frozenset(secret_keys), _cluster_lines(root), config_lines)
 
 
 def cluster_data(stack: StackConfig) -> Any:

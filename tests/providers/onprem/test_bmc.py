@@ -4,15 +4,23 @@ the stack's config is refused, and messages name the stack file the user gave.""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from aicluster.cli import main
+from aicluster.preview.engine import ProgramError, run_program
 from aicluster.spec import SpecError, parse_cluster
+from tests.conftest import ROOT, run_cli
 from tests.helpers import onprem_cluster, onprem_pool
 
 SRC = "stacks/Pulumi.t.yaml"
 PASSWORD = "Zq9SECRETmark"
+ONPREM = (ROOT / "stacks" / "Pulumi.onprem-dgx-h100.yaml").read_text()
 
 
 def host(**changes: Any) -> dict[str, Any]:
@@ -141,3 +149,105 @@ def test_a_bmc_address_must_be_inside_the_sites_cidrs() -> None:
 )
 def test_bmc_addresses_of_the_site_and_host_names_are_accepted(bmc: str) -> None:
     parses(bmc=bmc)
+
+
+# ---- d and e: through the CLI and the program ------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "stacks").mkdir(parents=True)
+    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    shutil.copy(ROOT / "__main__.py", root / "__main__.py")
+    return root
+
+
+def hosts_stack(secret: str = "aicluster:bmcPassword", config: str = "") -> str:
+    block = (
+        "        hosts:\n"
+        "          - name: dgx001\n"
+        "            address: 10.200.1.11\n"
+        "            bmc: redfish://10.200.9.11/redfish/v1/Systems/1\n"
+        "            bmc_username: admin\n"
+        f"            bmc_secret: {secret}\n"
+    )
+    return ONPREM.replace("        nodes: 128\n", block) + config
+
+
+def cli(project: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["-C", str(project), *args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_password_in_bmc_secret_is_refused_by_preview_and_stored_nowhere(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "stacks" / "Pulumi.t.yaml").write_text(hosts_stack(secret=PASSWORD))
+    for command in (["validate", "t"], ["plan", "t", "--json", "plan.json"], ["preview", "t", "--json", "p.json"]):
+        code, output = cli(project, capsys, *command)
+        assert code == 2, output
+        assert PASSWORD not in output
+        assert "Traceback" not in output
+    assert not (project / "plan.json").exists()
+    assert not (project / "p.json").exists()
+
+
+def test_a_bmc_password_in_clear_text_in_the_config_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = hosts_stack(config="  aicluster:bmcPassword: Hunter2pw\n")
+    (project / "stacks" / "Pulumi.t.yaml").write_text(text)
+    line = text.splitlines().index("  aicluster:bmcPassword: Hunter2pw") + 1
+    for command in (["validate", "t"], ["preview", "t", "--json", "p.json"]):
+        code, output = cli(project, capsys, *command)
+        assert code == 2, output
+        assert (
+            f"stacks/Pulumi.t.yaml:{line}: aicluster:bmcPassword: holds the BMC password of host dgx001 in clear "
+            in (output)
+        )
+        assert "pulumi config set --secret aicluster:bmcPassword" in output
+        assert "Hunter2pw" not in output
+    assert not (project / "p.json").exists()
+
+
+def test_a_secure_bmc_password_passes(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = hosts_stack(config="  aicluster:bmcPassword:\n    secure: v1:c2VjcmV0:Y2lwaGVy\n")
+    (project / "stacks" / "Pulumi.t.yaml").write_text(text)
+    code, output = cli(project, capsys, "validate", "t")
+    assert code == 0, output
+
+
+def _cluster_with_hosts() -> dict[str, Any]:
+    doc = yaml.safe_load(hosts_stack())
+    return doc["config"]["aicluster:cluster"]  # type: ignore[no-any-return]
+
+
+def test_up_refuses_a_bmc_password_in_clear_text_in_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pulumi up` reads the config itself: the program refuses a clear-text password too, without showing it."""
+    config = {"aicluster:cluster": json.dumps(_cluster_with_hosts()), "aicluster:bmcPassword": "Hunter2pw"}
+    with pytest.raises(ProgramError) as err:
+        run_program(ROOT, "aicluster", "t", config, frozenset())
+    message = str(err.value)
+    assert "aicluster:bmcPassword holds the BMC password of host dgx001 in clear text" in message
+    assert "pulumi config set --secret aicluster:bmcPassword" in message
+    assert "Hunter2pw" not in message
+
+
+def test_the_program_reads_the_secret_by_its_config_key() -> None:
+    config = {"aicluster:cluster": json.dumps(_cluster_with_hosts()), "aicluster:bmcPassword": "Hunter2pw"}
+    capture = run_program(ROOT, "aicluster", "t", config, frozenset({"aicluster:bmcPassword"}))
+    site = next(r for r in capture.resources if r.type == "aicluster:onprem:Site")
+    assert site.inputs["bmc_credential_hosts"] == ["dgx001"]
+
+
+def test_the_missing_secret_warning_names_the_stack_file_given(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = elsewhere / "Pulumi.mine.yaml"
+    path.write_text(hosts_stack())
+    done = run_cli("-C", str(project), "preview", str(path), "--json", str(tmp_path / "p.json"), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert f"{path}: BMC secrets not set: aicluster:bmcPassword (host dgx001)" in done.stderr
+    assert "stacks/Pulumi.mine.yaml" not in done.stdout + done.stderr
