@@ -66,6 +66,9 @@ def reference() -> str:
         "",
         "Generated from `schema/cluster.schema.json` by `make schema`; do not edit by hand.",
         "Every mapping is strict: unknown keys are rejected with a did-you-mean.",
+        "Stack files are read as YAML 1.2, as the Pulumi CLI reads them, not as YAML 1.1: a plain value that YAML",
+        "1.1 reads otherwise (`1:30`, `yes`/`no`/`on`/`off`, `0777`, `0o17`, `0b101`, `1_000`) is refused; write the",
+        'number in plain decimal (`90`), `true`/`false`, or quote the text (`"1:30"`).',
         "",
     ]
     sections = [("ClusterSpec", schema), *sorted(defs.items())]

@@ -82,6 +82,21 @@ class StackConfig:
     config: dict[str, Any]  # plain values; secure values replaced by SECRET_PLACEHOLDER
     secret_keys: frozenset[str]
     lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)  # cluster path -> line
+    config_lines: dict[str, int] = field(default_factory=dict)  # config key -> line
+
+    def clear_secret_problems(self, secrets: Mapping[str, str]) -> list[Problem]:
+        """The config keys named as secrets (`secrets`: key -> what it holds, "the BMC password of host dgx001")
+        whose values this stack file holds in clear text, not `secure:`: never shown, with the command that
+        encrypts them. The problems' paths are the keys; their lines are in `config_lines`."""
+        return [
+            Problem(
+                (key,),
+                f"holds {what} in clear text (not shown): encrypt it with `pulumi config set --secret {key}`, and "
+                "change the password (the clear one is in the file's history)",
+            )
+            for key, what in secrets.items()
+            if key in self.config and key not in self.secret_keys
+        ]
 
     @property
     def source(self) -> str:
@@ -144,7 +159,9 @@ class _StackLoader(yaml.SafeLoader):
     - refuses, while composing and before anything is built, explicit tags other than the plain ones,
       numbers that are not finite or have more than MAX_DIGITS digits, nesting deeper than MAX_DEPTH,
       an alias inside its own anchor, and aliases that expand to more than MAX_VALUES values;
-    - reads dates (`expires: 2027-12-31`) as the text written, as the Pulumi CLI hands them to a program.
+    - reads plain values as YAML 1.2 does (the core schema, as the Pulumi CLI reads stack files), not as PyYAML's
+      YAML 1.1: dates (`expires: 2027-12-31`) are the text written, `6e1` is a number; a plain value that YAML 1.1
+      reads otherwise (`1:30`, `yes`, `0777`, `1_000`) is refused with both readings and the fix (_check_version).
     """
 
     def __init__(self, stream: str, what: str = "a stack file", max_values: int = MAX_VALUES):
@@ -213,8 +230,12 @@ class _StackLoader(yaml.SafeLoader):
                 self._open.discard(anchor)
             if collection:
                 self._nest_start.pop()
-        if isinstance(node, yaml.ScalarNode) and event.implicit[0] and node.style is None:
-            self._check_number(node)
+        if isinstance(node, yaml.ScalarNode):
+            if event.implicit[0] and node.style is None:
+                self._check_number(node)
+                self._check_version(node, "")
+            elif node.tag in _TYPED and tag is not None:
+                self._check_version(node, _tag_name(node.tag) + " ")
         self._budget(node, event.start_mark)
         return node
 
@@ -236,6 +257,97 @@ class _StackLoader(yaml.SafeLoader):
                     f"got {clip(node.value)}; numbers must be finite and of a sane size (JSON and the Pulumi engine "
                     "cannot carry .inf or .nan); write the number itself",
                 )
+
+    def _check_version(self, node: yaml.ScalarNode, tag: str) -> None:
+        """Refuse a plain value (or one tagged !!int, !!float, !!bool, !!null) that YAML 1.1 and YAML 1.2 read
+        differently: PyYAML reads YAML 1.1, the Pulumi CLI YAML 1.2, and the preview must read what `pulumi up`
+        reads. `tag` is the explicit tag as written ("!!int "), or "" for a plain value."""
+        text = node.value
+        if tag and _resolve(_StackLoader.yaml_implicit_resolvers, text) != node.tag:
+            raise self._refuse(node.start_mark, f"got {tag}{clip(text)}; {_NOT_YAML12[node.tag]}")
+        if text[:1] not in _CLASH_FIRST:
+            return
+        clash = self._clash(text)
+        if clash is None:
+            return
+        key = bool(self._path) and self._path[-1] == "?"
+        if key:
+            where = f"the key {clip(text)}: "
+            path: tuple[str | int, ...] | None = tuple(self._path[:-1])
+        else:
+            where, path = f"got {tag}{clip(text)}; ", None
+        raise self._refuse(node.start_mark, where + clash(key), path)
+
+    def _clash(self, text: str) -> Any:
+        """How YAML 1.1 and 1.2 (and Go's YAML reader, the Pulumi CLI's) read `text` differently, as a function of
+        whether it is a key that words the message; None when they agree."""
+        if _GO_PREFIX.match(text):  # 0X1F, 0O17, 0B101: text to YAML 1.1 and 1.2, a number to Go's strconv
+            try:
+                go = f"the number {int(text, 0)}"
+            except ValueError:  # 0X_1: Go drops the underscore first
+                go = "a number"
+            said = f"YAML 1.1 and 1.2 read it as the text \"{text}\" and Go's YAML reader (the Pulumi CLI's) as {go}: "
+            number = go.removeprefix("the number ") if go != "a number" else "the number"
+            return lambda key: (
+                said
+                + (
+                    f'write "{text}" (quoted) for the text'
+                    if key
+                    else f'write {number} for the number, or "{text}" (quoted) for the text'
+                )
+            )
+        tag11 = _resolve(yaml.SafeLoader.yaml_implicit_resolvers, text)
+        tag12 = _resolve(_StackLoader.yaml_implicit_resolvers, text)
+        if tag11 in (_CORE + "timestamp", _CORE + "value"):  # read as text here anyway; `=` is YAML 1.1's only
+            tag11 = _CORE + "str"
+        if tag11 == tag12 == _CORE + "str" or (tag11 == _CORE + "str" and tag12 == _CORE + "float"):
+            return None  # `6e1`: text to PyYAML's narrow float pattern, a number to YAML 1.2 and to Go
+        v11 = self._reading(tag11, text, yaml.constructor.SafeConstructor)
+        v12 = self._reading(tag12, text, type(self))
+        if type(v11) is type(v12) and (v11 == v12 or (isinstance(v11, float) and math.isnan(v11))):  # .nan: refused
+            return None
+        base60 = ":" in text and tag11 in (_CORE + "int", _CORE + "float")
+        octal = tag11 == _CORE + "int" and _LEADING_ZERO.match(text) is not None
+        pulumi = ", as the Pulumi CLI reads stack files," if isinstance(v11, bool) or base60 else ""
+        said = (
+            f"YAML 1.1 reads it as {_reading_words(v11, text)}{' (base 60)' if base60 else ''}"
+            f"{' (octal)' if octal else ''} and YAML 1.2{pulumi} as {_reading_words(v12, text)}: "
+        )
+
+        def fix(key: bool) -> str:
+            if key:
+                return said + f'write "{text}" (quoted) for the text'
+            if isinstance(v11, bool):
+                return said + f'write {"true" if v11 else "false"} for the boolean, or "{text}" (quoted) for the text'
+            numbers = [v for v in (v11, v12) if isinstance(v, int | float) and not isinstance(v, bool)]
+            if len(numbers) == 2:
+                return said + (
+                    f"write the number without a leading zero ({_number(v11)} or {_number(v12)}, as you mean it)"
+                )
+            return said + f'write {_number(numbers[0])} for the number, or "{text}" (quoted) for the text'
+
+        return fix
+
+    def _reading(self, tag: str, text: str, constructor: Any) -> Any:
+        node = yaml.ScalarNode(tag, text)
+        if tag == _CORE + "int":
+            return constructor.construct_yaml_int(self, node)
+        if tag == _CORE + "float":
+            return constructor.construct_yaml_float(self, node)
+        if tag == _CORE + "bool":
+            return constructor.construct_yaml_bool(self, node)
+        if tag == _CORE + "null":
+            return None
+        return text
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An integer as YAML 1.2 reads it: decimal (a leading zero does not make it octal), 0o octal, 0x hex."""
+        text = self.construct_scalar(node)
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text, 10)
 
     def _budget(self, node: yaml.Node | None, mark: Any) -> None:
         """Count the values the node stands for with every alias expanded; refuse an alias bomb at once."""
@@ -274,11 +386,56 @@ class _StackLoader(yaml.SafeLoader):
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
 
-    def construct_yaml_timestamp(self, node: yaml.Node) -> Any:
-        return self.construct_scalar(node)  # type: ignore[arg-type]
+
+def _resolve(resolvers: Mapping[Any, list[tuple[str, re.Pattern[str]]]], text: str) -> str:
+    """The tag a plain scalar resolves to under a PyYAML resolver table (as yaml.resolver.Resolver.resolve)."""
+    for tag, pattern in resolvers.get(text[:1] if text else "", []):
+        if pattern.match(text):
+            return tag
+    return _CORE + "str"
 
 
-_StackLoader.add_constructor(_CORE + "timestamp", _StackLoader.construct_yaml_timestamp)
+def _reading_words(value: Any, text: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return f"the number {_number(value)}"
+    return f'the text "{clip(text)}"'
+
+
+def _number(value: float) -> str:
+    return str(value) if isinstance(value, int) or not value.is_integer() else str(int(value))
+
+
+# YAML 1.2's core schema (yaml.org/spec/1.2.2, 10.3.2), which the Pulumi CLI reads stack files with, in place of
+# PyYAML's YAML 1.1 resolvers; `<<` merges, as in the Pulumi CLI's reader (and PyYAML). Ints before floats: `1` is
+# both. Anything else is text: dates, `=`, `yes`, `1:30`.
+_StackLoader.yaml_implicit_resolvers = {}
+for _tag, _regex, _first in (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("merge", r"^(?:<<)$", "<"),
+):
+    _StackLoader.add_implicit_resolver(_CORE + _tag, re.compile(_regex), list(_first))
+# First characters of the plain values YAML 1.1 may read otherwise: y/n/on/off booleans, and numbers.
+_CLASH_FIRST = frozenset("yYnNoO+-.0123456789")
+_GO_PREFIX = re.compile(r"^[-+]?0[XOB][0-9A-Fa-f_]+$")
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]")
+_TYPED = frozenset(_CORE + t for t in ("int", "float", "bool", "null"))
+_NOT_YAML12 = {
+    _CORE + "int": "not a YAML 1.2 integer (decimal, 0o octal or 0x hex): write the number in decimal",
+    _CORE + "float": "not a YAML 1.2 number: write it as 1.5, 15 or 1.5e3",
+    _CORE + "bool": "not a YAML 1.2 boolean: write true or false",
+    _CORE + "null": "not a YAML 1.2 null: write null",
+}
 
 
 MAX_JSON_BYTES = 256 << 20  # a preview JSON of a 100,000-node cluster is tens of MiB
@@ -530,7 +687,12 @@ def read_stack(project: Project, stack: str, path: Path | None = None) -> StackC
             config[key] = value["value"]
         else:
             config[key] = value
-    return StackConfig(project, stack, path, config, frozenset(secret_keys), _cluster_lines(root))
+    config_lines: dict[str, int] = {}
+    if isinstance(root, yaml.MappingNode):
+        for knode, vnode in root.value:
+            if knode.value == "config" and isinstance(vnode, yaml.MappingNode):
+                config_lines = {str(ck.value): ck.start_mark.line + 1 for ck, _ in vnode.value}
+    return StackConfig(project, stack, path, config, frozenset(secret_keys), _cluster_lines(root), config_lines)
 
 
 def cluster_data(stack: StackConfig) -> Any:

@@ -171,7 +171,14 @@ def offline_outputs(stack: StackConfig) -> dict[str, Any]:
     after `up` are the COMPUTED marker, secrets the SECRET marker."""
     from .engine import run_program
 
-    capture = run_program(stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys)
+    capture = run_program(
+        stack.project.root,
+        stack.project.name,
+        stack.stack,
+        stack.engine_config(),
+        stack.secret_keys,
+        stack_file=stack.source,
+    )
     out = _outputs_json(capture.outputs)
     return out if isinstance(out, dict) else {}
 
@@ -189,7 +196,12 @@ def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = 
     config = with_stack_config(stack_pack_config(cluster_plan), policy_config)
     with phase("program"):
         capture = run_program(
-            stack.project.root, stack.project.name, stack.stack, stack.engine_config(), stack.secret_keys
+            stack.project.root,
+            stack.project.name,
+            stack.stack,
+            stack.engine_config(),
+            stack.secret_keys,
+            stack_file=stack.source,
         )
     with phase("policies"):
         policy = evaluate(capture, config)

@@ -56,9 +56,21 @@ def _check_stack(stack: StackConfig, *, policy_checks: bool) -> ClusterPlan:
         wrong = {p.path[0] for p in checked.problems if p.path}
         later = [dataclasses.replace(p, path=checked.original(p.path)) for p in later]
         problems.extend(p for p in later if not (p.path and p.path[0] in wrong and p.path[0] not in checked.kept))
-    if problems or cluster_plan is None:
-        raise SpecError(stack.source, problems, stack.lines)
+    clear = stack.clear_secret_problems(_named_secrets(spec)) if spec is not None else []
+    if problems or clear or cluster_plan is None:
+        lines = {**{p.path: stack.config_lines[str(p.path[0])] for p in clear}, **stack.lines}
+        raise SpecError(stack.source, [*problems, *clear], lines)
     return cluster_plan
+
+
+def _named_secrets(spec: ClusterSpec) -> dict[str, str]:
+    """The config keys the spec names as secrets, and what each holds (the first host's, for a shared key)."""
+    named: dict[str, str] = {}
+    for pool in spec.pools:
+        for host in getattr(pool, "hosts", None) or ():
+            if host.bmc_secret is not None:
+                named.setdefault(host.bmc_secret, f"the BMC password of host {host.name}")
+    return named
 
 
 def waiver_problems(

@@ -516,18 +516,28 @@ def _no_source_positions() -> Iterator[None]:
         pulumi_resource._get_stack_trace = original
 
 
+STACK_FILE_ENV = "AICLUSTER_STACK_FILE"  # the stack file as the user named it, for the program's messages
+
+
 @contextlib.contextmanager
-def _program_environment(project_dir: Path) -> Iterator[None]:
-    """cwd and sys.path as the Python language host sets them for the program."""
+def _program_environment(project_dir: Path, stack_file: str | None = None) -> Iterator[None]:
+    """cwd and sys.path as the Python language host sets them for the program; STACK_FILE_ENV names `stack_file`
+    (the program's messages name the file the user gave, not the one it would guess from the stack's name)."""
     old_cwd = Path.cwd()
     old_path = list(sys.path)
+    old_file = os.environ.pop(STACK_FILE_ENV, None)
     os.chdir(project_dir)
     sys.path.insert(0, str(project_dir))
+    if stack_file is not None:
+        os.environ[STACK_FILE_ENV] = stack_file
     try:
         yield
     finally:
         os.chdir(old_cwd)
         sys.path[:] = old_path
+        os.environ.pop(STACK_FILE_ENV, None)
+        if old_file is not None:
+            os.environ[STACK_FILE_ENV] = old_file
 
 
 def run(
@@ -591,7 +601,9 @@ def run_program(
     config: Mapping[str, str],
     secret_keys: frozenset[str] = frozenset(),
     program: str = "__main__.py",
+    stack_file: str | None = None,
 ) -> Capture:
-    """Run the project's program file offline, as the Python language host would."""
-    with _program_environment(project_dir):
+    """Run the project's program file offline, as the Python language host would. `stack_file`: the stack file as
+    the user named it, for the program's messages."""
+    with _program_environment(project_dir, stack_file):
         return run(lambda: runpy.run_path(program, run_name="__main__"), project, stack, config, secret_keys)

@@ -87,6 +87,7 @@ from .gcp import (
 from .kubernetes import KubernetesScheduler
 from .onprem import (
     BMC_RE,
+    BMC_USER_RE,
     RACK_RE,
     SECRET_NAME_RE,
     BgpAsn,
@@ -99,6 +100,9 @@ from .onprem import (
     Site,
     SiteNetwork,
     SitePower,
+    bmc_address,
+    mask_bmc_url,
+    mask_bmc_user,
     pool_fabric,
 )
 from .slurm import Controller, SlurmScheduler
@@ -580,6 +584,19 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
             )
         for j, h in enumerate(pool.hosts):
             problems.extend(host(("pools", i, "hosts", j), h.name, h.address, pool.site))
+            bmc = bmc_address(h.bmc) if h.bmc is not None else None
+            if bmc is not None and pool.site in sites:
+                cidrs = sites[pool.site].network.cidrs
+                if not any(bmc in ipaddress.IPv4Network(c) for c in cidrs):
+                    problems.append(
+                        Problem(
+                            ("pools", i, "hosts", j, "bmc"),
+                            f"the BMC address {bmc} is not inside site {pool.site}'s CIDRs ({', '.join(cidrs)}): use "
+                            "the BMC's address on the site's network, or add its range to the site's network.cidrs",
+                            h.bmc,
+                            True,
+                        )
+                    )
     problems.extend(spec.scheduler.site_problems(spec, left_out, host))
     blocks = [
         (("sites", i, "network", "cidrs", j), c)
@@ -904,13 +921,12 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         # A "public key" that is not one may be a pasted private key, and a BMC URL with a user part may carry
         # its password: never echo either.
         # The field that names a Pulumi secret is where a password gets pasted by mistake: never echo it either.
-        echo = pattern not in (_SSH_KEY, SECRET_NAME_RE) and not (pattern == BMC_RE and "@" in str(value))
-        return Problem(
-            path,
-            _PATTERN_HINTS.get(pattern, "is not of the form this field takes (docs/spec-reference.md shows it)"),
-            value,
-            echo,
-        )
+        # A BMC URL or user name shows what a password cannot be in: the rest is masked (`redfish://***@host`).
+        hint = _PATTERN_HINTS.get(pattern, "is not of the form this field takes (docs/spec-reference.md shows it)")
+        masked = {BMC_RE: mask_bmc_url, BMC_USER_RE: mask_bmc_user}.get(pattern)
+        if masked is not None and isinstance(value, str) and (hidden := masked(value)) is not None:
+            return Problem(path, f"{hint}; the part that may hold a password is masked (***)", hidden, True)
+        return Problem(path, hint, value, pattern not in (_SSH_KEY, SECRET_NAME_RE))
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
         shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -88,9 +89,18 @@ BMC_RE = _pattern(
     "must be a BMC endpoint: redfish:// or ipmi://, a host and an optional port and path, and no user or password "
     "(e.g. redfish://10.201.0.11/redfish/v1/Systems/1 or ipmi://10.201.0.11:623)",
 )
+# bmc_secret NAMES a secret: the config key the stack file lists it under (`pulumi config set --secret
+# aicluster:bmcPassword` writes `aicluster:bmcPassword: {secure: ...}`), in the program's own namespace, as the
+# cluster is (`aicluster:cluster`). A bare name (`bmcPassword`) is refused: a password fits that shape as well.
+SECRET_NAMESPACE = "aicluster"
 SECRET_NAME_RE = _pattern(
-    r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$",
-    "must be the name of a Pulumi secret: a letter, then letters, digits, '_', '.' and '-' (e.g. bmcPassword)",
+    rf"^{SECRET_NAMESPACE}:[A-Za-z][A-Za-z0-9_.-]{{0,127}}$",
+    f"must be the config key of the Pulumi secret that holds the BMC password, {SECRET_NAMESPACE}: and a name (e.g. "
+    f"{SECRET_NAMESPACE}:bmcPassword, set with `pulumi config set --secret {SECRET_NAMESPACE}:bmcPassword`); what "
+    "was given is not shown, in case it is the password itself",
+)
+BMC_USER_RE = _pattern(
+    r"^[A-Za-z0-9._-]{1,64}$", "must be a BMC user name: letters, digits, '.', '_' and '-' (e.g. admin)"
 )
 RACK_RE = _pattern(
     r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", "must be a rack name: letters, digits, '.', '_', '-' (e.g. r01)"
@@ -107,14 +117,17 @@ class Host(Strict):
     ]
     bmc: Annotated[
         str | None,
-        Field(pattern=BMC_RE, description="BMC endpoint: `redfish://host/redfish/v1/Systems/1` or `ipmi://host:623`."),
+        Field(
+            pattern=BMC_RE,
+            description="BMC endpoint: `redfish://host/redfish/v1/Systems/1` or `ipmi://host:623`. An IPv4 address "
+            "must be inside the site's CIDRs and not link-local (cloud metadata), loopback, multicast or reserved; a "
+            "host name cannot be checked offline (it resolves only at the site).",
+        ),
     ] = None
     bmc_username: Annotated[
         str | None,
         Field(
-            pattern=_pattern(
-                r"^[A-Za-z0-9._-]{1,64}$", "must be a BMC user name: letters, digits, '.', '_' and '-' (e.g. admin)"
-            ),
+            pattern=BMC_USER_RE,
             description="BMC user name (not secret).",
         ),
     ] = None
@@ -122,8 +135,9 @@ class Host(Strict):
         str | None,
         Field(
             pattern=SECRET_NAME_RE,
-            description="Name of the Pulumi secret that holds the BMC password (`pulumi config set --secret NAME`); "
-            "a password itself is refused.",
+            description="Config key of the Pulumi secret that holds the BMC password (e.g. `aicluster:bmcPassword`, "
+            "set with `pulumi config set --secret aicluster:bmcPassword`); a password itself is refused, and so is a "
+            "key whose value the stack file holds in clear text.",
         ),
     ] = None
     rack: Annotated[str | None, Field(pattern=RACK_RE, description="Rack the host is in (e.g. `r01`).")] = None
@@ -140,8 +154,8 @@ class Host(Strict):
                         Problem(
                             (k,),
                             "a BMC password in clear text is refused (stack files are read, copied and committed): "
-                            "store it as a Pulumi secret (pulumi config set --secret bmcPassword) and give its name "
-                            "in bmc_secret",
+                            "store it as a Pulumi secret (pulumi config set --secret aicluster:bmcPassword) and give "
+                            "its key in bmc_secret",
                         )
                         for k in clear
                     ]
@@ -150,9 +164,103 @@ class Host(Strict):
 
     @model_validator(mode="after")
     def _bmc_pair(self) -> Host:
+        problems = []
         if self.bmc_secret is not None and self.bmc is None:
-            raise _Problems([Problem(("bmc",), "bmc_secret is given, so give the BMC endpoint it opens too")])
+            problems.append(Problem(("bmc",), "bmc_secret is given, so give the BMC endpoint it opens too"))
+        if self.bmc_secret == f"{SECRET_NAMESPACE}:cluster":
+            problems.append(
+                Problem(
+                    ("bmc_secret",),
+                    f"{SECRET_NAMESPACE}:cluster is the cluster description, not a secret: name the key that holds "
+                    f"the BMC password (e.g. {SECRET_NAMESPACE}:bmcPassword, set with `pulumi config set --secret "
+                    f"{SECRET_NAMESPACE}:bmcPassword`)",
+                )
+            )
+        if self.bmc is not None:
+            problems.extend(Problem(("bmc",), why, self.bmc, True) for why in bmc_problems(self.bmc))
+        if problems:
+            raise _Problems(problems)
         return self
+
+
+_BMC_AUTHORITY = re.compile(r"^(?:redfish|ipmi)://([A-Za-z0-9.-]+)(?::([0-9]+))?")
+
+
+def bmc_address(bmc: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a BMC endpoint (one that matches BMC_RE) names, or None for a host name."""
+    found = _BMC_AUTHORITY.match(bmc)
+    try:
+        return ipaddress.IPv4Address(found.group(1)) if found else None
+    except ValueError:
+        return None
+
+
+def bmc_problems(bmc: str) -> list[str]:
+    """What is wrong with the host and port of a BMC endpoint that matches BMC_RE: a port out of range, an address
+    a BMC never has (link-local, where clouds serve instance metadata; loopback; multicast; unspecified; reserved),
+    or an address written in a form that resolvers read differently (127.1, 2130706433, 0177.0.0.1)."""
+    found = _BMC_AUTHORITY.match(bmc)
+    if found is None:
+        return []
+    host, port = found.group(1), found.group(2)
+    problems = []
+    if port is not None and not 1 <= int(port) <= 65535:
+        problems.append(f"port {int(port)} is not a port (1-65535; IPMI uses 623, Redfish 443)")
+    name = host.lower().removesuffix(".")
+    last = name.rsplit(".", 1)[-1]
+    fix = "give the BMC's own address on the site's management network"
+    if name == "localhost" or name.endswith(".localhost"):
+        problems.append(f"{host} is the loopback host (RFC 6761), never a BMC: {fix}")
+    elif last.isdigit() or last.startswith("0x") or host.endswith("."):  # an address, not a name: no TLD is numeric
+        try:
+            addr = ipaddress.IPv4Address(host)
+        except ValueError:
+            problems.append(
+                f"{host} is an address written as a number in a form resolvers read differently (inet_aton reads "
+                "127.1 and 2130706433 as 127.0.0.1): write the BMC's address as four decimal numbers (e.g. 10.201.0.11)"
+            )
+        else:
+            kind = next((what for test, what in _NOT_A_BMC if getattr(addr, test)), None)
+            if kind is not None:
+                problems.append(f"{addr} is {kind}, never a BMC: {fix}")
+    return problems
+
+
+# ipaddress's tests, in this order: 169.254.169.254 is link-local before it is anything else
+_NOT_A_BMC = (
+    ("is_link_local", "a link-local address (169.254.0.0/16, where clouds serve instance metadata)"),
+    ("is_loopback", "a loopback address"),
+    ("is_multicast", "a multicast address"),
+    ("is_unspecified", "the unspecified address"),
+    ("is_reserved", "a reserved address"),
+)
+
+
+def mask_bmc_url(value: str) -> str | None:
+    """`value` (a BMC URL that BMC_RE refused) with what may hold a password masked: the user info, a port that is
+    not a number, and everything from a query, fragment, parameter or `=` on; None when there is none of them."""
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        scheme, rest = "", value
+    end = min((i for i in (rest.find(c) for c in "/?#;") if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    shown = scheme + sep
+    if "@" in authority:
+        shown += "***@"
+        authority = authority.rpartition("@")[2]
+    host, colon, port = authority.partition(":")
+    shown += host + colon + (port if port.isdigit() or not port else "***")
+    cut = min((i for i in (tail.find(c) for c in "?#;=@") if i >= 0), default=-1)
+    shown += tail if cut < 0 else tail[: cut + 1] + "***"
+    return shown if shown != value else None
+
+
+def mask_bmc_user(value: str) -> str | None:
+    """`value` (a BMC user name that BMC_USER_RE refused) masked from its first character a user name does not
+    have (`admin:***`): what follows may be a password. None when every character is one of a user name."""
+    found = re.match(r"[A-Za-z0-9._-]*", value)
+    end = found.end() if found else 0
+    return None if end == len(value) else value[: end + 1] + "***"
 
 
 class OnpremFabric(Strict):

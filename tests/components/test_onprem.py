@@ -36,7 +36,7 @@ def _with_hosts(cluster: dict[str, Any]) -> dict[str, Any]:
             "address": f"10.200.1.{10 + i}",
             "bmc": f"redfish://10.200.2.{10 + i}/redfish/v1/Systems/1",
             "bmc_username": "admin",
-            "bmc_secret": f"bmcDgx{i:03d}",
+            "bmc_secret": f"aicluster:bmcDgx{i:03d}",
             "rack": f"r0{1 + i // 2}",
             "u": 2 + 10 * (i % 2),
         }
@@ -138,7 +138,7 @@ def test_hosts_are_recorded_with_their_bmc_and_the_password_only_as_a_secret(cat
         "address": "10.200.1.11",
         "bmc": "redfish://10.200.2.11/redfish/v1/Systems/1",
         "bmc_username": "admin",
-        "bmc_secret_name": "bmcDgx001",
+        "bmc_secret_name": "aicluster:bmcDgx001",
         "rack": "r01",
         "u": 12,
     }
@@ -180,6 +180,9 @@ def test_up_refuses_a_site_whose_bmc_secrets_are_missing(monkeypatch: pytest.Mon
     with pytest.raises(ProgramError) as err:
         run_program(ROOT, "aicluster", "onprem-dgx-h100", config, frozenset({"aicluster:bmcDgx000"}))
     message = str(err.value)
-    assert "BMC secrets not set: bmcDgx001 (host dgx001), bmcDgx002 (host dgx002), bmcDgx003 (host dgx003)" in message
+    assert (
+        "BMC secrets not set: aicluster:bmcDgx001 (host dgx001), aicluster:bmcDgx002 (host dgx002), "
+        "aicluster:bmcDgx003 (host dgx003)"
+    ) in message
     assert "pulumi config set --secret NAME" in message
     assert PASSWORD not in message

@@ -76,8 +76,8 @@ def test_hosts_give_the_count_and_must_agree_with_nodes() -> None:
                 ]
             },
             "pools[0].hosts[0].bmc_password: a BMC password in clear text is refused (stack files are read, copied "
-            "and committed): store it as a Pulumi secret (pulumi config set --secret bmcPassword) and give its name "
-            "in bmc_secret",
+            "and committed): store it as a Pulumi secret (pulumi config set --secret aicluster:bmcPassword) and give "
+            "its key in bmc_secret",
             id="bmc-password-in-clear-text",
         ),
         pytest.param(
@@ -89,7 +89,7 @@ def test_hosts_give_the_count_and_must_agree_with_nodes() -> None:
                     )
                 ]
             },
-            "pools[0].hosts[0].bmc: must be a BMC endpoint",
+            'pools[0].hosts[0].bmc: got "redfish://***@10.201.0.4"; must be a BMC endpoint',
             id="credentials-in-the-bmc-url",
         ),
         pytest.param(
@@ -124,7 +124,7 @@ def test_bad_site_input_names_the_field_the_value_and_the_fix(changes: dict[str,
 def test_a_bmc_url_with_credentials_is_refused_without_echoing_them() -> None:
     bad = onprem_pool(nodes=None, hosts=[{"name": "dgx0", "address": "10.200.1.4", "bmc": "redfish://admin:s3cr3t@h"}])
     found = errors(onprem_cluster(pools=[bad]))
-    assert found[0].startswith(f"{SRC}: pools[0].hosts[0].bmc: must be a BMC endpoint"), found
+    assert found[0].startswith(f'{SRC}: pools[0].hosts[0].bmc: got "redfish://***@h"; must be a BMC endpoint'), found
     assert not any("s3cr3t" in line for line in found)
 
 
@@ -206,8 +206,9 @@ def test_a_password_pasted_into_bmc_secret_is_not_echoed() -> None:
     )
     found = errors(onprem_cluster(pools=[bad]))
     assert found == [
-        f"{SRC}: pools[0].hosts[0].bmc_secret: must be the name of a Pulumi secret: a letter, then letters, digits, "
-        "'_', '.' and '-' (e.g. bmcPassword)"
+        f"{SRC}: pools[0].hosts[0].bmc_secret: must be the config key of the Pulumi secret that holds the BMC "
+        "password, aicluster: and a name (e.g. aicluster:bmcPassword, set with `pulumi config set --secret "
+        "aicluster:bmcPassword`); what was given is not shown, in case it is the password itself"
     ]
 
 
