@@ -36,6 +36,7 @@ from aicluster.plan import ClusterPlan, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
 from aicluster.render import burst, nccl
 from aicluster.schedulers.slurm import render as slurm
+from aicluster.spec.base import clip
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
@@ -203,6 +204,10 @@ def stack_addresses(plan: ClusterPlan) -> dict[str, str]:
     return found
 
 
+class AddressError(ValueError):
+    """An address that would reach ssh as ansible_host is not one (an IP literal or a DNS host name)."""
+
+
 class NoInventoryError(ValueError):
     """The stack's scheduler owns its nodes: there is no Ansible inventory of them (see `no_inventory_reason`)."""
 
@@ -235,11 +240,21 @@ def inventory(
     group_vars: dict[str, dict[str, Any]] = {}
 
     from_stack = stack_addresses(plan)
+    bad: list[str] = []
+
+    def checked(name: str, address: Any, source: str) -> Any:
+        """Every address reaches ssh's command line as ansible_host: whatever gave it (--discover's cloud answer, the
+        stack's outputs), it passes the --hosts check or the inventory is refused."""
+        why = address_problem(address) if isinstance(address, str) else "not a text"
+        if why is not None:
+            bad.append(f"{name}: ansible_host {clip(str(address), 60)!r} from {source}: {why}")
+        return address
 
     def host(name: str, **hostvars: Any) -> dict[str, Any]:
         address = addresses.get(name, from_stack.get(name))
         if address is not None:
-            hostvars["ansible_host"] = address
+            source = "--hosts, --discover or the previous inventory" if name in addresses else "the stack file"
+            hostvars["ansible_host"] = checked(name, address, source)
         return hostvars
 
     compute: dict[str, Any] = {}
@@ -285,7 +300,7 @@ def inventory(
         ctl_outputs = known(outputs.get("controller", {}))
         ctl_vars = host(name)
         if "ansible_host" not in ctl_vars and ctl_outputs.get("private_ip"):  # a VM the stack itself creates
-            ctl_vars["ansible_host"] = ctl_outputs["private_ip"]
+            ctl_vars["ansible_host"] = checked(name, ctl_outputs["private_ip"], "the stack output private_ip")
         children["slurm_controller"] = {"hosts": {name: ctl_vars}}
         group_vars["slurm_controller"] = {
             "provider": ctl.provider,
@@ -335,6 +350,9 @@ def inventory(
             for fs in plan.filesystems
         ],
     }
+    if bad:
+        more = f"; {len(bad) - MAX_HOST_PROBLEMS} more" if len(bad) > MAX_HOST_PROBLEMS else ""
+        raise AddressError("; ".join(bad[:MAX_HOST_PROBLEMS]) + more)
     files = {"hosts.yml": _yaml({"all": {"children": children}})}
     for group, variables in group_vars.items():
         files[f"group_vars/{group}.yml"] = _yaml(variables)

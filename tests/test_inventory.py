@@ -358,7 +358,11 @@ def test_stack_values_are_data_to_ansible_never_templates(catalog: Catalog, tmp_
     evil = "/fsx{{ lookup('pipe', 'echo PWNED') }}"
     fs = p.filesystems[0].model_copy(update={"mount": evil})
     p = p.model_copy(update={"filesystems": (fs, *p.filesystems[1:])})
-    files = inventory(p, {}, {"h100-000": "{{ 'PWNED' }}"}, "x")
+    from aicluster.inventory import AddressError
+
+    with pytest.raises(AddressError, match="not an address"):  # an address is never even written as a template
+        inventory(p, {}, {"h100-000": "{{ 'PWNED' }}"}, "x")
+    files = inventory(p, {}, {"h100-000": "192.0.2.7"}, "x")
     assert evil in read_yaml(files["group_vars/all.yml"])["filesystems"][0]["mount"]
     write(tmp_path / "inv", files, {}, shown="inv")
     result = tmp_path / "result.txt"
@@ -383,7 +387,7 @@ def test_stack_values_are_data_to_ansible_never_templates(catalog: Catalog, tmp_
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PWNED" not in proc.stdout.replace("echo PWNED", "").replace("'PWNED'", "")
-    assert result.read_text() == f"{evil}\n{{{{ 'PWNED' }}}}\n"
+    assert result.read_text() == f"{evil}\n192.0.2.7\n"
 
 
 def test_inventory_never_writes_outside_the_stacks_work_directory(project: Path) -> None:
@@ -699,3 +703,25 @@ def test_an_out_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InventoryDirError, match=r": cannot create the directory \(.+\)$"):
         write(target, {"hosts.yml": "all: {}\n"}, {}, shown=str(target))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.parametrize(
+    ("outputs", "given", "shown"),
+    [
+        pytest.param({"controller": {"private_ip": "-oProxyCommand=touch /tmp/x"}}, {}, "c-slurmctld", id="output"),
+        pytest.param({}, {"h100-001": "-oProxyCommand=touch /tmp/x"}, "h100-001", id="discovered"),
+        pytest.param({}, {"h100-001": "10.0.0.1 -p 2222"}, "h100-001", id="discovered-with-options"),
+        pytest.param({"controller": {"private_ip": ["10.0.0.1"]}}, {}, "c-slurmctld", id="output-not-text"),
+    ],
+)
+def test_an_address_from_discovery_or_outputs_gets_the_hosts_check(
+    catalog: Catalog, outputs: dict[str, object], given: dict[str, str], shown: str
+) -> None:
+    """Issue 31 #8's follow-up: --discover's cloud answer and the stack's controller private_ip reach ssh as
+    ansible_host too; they were written unchecked."""
+    from aicluster.inventory import AddressError
+
+    p = plan_of(catalog, {"name": "c", "pools": [pool()]})
+    with pytest.raises(AddressError) as err:
+        inventory(p, outputs, given, "pulumi stack output")
+    assert str(err.value).startswith(f"{shown}: ansible_host ")

@@ -180,6 +180,9 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
     # Addresses this run gives (--hosts, --discover) replace the earlier ones; a run that gives none (`tune` after
     # `inventory --hosts`) keeps them, rather than losing every address.
     addresses = given if replaced else kept
-    files = inv.inventory(plan, outputs, addresses, source, slurm_version=version, stack_config=stack.config)
+    try:
+        files = inv.inventory(plan, outputs, addresses, source, slurm_version=version, stack_config=stack.config)
+    except inv.AddressError as exc:
+        raise UsageError(f"not written: {exc}; give the node's address with --hosts FILE") from None
     reused = 0 if replaced else len(kept)
     return PlannedInventory(project, stack, target, shown, plan, files, addresses, source, reused, bool(args.out))
