@@ -164,28 +164,40 @@ def _label(path: Path, flag: str | None) -> str:
     return f"{flag} {path}" if flag else str(path)
 
 
-def check_target(path: str | Path, flag: str | None = None) -> Path:
+def check_target(path: str | Path, flag: str | None = None, *, parents: bool = True) -> Path:
     """Refuse an output path that cannot be a file before any work is done: an existing directory, or a
-    path under a file. Writing may still fail later (permissions): write_atomic says why then."""
+    path under a file; with `parents` False (a path the user typed, without --parents), a directory that does not
+    exist (a mistyped path is an error, not a new directory tree). Writing may still fail later (permissions):
+    write_atomic says why then."""
     target = Path(path)
     label = _label(target, flag)
     if target.is_dir() or str(path).endswith(os.sep):
         directory = str(path).rstrip(os.sep) or os.sep
         raise WriteError(f"{label}: is a directory; give a file name (e.g. {os.path.join(directory, '<name>')})")
     for ancestor in target.parents:
-        if ancestor.exists():
+        if ancestor.exists() or ancestor.is_symlink():
             if not ancestor.is_dir():
                 raise WriteError(f"{label}: cannot write: {ancestor} is a file, not a directory")
             break
+    if not parents and not target.parent.is_dir():
+        raise WriteError(
+            f"{label}: the directory {target.parent} does not exist; create it first, or give --parents to have "
+            "aicluster create it"
+        )
     return target
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o644, *, flag: str | None = None, secret: bool = False) -> None:
-    """Write `text` to `path` atomically, creating missing parent directories. Raises WriteError (naming
+def write_atomic(
+    path: Path, text: str, mode: int = 0o644, *, flag: str | None = None, secret: bool = False, parents: bool = True
+) -> None:
+    """Write `text` to `path` atomically, creating missing parent directories (with `parents` False: refusing to,
+    check_target says how to fix it). Raises WriteError (naming
     `path`, after `flag` where given, e.g. "--json out.json") and removes what it created on failure.
     `secret`: `path` itself is replaced by the rename (a link there is replaced, never followed) and anything there
     that is not a plain file is refused (check_secret_target said why before the secret was made)."""
     label = _label(Path(path), flag)
+    if not parents:
+        check_target(path, flag, parents=False)
     if secret:
         _refuse_non_file(Path(path), label, "a secret")
     else:
@@ -290,7 +302,9 @@ def _refuse_non_file(path: Path, label: str, what: str) -> os.stat_result | None
     return st
 
 
-def check_secret_target(path: str | Path, first_line: str, writer: str, what: str, *, force: bool = False) -> Path:
+def check_secret_target(
+    path: str | Path, first_line: str, writer: str, what: str, *, force: bool = False, parents: bool = True
+) -> Path:
     """Where `writer` (e.g. "aicluster kubeconfig eks-p5") may write a secret, checked before the secret is made:
     nothing there yet, or a plain file `writer` wrote (its first line is `first_line`); another plain file only with
     `force`. Never a symbolic link (even to its own file), a terminal, /dev/null, a pipe, a socket or a directory:
@@ -299,7 +313,7 @@ def check_secret_target(path: str | Path, first_line: str, writer: str, what: st
     if str(path) in ("-", ""):
         raise WriteError(f"-o {path}: aicluster writes {what} only to a file; give a file name")
     if not Path(path).is_symlink():
-        check_target(path, "-o")  # a directory, a path under a file: said with an example of a name
+        check_target(path, "-o", parents=parents)  # a directory, a path under a file, a missing directory
     st = _refuse_non_file(Path(path), _label(Path(path), "-o"), what)
     target = Path(path)
     label = _label(target, "-o")

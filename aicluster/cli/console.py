@@ -98,11 +98,11 @@ def warn(warnings: list[str]) -> None:
                 err.print(f"      {escape(text)}")
 
 
-def emit(text: str, output: str | None) -> int:
-    """Write a command's text to `output` (atomically) or to stdout (without control characters: the text
-    carries user-derived values, and the stdout may be a terminal)."""
+def emit(text: str, output: str | None, parents: bool = False) -> int:
+    """Write a command's text to `output` (atomically; its directory must exist unless `parents`, --parents) or to
+    stdout (without control characters: the text carries user-derived values, and the stdout may be a terminal)."""
     if output:
-        write_atomic(Path(output), text, flag="-o")
+        write_atomic(Path(output), text, flag="-o", parents=parents)
         out.print(f"wrote {escape(output)}")
     else:
         sys.stdout.write(strip_control(text))

@@ -50,11 +50,11 @@ def read_project(args: argparse.Namespace) -> Project:
     return find_project(Path(args.project_dir) if args.project_dir else None)
 
 
-def json_target(path: str | None) -> Path | None:
-    """--json FILE, checked before any work: '-' (stdout) is None."""
+def json_target(path: str | None, parents: bool = False) -> Path | None:
+    """--json FILE, checked before any work: '-' (stdout) is None; its directory must exist unless --parents."""
     if path is None or path == "-":
         return None
-    return check_target(path, "--json")
+    return check_target(path, "--json", parents=parents)
 
 
 def read_json(path: str, what: str) -> Any:

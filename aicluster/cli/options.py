@@ -31,6 +31,15 @@ def add_stack(p: argparse.ArgumentParser) -> None:
 def add_json(p: argparse.ArgumentParser, help: str) -> None:
     """--json FILE: the command's result as JSON ('-': stdout only); inputs.json_target checks it."""
     p.add_argument("--json", metavar="FILE", help=help)
+    _add_parents(p)
+
+
+def _add_parents(p: argparse.ArgumentParser) -> None:
+    """--parents, once per command that writes a file the user names: a missing directory is an error without it."""
+    if "--parents" not in p._option_string_actions:
+        p.add_argument(
+            "--parents", action="store_true", help="create the output file's missing directories (else an error)"
+        )
 
 
 def add_base(p: argparse.ArgumentParser, metavar: str, help: str) -> None:
@@ -41,6 +50,7 @@ def add_base(p: argparse.ArgumentParser, metavar: str, help: str) -> None:
 def add_output(p: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
     """-o/--output FILE: where the command writes what it makes."""
     p.add_argument("-o", "--output", required=required, metavar="FILE", help=help)
+    _add_parents(p)
 
 
 def add_policy_config(

@@ -70,6 +70,25 @@ def render(doc: Mapping[str, Any], fmt: str) -> str:
     return _renderers()[fmt](parse(doc))
 
 
+def policy_counts(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy verdict of a preview JSON in counts: pack, passed, mandatory, advisory, waived, not_applicable.
+    ValueError (naming the field) when it is not a preview JSON; a preview without a policy section counts zeros."""
+    from ._doc import parse
+
+    policy = parse(doc).policy
+    if policy is None:
+        return {"pack": "-", "passed": 0, "mandatory": 0, "advisory": 0, "waived": 0, "not_applicable": 0}
+    mandatory = sum(1 for v in policy.violations if v.enforcement == "mandatory")
+    return {
+        "pack": f"{policy.pack.name}@{policy.pack.version}",
+        "passed": len(policy.passed),
+        "mandatory": mandatory,
+        "advisory": len(policy.violations) - mandatory,
+        "waived": len(policy.waived),
+        "not_applicable": len(policy.not_applicable),
+    }
+
+
 class DiffInputError(ValueError):
     """One of the two previews is not a preview JSON; `side` says which ("base" or "head")."""
 

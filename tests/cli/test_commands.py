@@ -245,7 +245,7 @@ config:
 def test_bad_stack_exits_2_with_located_messages_and_writes_nothing(project: Path) -> None:
     write_stack(project, "bad", BAD)
     out = project / "out" / "p.json"
-    proc = run_cli("-C", str(project), "preview", "bad", "--json", str(out))
+    proc = run_cli("-C", str(project), "preview", "bad", "--json", str(out), "--parents")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert (
@@ -372,6 +372,18 @@ def test_azure_preview_names_zones_ib_domains_and_unpriced_storage() -> None:
         ),
         pytest.param(
             ("schema", "-o", "/proc/nope/schema.json"),
+            "error: -o /proc/nope/schema.json: the directory /proc/nope does not exist; create it first, or give "
+            "--parents to have aicluster create it",
+            id="missing-directory",
+        ),
+        pytest.param(
+            ("report", "good", "--format", "html", "-o", "{tmp}/no/such/r.html"),
+            "error: -o {tmp}/no/such/r.html: the directory {tmp}/no/such does not exist; create it first, or give "
+            "--parents to have aicluster create it",
+            id="report-into-a-mistyped-directory",
+        ),
+        pytest.param(
+            ("schema", "-o", "/proc/nope/schema.json", "--parents"),
             "error: -o /proc/nope/schema.json: cannot create the directory /proc/nope",
             id="missing-directory-that-cannot-be-created",
         ),

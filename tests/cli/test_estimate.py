@@ -75,7 +75,10 @@ def test_json_file_is_written_and_a_table_printed(
 ) -> None:
     monkeypatch.setattr(cli_out, "width", 200)
     target = tmp_path / "sub" / "estimate.json"
-    assert main([*BASE, "--bytes", "512MiB", "--json", str(target)]) == 0
+    assert main([*BASE, "--bytes", "512MiB", "--json", str(target)]) == 2  # a missing directory, without --parents
+    assert not target.parent.exists()
+    capsys.readouterr()
+    assert main([*BASE, "--bytes", "512MiB", "--json", str(target), "--parents"]) == 0
     printed = capsys.readouterr().out
     assert "busbw" in printed
     assert f"wrote {target}" in printed

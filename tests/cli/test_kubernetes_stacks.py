@@ -120,7 +120,7 @@ def test_slurm_plan_has_no_kubernetes_section_and_keeps_its_image_note(capsys: p
 
 def test_kubeconfig_is_written_0600_and_never_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "kube" / "config"
-    assert main(["kubeconfig", "eks-p5", "--outputs", str(_outputs(tmp_path)), "-o", str(target)]) == 0
+    assert main(["kubeconfig", "eks-p5", "--outputs", str(_outputs(tmp_path)), "-o", str(target), "--parents"]) == 0
     shown = capsys.readouterr()
     assert TOKEN not in shown.out + shown.err
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o600

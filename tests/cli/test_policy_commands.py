@@ -294,3 +294,48 @@ def test_rules_that_never_applied_are_reported_not_applicable_in_every_format(tm
     assert report["verdict"]["not_applicable"] == 36
     assert report["verdict"]["passed"] == len(doc["policy"]["passed"]) == 16
     assert report["verdict"]["text"] == "all 16 applicable policies passed, 36 not applicable"
+
+
+@pytest.mark.parametrize("fmt", ["md", "sarif"])
+def test_report_renders_a_preview_json_and_exits_as_preview_does(fmt: str, tmp_path: Path) -> None:
+    """Issue 30 #4: CI previews once and renders every format from the JSON; a mandatory violation is exit 1 for
+    `report` as for `preview` (the report is written either way)."""
+    cfg = tmp_path / "pc.json"
+    cfg.write_text(json.dumps({BUDGET: {"monthly_usd": 1, "enforcementLevel": "mandatory"}}))
+    preview = tmp_path / "preview.json"
+    proc = run_cli("preview", "p5-small", "--policy-config", str(cfg), "--json", str(preview))
+    assert proc.returncode == 1, proc.stderr
+    from_stack, from_json = tmp_path / f"stack.{fmt}", tmp_path / f"json.{fmt}"
+    proc = run_cli("report", "p5-small", "--policy-config", str(cfg), "--format", fmt, "-o", str(from_stack))
+    assert proc.returncode == 1, proc.stderr
+    assert "1 mandatory" in proc.stdout
+    proc = run_cli("report", str(preview), "--format", fmt, "-o", str(from_json))
+    assert proc.returncode == 1, proc.stderr
+    assert "1 mandatory and 0 advisory violation(s)" in proc.stdout
+    assert from_json.read_text() == from_stack.read_text()
+    # without the mandatory violation both exit 0
+    proc = run_cli("preview", "p5-small", "--json", str(preview))
+    assert proc.returncode == 0
+    assert run_cli("report", str(preview), "--format", fmt, "-o", str(from_json)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param('{"a": 1}', "preview JSON: missing key 'stack'", id="not-a-preview"),
+        pytest.param("[" * 5000 + "]" * 5000, "nested more than", id="deep"),
+        pytest.param("\xff", "", id="not-utf8"),
+    ],
+)
+def test_report_of_a_file_that_is_no_preview_json_writes_nothing(tmp_path: Path, content: str, message: str) -> None:
+    given = tmp_path / "p.json"
+    given.write_bytes(content.encode("latin-1"))
+    out = tmp_path / "r.html"
+    proc = run_cli("report", str(given), "--format", "html", "-o", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert message in proc.stderr
+    assert not out.exists()
+    proc = run_cli("report", str(given), "--format", "html", "-o", str(out), "--policy-config", str(given))
+    assert proc.returncode == 2
+    assert "a preview JSON holds its findings already" in proc.stderr or "--policy-config" in proc.stderr

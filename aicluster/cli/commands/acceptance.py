@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         f"aicluster acceptance {stack.stack}",
         f"this manifest (its Secret {ACCEPTANCE_SSH_SECRET} holds an SSH private key)",
         force=args.force,
+        parents=args.parents or not args.output,  # the default path's work directory is created; a typed one not
     )
     print_warnings(plan)
     try:
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     header = f"{HEADER}{stack.stack}\n# rewritten by `aicluster acceptance` (a fresh key pair each run)\n"
     text = yaml.dump_all([secret, *domains, jobset], Dumper=_Plain, sort_keys=False)
-    write_atomic(target, header + text, mode=0o600, flag="-o", secret=True)
+    write_atomic(target, header + text, mode=0o600, flag="-o", secret=True, parents=args.parents or not args.output)
     shown = escape(str(target))
     namespace = escape(jobset["metadata"]["namespace"])
     out.print(

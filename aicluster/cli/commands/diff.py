@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from aicluster.files import write_atomic
     from aicluster.report import DiffInputError, diff_markdown, preview_shape_problem
 
-    target = json_target(args.json)
+    target = json_target(args.json, args.parents)
     docs = {}
     for side, path in (("base", args.base), ("head", args.head)):
         doc = read_json(path, side)
@@ -58,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
             "`aicluster preview STACK --json FILE`"
         ) from None
     if target is not None:
-        write_atomic(target, data, flag="--json")
+        write_atomic(target, data, flag="--json", parents=args.parents)
         err.print(f"wrote {escape(str(target))}")  # stdout may carry the Markdown
-    return emit(text, args.output)
+    return emit(text, args.output, args.parents)

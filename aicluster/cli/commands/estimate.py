@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from aicluster.files import write_atomic
     from aicluster.sizing.collective import CollectiveError, estimate_collective
 
-    target = json_target(args.json)
+    target = json_target(args.json, args.parents)
     try:
         estimate = estimate_collective(
             load_catalog(),
@@ -150,6 +150,6 @@ def run(args: argparse.Namespace) -> int:
     for note in estimate.notes:
         out.print(f"note: {escape(note)}")
     if target is not None:
-        write_atomic(target, data, flag="--json")
+        write_atomic(target, data, flag="--json", parents=args.parents)
         out.print(f"wrote {escape(str(target))}")
     return EXIT_OK

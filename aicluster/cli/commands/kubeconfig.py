@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         f"aicluster kubeconfig {stack.stack}",
         "the kubeconfig (a secret)",
         force=args.force,
+        parents=args.parents or not args.output,  # the default path's work directory is created; a typed one not
     )
     if args.outputs:
         outputs = read_json(args.outputs, "--outputs")
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         )
     text = _kubeconfig_text(outputs.get("kubeconfig"), where)
     header = f"{HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
-    write_atomic(target, header + text, mode=0o600, flag="-o", secret=True)
+    write_atomic(target, header + text, mode=0o600, flag="-o", secret=True, parents=args.parents or not args.output)
     shown = escape(str(target))
     out.print(f"wrote {shown} (mode 0600); use it with: KUBECONFIG={shown} kubectl get nodes")
     return EXIT_OK

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from aicluster.files import write_atomic
     from aicluster.preview import plan_stack
 
-    target = json_target(args.json)
+    target = json_target(args.json, args.parents)
     _, stack = read_stack(args)
     plan = plan_stack(stack)
     data = json.dumps(plan.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
@@ -36,6 +36,6 @@ def run(args: argparse.Namespace) -> int:
     out.print(pools_table(plan, title=f"Plan for {escape(stack.stack)} ({escape(plan.name)})"))
     print_plan_details(plan)
     if target is not None:
-        write_atomic(target, data, flag="--json")
+        write_atomic(target, data, flag="--json", parents=args.parents)
         out.print(f"wrote {escape(str(target))}")
     return EXIT_OK

@@ -24,4 +24,4 @@ def run(args: argparse.Namespace) -> int:
 
     _, stack = read_stack(args)
     text = json.dumps(stack_pack_config(plan_stack(stack)), indent=2) + "\n"
-    return emit(text, args.output)
+    return emit(text, args.output, args.parents)

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from aicluster.preview import preview_stack
     from aicluster.timings import phase
 
-    target = json_target(args.json)
+    target = json_target(args.json, args.parents)
     config = policy_config(args)
     base = _base(args.base)
     _, stack = read_stack(args)
@@ -130,6 +130,6 @@ def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | No
         out.print(f"[dim]{escape(na_line)}[/]")
     out.print(f"[{'red' if code else 'green'}]{escape(line)}[/]")
     if target is not None:
-        write_atomic(target, data, flag="--json")
+        write_atomic(target, data, flag="--json", parents=args.parents)
         out.print(f"wrote {escape(str(target))}")
     return code

@@ -20,4 +20,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aicluster.spec import json_schema
 
-    return emit(json.dumps(json_schema(), indent=2) + "\n", args.output)
+    return emit(json.dumps(json_schema(), indent=2) + "\n", args.output, args.parents)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from aicluster.files import write_atomic
     from aicluster.preview import plan_stack
 
-    target = json_target(args.json)
+    target = json_target(args.json, args.parents)
     _, stack = read_stack(args)
     plan = plan_stack(stack)
     data = json.dumps(document(stack.stack, plan.name, plan.workloads), indent=2) + "\n"
@@ -65,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
     for w in plan.workloads:
         print_workload(w)
     if target is not None:
-        write_atomic(target, data, flag="--json")
+        write_atomic(target, data, flag="--json", parents=args.parents)
         out.print(f"wrote {escape(str(target))}")
     return EXIT_OK
