@@ -56,6 +56,9 @@ class Project:
     root: Path
     name: str
     stack_dir: Path
+    # A stack file outside any project (`aicluster validate /elsewhere/Pulumi.x.yaml`): the file's directory stands
+    # in for the project, and a preview runs the installed program (aicluster.program), as there is no __main__.py.
+    standalone: bool = False
 
     def stack_path(self, stack: str) -> Path:
         return self.stack_dir / f"Pulumi.{stack}.yaml"
@@ -526,7 +529,23 @@ def find_project(start: Path | None = None) -> Project:
             name = str(data.get("name") or cand.name)
             stack_dir = cand / str(data.get("stackConfigDir") or ".")
             return Project(cand, name, stack_dir)
-    raise ProjectNotFound(f"no Pulumi.yaml in {here} or any parent directory; run from the aicluster project")
+    raise ProjectNotFound(
+        f"no Pulumi.yaml in {here} or any parent directory; run from a project (`aicluster init DIR` makes one), "
+        "or name a stack file by its path (e.g. stacks/Pulumi.p5-small.yaml)"
+    )
+
+
+STANDALONE_PROJECT = "aicluster"  # the project name a stack file outside any project previews under
+
+
+def project_of_file(path: Path) -> Project:
+    """The project a stack file belongs to: the nearest with Pulumi.yaml above the file, or, where there is none, the
+    file's own directory standing in for one (a standalone stack file)."""
+    try:
+        return find_project(path.parent)
+    except ProjectNotFound:
+        here = path.parent.resolve()
+        return Project(here, STANDALONE_PROJECT, here, standalone=True)
 
 
 def _line_map(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | int, ...], int]) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aicluster.files import check_target
 from aicluster.spec import SpecError
-from aicluster.stackfile import Project, find_project
+from aicluster.stackfile import Project, ProjectNotFound, find_project, project_of_file
 from aicluster.stackfile import read_stack as read_stack_file
 
 from .exits import UsageError
@@ -41,7 +41,13 @@ def read_stack(args: argparse.Namespace) -> tuple[Project, StackConfig]:
         given = name
     elif stack_name_problem(given) is not None:
         raise UsageError(str(stack_name_problem(given)))
-    project = find_project(Path(args.project_dir) if args.project_dir else None)
+    if args.project_dir or path is None:
+        project = find_project(Path(args.project_dir) if args.project_dir else None)
+    else:  # a stack file: the project here, else the file's own (or none: validate, plan and size need none)
+        try:
+            project = find_project()
+        except ProjectNotFound:
+            project = project_of_file(path)
     return project, read_stack_file(project, given, path)
 
 

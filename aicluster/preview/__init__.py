@@ -177,6 +177,7 @@ def offline_outputs(stack: StackConfig) -> dict[str, Any]:
         stack.stack,
         stack.engine_config(),
         stack.secret_keys,
+        program=None if stack.project.standalone else "__main__.py",
         stack_file=stack.source,
     )
     out = _outputs_json(capture.outputs)
@@ -201,6 +202,7 @@ def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = 
             stack.stack,
             stack.engine_config(),
             stack.secret_keys,
+            program=None if stack.project.standalone else "__main__.py",
             stack_file=stack.source,
         )
     with phase("policies"):

@@ -600,10 +600,16 @@ def run_program(
     stack: str,
     config: Mapping[str, str],
     secret_keys: frozenset[str] = frozenset(),
-    program: str = "__main__.py",
+    program: str | None = "__main__.py",
     stack_file: str | None = None,
 ) -> Capture:
-    """Run the project's program file offline, as the Python language host would. `stack_file`: the stack file as
-    the user named it, for the program's messages."""
+    """Run the project's program file offline, as the Python language host would; `program` None: the installed
+    program (aicluster.program), for a stack file outside any project. `stack_file`: the stack file as the user named
+    it, for the program's messages."""
     with _program_environment(project_dir, stack_file):
-        return run(lambda: runpy.run_path(program, run_name="__main__"), project, stack, config, secret_keys)
+        if program is None:
+            from aicluster.program import main
+
+            return run(main, project, stack, config, secret_keys)
+        path = program
+        return run(lambda: runpy.run_path(path, run_name="__main__"), project, stack, config, secret_keys)

@@ -13,6 +13,7 @@ from types import ModuleType
 
 # The commands' module stems, once, in `aicluster --help` order: adding a command is its module plus one name here.
 NAMES: tuple[str, ...] = (
+    "init",
     "validate",
     "plan",
     "preview",

@@ -150,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
         if given:
             err.print(f"note: {', '.join(given)} apply to the Ansible run, which a {title} stack has none of: ignored")
         return EXIT_OK
-    playbook = Path(args.playbook) if args.playbook else project.root / "playbooks" / "site.yml"
+    from aicluster.scaffold import playbooks
+
+    # the project's own playbooks/ (this repository's), else those installed with the package
+    playbook = Path(args.playbook) if args.playbook else playbooks(project.root) / "site.yml"
     if not playbook.is_file():
         raise UsageError(f"{playbook}: no such playbook")
     planned = plan_inventory(args, plan)
