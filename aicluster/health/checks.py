@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,11 +47,15 @@ class Context:
     pool: PoolHealth
     xid_watermark: float | None  # kernel-log seconds already scanned (None: nothing yet this boot)
     new_watermark: float | None = None
+    started: float = field(default_factory=time.monotonic)
     _gpus: list[Gpu] | None = field(default=None, repr=False)
 
     def tool(self, name: str, *args: str) -> str:
         cfg = self.config
-        return run_tool([getattr(cfg.tools, name), *args], cfg.timeout_s, cfg.max_output_bytes)
+        left = cfg.deadline_s - (time.monotonic() - self.started)
+        if left <= 0:
+            raise ProbeError(f"no time left of the run's {cfg.deadline_s:g} s")
+        return run_tool([getattr(cfg.tools, name), *args], min(cfg.timeout_s, left), cfg.max_output_bytes)
 
     def gpus(self) -> list[Gpu]:
         if self._gpus is None:
@@ -214,17 +219,18 @@ def _writable(path: str, timeout_s: float) -> str | None:
 
 
 def check_mounts(ctx: Context) -> list[Finding]:
-    if not ctx.config.mounts:
+    if not ctx.pool.mounts:
         return []
     table = parse_mounts(read_small(Path(ctx.config.mounts_file), limit=4 << 20))
     out = []
-    for point in ctx.config.mounts:
+    for mount in ctx.pool.mounts:
+        point = mount.path
         options = table.get(point.rstrip("/") or "/")
         if options is None:
             out.append(Finding("FS_MISSING", f"{point} not mounted"))
         elif "ro" in options:
             out.append(Finding("FS_READONLY", f"{point} mounted read-only"))
-        elif (why := _writable(point, ctx.config.timeout_s)) is not None:
+        elif mount.write_check and (why := _writable(point, ctx.config.timeout_s)) is not None:
             out.append(Finding("FS_READONLY", f"{point} not writable: {why}"))
     return out
 

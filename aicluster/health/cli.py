@@ -101,7 +101,7 @@ def act(config: HealthConfig, layer: Layer, node: str, findings: list[Finding], 
     what, arg = decide(findings, cleared_codes(passed), layer, current, passed=passed)
     if what == "keep":
         log(f"{node}: {arg}")
-        return 1 if unhealthy and parse_reason(current) is not None else 0
+        return 1 if unhealthy else 0  # a prolog must still fail on a fault, whoever drained the node
     if what == "ok" or (what == "resume" and node_state is None):
         return 0
     if not config.drain:

@@ -38,6 +38,13 @@ class XidRule(_Strict):
     drain: Annotated[bool, Field(description="Whether an occurrence drains the node.")]
 
 
+class Mount(_Strict):
+    path: Annotated[str, Field(description="Mount point (e.g. `/fsx`).")]
+    write_check: Annotated[
+        bool, Field(description="Also create and remove a file there (off for NFS: root is squashed by default).")
+    ] = True
+
+
 class PoolHealth(_Strict):
     gpus: Annotated[int, Field(ge=0, description="GPUs each node must show (0: not a GPU node).")] = 0
     gpu_model: Annotated[
@@ -52,6 +59,7 @@ class PoolHealth(_Strict):
     ib_rate_gbps: Annotated[
         float | None, Field(gt=0, description="Rate every port must reach (Gb/s, e.g. `400`); null: not checked.")
     ] = None
+    mounts: Annotated[tuple[Mount, ...], Field(description="File systems that must be mounted (and writable).")] = ()
 
 
 class HealthConfig(_Strict):
@@ -61,7 +69,10 @@ class HealthConfig(_Strict):
     mounts_file: Annotated[str, Field(description="The mount table.")] = "/proc/self/mounts"
     boot_id_file: Annotated[str, Field(description="Changes at every boot.")] = "/proc/sys/kernel/random/boot_id"
     state_dir: Annotated[str, Field(description="Kernel-log watermark and boot id.")] = "/var/lib/aicluster-health"
-    timeout_s: Annotated[float, Field(gt=0, le=60, description="Bound on each tool call, seconds.")] = 15.0
+    timeout_s: Annotated[float, Field(gt=0, le=60, description="Bound on each tool call, seconds.")] = 10.0
+    deadline_s: Annotated[
+        float, Field(gt=0, description="Bound on all tool calls of a run (slurmd kills the health check at 60 s).")
+    ] = 45.0
     max_output_bytes: Annotated[int, Field(gt=0, description="Tool output beyond this is an error.")] = 8 << 20
     drain: Annotated[bool, Field(description="false: report only, never call scontrol update.")] = True
     pools: Annotated[dict[str, PoolHealth], Field(description="Per pool (node names are <pool>-<index>).")] = {}
@@ -69,14 +80,13 @@ class HealthConfig(_Strict):
         dict[str, str], Field(description="Node name -> pool, for nodes not named <pool>-<index> (site hosts).")
     ] = {}
     xids: Annotated[dict[str, XidRule], Field(description="XID (as a string) -> what it means and does.")] = {}
-    mounts: Annotated[tuple[str, ...], Field(description="Mount points that must be mounted and writable.")] = ()
     row_remap_pending_max: Annotated[int, Field(ge=0)] = 0
     row_remap_failure_max: Annotated[int, Field(ge=0)] = 0
     ecc_uncorrected_volatile_max: Annotated[int, Field(ge=0)] = 0
     nvlink_inactive_max: Annotated[int, Field(ge=0)] = 0
 
     def pool_of(self, node: str) -> PoolHealth:
-        """The node's pool (an unknown node gets the checks every node has: XIDs, fabric off, mounts)."""
+        """The node's pool (an unknown node gets only the XID check)."""
         name = self.nodes.get(node) or re.sub(r"-\d+$", "", node)
         return self.pools.get(name, PoolHealth())
 

@@ -122,6 +122,7 @@ class FakeNode:
                     "ib_device_prefix": "mlx5_ib",
                     "ib_ports": 8,
                     "ib_rate_gbps": 400,
+                    "mounts": [{"path": str(self.root / "scratch")}],
                 }
             },
             "xids": {
@@ -129,7 +130,6 @@ class FakeNode:
                 "48": {"name": "double-bit ECC error", "action": "WORKFLOW_XID_48", "drain": True},
                 "79": {"name": "GPU has fallen off the bus", "action": "RESTART_BM", "drain": True},
             },
-            "mounts": [str(self.root / "scratch")],
         }
         cfg.update(overrides)
         path = self.root / "health.json"

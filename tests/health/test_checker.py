@@ -217,7 +217,7 @@ def test_someone_elses_drain_is_never_resumed(node: FakeNode) -> None:
 def test_someone_elses_drain_is_not_overwritten_by_a_fault(node: FakeNode) -> None:
     node.set_node("IDLE+DRAIN", "NHC: check_hw_ib failed")
     shutil.copy(DATA / "dmesg-xid79.txt", node.out / "dmesg.txt")
-    check(node)
+    assert check(node, "prolog") == 1  # the job must not start on it, but the reason stays theirs
     assert node.updates() == []
     assert node.node()["reason"] == "NHC: check_hw_ib failed"
 
