@@ -458,16 +458,23 @@ def test_each_script_runs_its_layer_of_aicluster_health_first(render: Any, layer
     assert not (tmp_path / "scontrol.log").exists()
 
 
-def test_a_node_without_aicluster_health_is_drained(tmp_path: Path) -> None:
-    bin_dir = fake_bin(tmp_path)
+def test_a_node_without_aicluster_health_keeps_the_shell_checks(tmp_path: Path) -> None:
+    """No role installs aicluster-health yet: a node without it is not drained for that, and the health check still
+    counts the GPUs (with the checker's code, so the checker clears the drain once installed and passing)."""
+    bin_dir = fake_bin(tmp_path, **{"nvidia-smi": 'for i in 0 1 2 3 4 5 6; do echo "GPU $i: NVIDIA H100"; done'})
     (bin_dir / "aicluster-health").unlink()
     # the script's PATH ends in /opt/aicluster/bin; this machine has no aicluster-health there
     done = run_script(healthcheck_sh(stack_plan("p5-small")), tmp_path, "h100-001", bin_dir)
     assert done.returncode == 1
+    assert "aicluster-health not installed; its checks are skipped" in done.stderr
     assert (tmp_path / "scontrol.log").read_text() == (
-        "update nodename=h100-001 state=drain reason=aicluster-health:CHECK_FAILED healthcheck: aicluster-health not "
-        "installed\n"
+        "update nodename=h100-001 state=drain reason=aicluster-health:GPU_COUNT healthcheck: expected 8 GPUs, "
+        "nvidia-smi lists 7\n"
     )
+    (tmp_path / "ok").mkdir()
+    passing = fake_bin(tmp_path / "ok", dcgmi='echo "| Deployment | Pass |"')
+    (passing / "aicluster-health").unlink()
+    assert run_script(prolog_sh(stack_plan("p5-small")), tmp_path / "ok", "h100-001", passing).returncode == 0
 
 
 def test_epilog_runs_dcgm_level_2_after_a_failed_job(tmp_path: Path) -> None:

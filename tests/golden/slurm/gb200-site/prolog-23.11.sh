@@ -18,9 +18,14 @@ drain() {
   exit 1
 }
 
-# aicluster-health --layer prolog: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1
-command -v aicluster-health >/dev/null 2>&1 || drain CHECK_FAILED "aicluster-health not installed"
-aicluster-health --layer prolog --config /etc/slurm/aicluster-health.json || exit 1
+# aicluster-health --layer prolog: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a
+# fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1.
+# A node without it (installed by no role yet) keeps only the checks below, and says so in slurmd's log.
+if command -v aicluster-health >/dev/null 2>&1; then
+  aicluster-health --layer prolog --config /etc/slurm/aicluster-health.json || exit 1
+else
+  echo "aicluster prolog: ${node}: aicluster-health not installed; its checks are skipped" >&2
+fi
 
 # GPUs per node of the node's pool (node names are <pool>-<index>); 0: no GPUs (TPU, Trainium)
 case "${node%-*}" in

@@ -18,9 +18,14 @@ drain() {
   exit 1
 }
 
-# aicluster-health --layer periodic: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1
-command -v aicluster-health >/dev/null 2>&1 || drain CHECK_FAILED "aicluster-health not installed"
-aicluster-health --layer periodic --config /etc/slurm/aicluster-health.json || exit 1
+# aicluster-health --layer periodic: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a
+# fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1.
+# A node without it (installed by no role yet) keeps only the checks below, and says so in slurmd's log.
+if command -v aicluster-health >/dev/null 2>&1; then
+  aicluster-health --layer periodic --config /etc/slurm/aicluster-health.json || exit 1
+else
+  echo "aicluster healthcheck: ${node}: aicluster-health not installed; its checks are skipped" >&2
+fi
 
 # GPUs per node of the node's pool (node names are <pool>-<index>); 0: no GPUs (TPU, Trainium)
 case "${node%-*}" in
@@ -30,4 +35,9 @@ case "${node%-*}" in
   *) gpus_expected=0 ;;
 esac
 [ "${gpus_expected}" -eq 0 ] && exit 0
+
+# The GPU count again, for a node without aicluster-health (same code: the checker clears it once it passes)
+command -v nvidia-smi >/dev/null 2>&1 || drain TOOL_MISSING "nvidia-smi not found"
+found="$(nvidia-smi --list-gpus 2>/dev/null | grep -c '^GPU ')"
+[ "${found}" -eq "${gpus_expected}" ] || drain GPU_COUNT "expected ${gpus_expected} GPUs, nvidia-smi lists ${found}"
 exit 0
