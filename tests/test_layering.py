@@ -116,6 +116,8 @@ RULES = [
         "aicluster/changes", ("aicluster.changes", "aicluster.catalog", "aicluster.plan.models"), id="changes-from-data"
     ),
     pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
+    # copied onto each node alone and run by slurmd: stdlib and pydantic only
+    pytest.param("aicluster/health", ("aicluster.health",), id="health-checker-is-self-contained"),
 ]
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from . import cache as _cache
 from .changes import RISKS, ChangeRule, ConditionalReplace, PlatformEffect, UpdatePolicy
 from .collectives import CollectivesData, collective_problems
+from .health import HealthData, NodeThresholds, Xid
 from .models import (
     Accelerator,
     Constants,
@@ -66,6 +67,7 @@ __all__ = [
     "CpuTopology",
     "FailureRate",
     "GcpNicLayout",
+    "HealthData",
     "Image",
     "InstanceType",
     "KubernetesAddon",
@@ -73,6 +75,7 @@ __all__ = [
     "NcclData",
     "NcclProfile",
     "NodeTaint",
+    "NodeThresholds",
     "NvlinkDomain",
     "Offering",
     "PlatformEffect",
@@ -89,6 +92,7 @@ __all__ = [
     "Switch",
     "TpuType",
     "UpdatePolicy",
+    "Xid",
     "load_catalog",
 ]
 
@@ -136,6 +140,8 @@ class Catalog:
     change_rules: dict[str, ChangeRule] = field(default_factory=dict)
     # what changing a stack field does per platform, observed with those rules (data/update_policies.yaml)
     update_policies: tuple[UpdatePolicy, ...] = ()
+    # the XID catalog, node health thresholds per instance type, check rules (data/health.yaml)
+    health: HealthData | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
@@ -338,6 +344,20 @@ def _check(cat: Catalog) -> None:
             cited(state, f"reliability checkpoint state {state.optimizer}/{state.precision}")
         cited(rel.restart_s, "reliability restart_s")
         cited(rel.target_checkpoint_overhead, "reliability target_checkpoint_overhead")
+    if cat.health is not None:
+        for x in cat.health.xids:
+            cited(x, f"health xid {x.xid}")
+        for t in cat.health.thresholds:
+            cited(t, f"health thresholds {t.provider}/{t.instance_type}")
+            typ = cat.instance_types.get((t.provider, t.instance_type))
+            if typ is None:
+                problems.append(f"health thresholds: unknown instance type {t.provider}/{t.instance_type}")
+            elif typ.accelerator_count != t.gpus:
+                problems.append(
+                    f"health thresholds {t.provider}/{t.instance_type}: {t.gpus} GPUs, the instance type has "
+                    f"{typ.accelerator_count}"
+                )
+        cited(cat.health.rules, "health rules")
     if cat.sizing is not None:
         for sid in sorted(cat.sizing.source_ids() - set(cat.sources)):
             problems.append(f"sizing: unknown source id {sid!r}")
@@ -544,6 +564,11 @@ def _load(data_dir: Path) -> Catalog:
         collectives = CollectivesData.model_validate((_read(coll_path) if coll_path.exists() else None) or {})
     except ValidationError as exc:
         raise CatalogError(f"{coll_path}: {exc}") from exc
+    health_path = data_dir / "health.yaml"
+    try:
+        health = HealthData.model_validate(_read(health_path)) if health_path.exists() else None
+    except ValidationError as exc:
+        raise CatalogError(f"{health_path}: {exc}") from exc
     policies_path = data_dir / "update_policies.yaml"
     cat = Catalog(
         sources,
@@ -566,6 +591,7 @@ def _load(data_dir: Path) -> Catalog:
         update_policies=tuple(
             _records(UpdatePolicy, _read(policies_path) if policies_path.exists() else [], policies_path)
         ),
+        health=health,
     )
     _check(cat)
     return cat

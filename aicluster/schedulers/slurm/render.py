@@ -82,10 +82,14 @@ What the files say, and why:
   topology/block is refused here (aggregated blocks could join a site's block with a cloud's). Partitions: one per
   pool, and a default `hybrid` partition of every node: users submit without `-p` and Slurm fills the owned nodes
   first and bursts by weight when they are busy (the hybrid example of power_save.shtml).
-- Prolog/Epilog/HealthCheckProgram: DCGM diagnostics and GPU counts on GPU nodes; on failure they drain the
-  node with a reason and exit non-zero. slurmd starts them with no PATH, so they set their own. On rack-scale
-  nodes the health check also wants the NVLink domain whole: the IMEX daemon READY (`nvidia-imex-ctl -q`) and
-  every GPU's fabric state Completed with status Success (`nvidia-smi -q`, section Fabric).
+- Prolog/Epilog/HealthCheckProgram: each first runs `aicluster-health --layer prolog|epilog|periodic` (aicluster/
+  health: GPU count and model, new XIDs, row remapping, ECC, NVLink, PCIe width, fabric ports and mounts, by layer;
+  its configuration is aicluster-health.json, rendered from the plan and the catalog's data/health.yaml), then DCGM
+  diagnostics on GPU nodes; on failure they drain the node with a reason of the grammar `aicluster-health:<CODE>
+  <detail>` (aicluster/health/reasons.py) and exit non-zero. slurmd starts them with no PATH, so they set their
+  own. On rack-scale nodes the health check also wants the NVLink domain whole: the IMEX daemon READY
+  (`nvidia-imex-ctl -q`) and every GPU's fabric state Completed with status Success (`nvidia-smi -q`, section
+  Fabric).
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ from aicluster.catalog import Catalog, SlurmCloudTimes, load_catalog
 from aicluster.plan import ClusterPlan, PlannedPool
 from aicluster.plan.models import hostlist
 from aicluster.render import render
+from aicluster.render.health import CONFIG_FILE as HEALTH_CONFIG
+from aicluster.render.health import health_json
 
 Version = tuple[int, int]
 TopologyPlugin = Literal["tree", "block"]
@@ -152,6 +158,9 @@ class SlurmSettings:
     # Sites: where aicluster's console scripts (aicluster-resume, aicluster-suspend) are installed on the controller
     burst_bin_dir: str = "/opt/aicluster/bin"
     scontrol: str = "/usr/bin/scontrol"  # for the burst programs: slurmctld runs them with no PATH
+    # where the slurm_health role installs aicluster-health on every node (Prolog, Epilog and HealthCheckProgram
+    # call it; its configuration is aicluster-health.json beside slurm.conf)
+    health_bin_dir: str = "/opt/aicluster/bin"
     # SlurmdParameters (None: not written). A test machine sets `config_overrides`, so that slurmd registers a node
     # with the CPUs and memory slurm.conf gives it rather than draining it for having less.
     slurmd_parameters: str | None = None
@@ -736,25 +745,42 @@ def _nvlink_pools(plan: ClusterPlan) -> list[str]:
     return list(dict.fromkeys(d.pool for d in plan.nvlink_domains))
 
 
-def prolog_sh(plan: ClusterPlan, version: Version = (22, 5)) -> str:
-    """Prolog (PrologFlags=Alloc: at allocation, on every node of the job): DCGM diag level 1 on GPU nodes; on
-    rack-scale nodes under a Slurm without switch/nvidia_imex, IMEX channel 0."""
+def _health(settings: SlurmSettings, layer: str) -> dict[str, str]:
+    return {
+        "script_layer": layer,
+        "health_bin_dir": settings.health_bin_dir,
+        "health_config": f"{settings.conf_dir}/{HEALTH_CONFIG}",
+    }
+
+
+def prolog_sh(plan: ClusterPlan, version: Version = (22, 5), settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    """Prolog (PrologFlags=Alloc: at allocation, on every node of the job): aicluster-health's prolog layer, then
+    DCGM diag level 1 on GPU nodes; on rack-scale nodes under a Slurm without switch/nvidia_imex, IMEX channel 0."""
     _check(plan)
     channels = [] if imex_switch(plan, version) else _nvlink_pools(plan)
     return render(
-        "slurm/prolog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), imex_channel_pools=channels, script="prolog"
+        "slurm/prolog.sh.j2",
+        plan=plan,
+        gpu_pools=_gpu_pools(plan),
+        imex_channel_pools=channels,
+        script="prolog",
+        **_health(settings, "prolog"),
     )
 
 
-def epilog_sh(plan: ClusterPlan) -> str:
-    """Epilog: GPU processes left behind drain the node; after a failed job, DCGM diag level 2."""
+def epilog_sh(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    """Epilog: aicluster-health's epilog layer; GPU processes left behind drain the node; after a failed job, DCGM
+    diag level 2."""
     _check(plan)
-    return render("slurm/epilog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="epilog")
+    return render(
+        "slurm/epilog.sh.j2", plan=plan, gpu_pools=_gpu_pools(plan), script="epilog", **_health(settings, "epilog")
+    )
 
 
-def healthcheck_sh(plan: ClusterPlan) -> str:
-    """HealthCheckProgram (every HealthCheckInterval on idle nodes): the pool's GPU count is visible; on rack-scale
-    nodes the IMEX daemon is READY and every GPU has joined the NVLink fabric."""
+def healthcheck_sh(plan: ClusterPlan, settings: SlurmSettings = DEFAULT_SETTINGS) -> str:
+    """HealthCheckProgram (every HealthCheckInterval on idle nodes): aicluster-health's periodic layer (GPU count
+    and model, XIDs, ECC, row remapping, NVLink, PCIe width, fabric ports, mounts); on rack-scale nodes the IMEX
+    daemon is READY and every GPU has joined the NVLink fabric."""
     _check(plan)
     return render(
         "slurm/healthcheck.sh.j2",
@@ -762,6 +788,7 @@ def healthcheck_sh(plan: ClusterPlan) -> str:
         gpu_pools=_gpu_pools(plan),
         nvlink_pools=_nvlink_pools(plan),
         script="healthcheck",
+        **_health(settings, "periodic"),
     )
 
 
@@ -779,7 +806,8 @@ def files(
         f"{conf}/gres.conf": gres_conf(plan, settings),
         f"{conf}/cgroup.conf": cgroup_conf(plan),
         f"{conf}/topology.conf": topology_conf(plan, version, settings),
-        paths["prolog"]: prolog_sh(plan, version),
-        paths["epilog"]: epilog_sh(plan),
-        paths["healthcheck"]: healthcheck_sh(plan),
+        paths["prolog"]: prolog_sh(plan, version, settings),
+        paths["epilog"]: epilog_sh(plan, settings),
+        paths["healthcheck"]: healthcheck_sh(plan, settings),
+        f"{conf}/{HEALTH_CONFIG}": health_json(plan, catalog, settings.scontrol),
     }

@@ -18,6 +18,7 @@ import pytest
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
+from aicluster.render.health import health_json
 from aicluster.schedulers.slurm.render import (
     SlurmSettings,
     block_sizes,
@@ -84,6 +85,7 @@ def test_golden_block_topology_and_scripts() -> None:
     golden("three-cloud/topology-block.conf", topology_conf(cp, (24, 11)))
     golden("cgroup.conf", cgroup_conf(cp))
     golden("three-cloud/prolog.sh", prolog_sh(cp))
+    golden("three-cloud/aicluster-health.json", health_json(cp))
     golden("three-cloud/epilog.sh", epilog_sh(cp))
     golden("three-cloud/healthcheck.sh", healthcheck_sh(cp))
 
@@ -359,8 +361,10 @@ def test_controller_and_paths_come_from_the_settings() -> None:
             "prolog.sh",
             "epilog.sh",
             "healthcheck.sh",
+            "aicluster-health.json",
         )
     }
+    assert "--config /x/etc/aicluster-health.json" in files(cp, settings=settings)["/x/etc/prolog.sh"]
 
 
 def test_production_defaults() -> None:
@@ -401,6 +405,7 @@ def fake_bin(tmp_path: Path, **programs: str) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     programs.setdefault("scontrol", f'echo "$*" >> {tmp_path}/scontrol.log')
+    programs.setdefault("aicluster-health", f'echo "$*" >> {tmp_path}/health.log')  # passes: a healthy node
     for name, body in programs.items():
         (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_dir / name).chmod(0o755)
@@ -423,8 +428,9 @@ def test_prolog_drains_a_gpu_node_that_fails_dcgm_diag(tmp_path: Path) -> None:
     done = run_script(text, tmp_path, "nd-002", failing)
     assert done.returncode == 1
     assert (
-        tmp_path / "scontrol.log"
-    ).read_text() == "update nodename=nd-002 state=drain reason=prolog: dcgmi diag -r 1 failed\n"
+        (tmp_path / "scontrol.log").read_text()
+        == "update nodename=nd-002 state=drain reason=aicluster-health:DCGM_DIAG prolog: dcgmi diag -r 1 failed\n"
+    )
 
 
 def test_prolog_passes_a_healthy_gpu_node_and_skips_tpu_nodes(tmp_path: Path, catalog: Catalog) -> None:
@@ -435,11 +441,40 @@ def test_prolog_passes_a_healthy_gpu_node_and_skips_tpu_nodes(tmp_path: Path, ca
     assert not (tmp_path / "scontrol.log").exists()
 
 
-def test_healthcheck_drains_a_node_missing_gpus(tmp_path: Path) -> None:
-    seven = fake_bin(tmp_path, **{"nvidia-smi": 'for i in 0 1 2 3 4 5 6; do echo "GPU $i: NVIDIA H100"; done'})
-    done = run_script(healthcheck_sh(stack_plan("p5-small")), tmp_path, "h100-001", seven)
+@pytest.mark.parametrize(
+    ("render", "layer"),
+    [
+        pytest.param(prolog_sh, "prolog", id="prolog"),
+        pytest.param(epilog_sh, "epilog", id="epilog"),
+        pytest.param(healthcheck_sh, "periodic", id="healthcheck"),
+    ],
+)
+def test_each_script_runs_its_layer_of_aicluster_health_first(render: Any, layer: str, tmp_path: Path) -> None:
+    """aicluster-health drains the node itself; the script only stops there (exit 1, no second reason)."""
+    failing = fake_bin(tmp_path, **{"aicluster-health": f'echo "$*" >> {tmp_path}/health.log; exit 1'})
+    done = run_script(render(stack_plan("p5-small")), tmp_path, "h100-001", failing)
     assert done.returncode == 1
-    assert "reason=healthcheck: expected 8 GPUs, nvidia-smi lists 7" in (tmp_path / "scontrol.log").read_text()
+    assert (tmp_path / "health.log").read_text() == f"--layer {layer} --config /etc/slurm/aicluster-health.json\n"
+    assert not (tmp_path / "scontrol.log").exists()
+
+
+def test_a_node_without_aicluster_health_keeps_the_shell_checks(tmp_path: Path) -> None:
+    """No role installs aicluster-health yet: a node without it is not drained for that, and the health check still
+    counts the GPUs (with the checker's code, so the checker clears the drain once installed and passing)."""
+    bin_dir = fake_bin(tmp_path, **{"nvidia-smi": 'for i in 0 1 2 3 4 5 6; do echo "GPU $i: NVIDIA H100"; done'})
+    (bin_dir / "aicluster-health").unlink()
+    # the script's PATH ends in /opt/aicluster/bin; this machine has no aicluster-health there
+    done = run_script(healthcheck_sh(stack_plan("p5-small")), tmp_path, "h100-001", bin_dir)
+    assert done.returncode == 1
+    assert "aicluster-health not installed; its checks are skipped" in done.stderr
+    assert (tmp_path / "scontrol.log").read_text() == (
+        "update nodename=h100-001 state=drain reason=aicluster-health:GPU_COUNT healthcheck: expected 8 GPUs, "
+        "nvidia-smi lists 7\n"
+    )
+    (tmp_path / "ok").mkdir()
+    passing = fake_bin(tmp_path / "ok", dcgmi='echo "| Deployment | Pass |"')
+    (passing / "aicluster-health").unlink()
+    assert run_script(prolog_sh(stack_plan("p5-small")), tmp_path / "ok", "h100-001", passing).returncode == 0
 
 
 def test_epilog_runs_dcgm_level_2_after_a_failed_job(tmp_path: Path) -> None:
@@ -490,6 +525,7 @@ def settings_of(text: str) -> dict[str, str]:
 
 
 def test_golden_hybrid_site(hybrid: ClusterPlan) -> None:
+    golden("hybrid-site/aicluster-health.json", health_json(hybrid))  # site hosts mapped to their pool
     golden("hybrid-site/slurm.conf", slurm_conf(hybrid))
     golden("hybrid-site/slurm-23.11.conf", slurm_conf(hybrid, (23, 11)))
     golden("hybrid-site/gres.conf", gres_conf(hybrid))
@@ -699,8 +735,8 @@ def test_prolog_drains_a_node_whose_driver_has_no_imex_channels(gb200_site: Clus
     done = run_script(prolog_sh(gb200_site, (23, 11)), tmp_path, "gb200-007", stubs)
     assert done.returncode == 1
     assert (tmp_path / "scontrol.log").read_text() == (
-        "update nodename=gb200-007 state=drain reason=prolog: no nvidia-caps-imex-channels in /proc/devices "
-        "(NVIDIA driver without IMEX)\n"
+        "update nodename=gb200-007 state=drain reason=aicluster-health:IMEX prolog: no nvidia-caps-imex-channels in "
+        "/proc/devices (NVIDIA driver without IMEX)\n"
     )
 
 
@@ -744,13 +780,14 @@ def gb200_tools(tmp_path: Path, imex: str = "READY", states: tuple[str, ...] = (
         pytest.param(
             "WAITING_FOR_PEERS",
             ("Completed",) * 4,
-            "healthcheck: IMEX daemon not READY (nvidia-imex-ctl -q: WAITING_FOR_PEERS)",
+            "aicluster-health:IMEX healthcheck: IMEX daemon not READY (nvidia-imex-ctl -q: WAITING_FOR_PEERS)",
             id="imex-not-ready",
         ),
         pytest.param(
             "READY",
             ("Completed", "In Progress", "Completed", "Completed"),
-            "healthcheck: NVLink fabric: 3 of 4 GPUs joined (nvidia-smi -q Fabric State/Status)",
+            "aicluster-health:NVLINK_FABRIC healthcheck: NVLink fabric: 3 of 4 GPUs joined "
+            "(nvidia-smi -q Fabric State/Status)",
             id="gpu-not-in-fabric",
         ),
     ],

@@ -1,17 +1,31 @@
 #!/bin/bash
 # Rendered by aicluster from the plan of cluster gb200-site; do not edit.
-# Slurm HealthCheckProgram (as root every HealthCheckInterval on idle nodes): a GPU node must show the
-# pool's GPU count; a node that does not is drained with the counts in the reason.
+# Slurm HealthCheckProgram (as root every HealthCheckInterval on idle nodes, drained ones included, and once at
+# slurmd start): aicluster-health's periodic layer (its first run after a boot is the boot layer). It also resumes a
+# node whose drain reason is aicluster's own once the check that set it passes.
 set -u
-# slurmd runs this with no PATH
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# slurmd runs this with no PATH; aicluster-health is installed in /opt/aicluster/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/aicluster/bin
 node="${SLURMD_NODENAME:?slurmd sets SLURMD_NODENAME}"
 
+# drain CODE MESSAGE: reason "aicluster-health:CODE healthcheck: MESSAGE", the grammar of aicluster/health/reasons.py
+# (one printable line without "=", which scontrol would read as another key)
 drain() {
-  echo "aicluster healthcheck: ${node}: $1" >&2
-  scontrol update nodename="${node}" state=drain reason="healthcheck: $1"
+  local message
+  message="$(printf '%s' "healthcheck: ${2//=/:}" | tr -c '[:print:]' ' ' | cut -c1-200)"
+  echo "aicluster healthcheck: ${node}: $1 ${message}" >&2
+  scontrol update nodename="${node}" state=drain reason="aicluster-health:$1 ${message}"
   exit 1
 }
+
+# aicluster-health --layer periodic: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a
+# fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1.
+# A node without it (installed by no role yet) keeps only the checks below, and says so in slurmd's log.
+if command -v aicluster-health >/dev/null 2>&1; then
+  aicluster-health --layer periodic --config /etc/slurm/aicluster-health.json || exit 1
+else
+  echo "aicluster healthcheck: ${node}: aicluster-health not installed; its checks are skipped" >&2
+fi
 
 # GPUs per node of the node's pool (node names are <pool>-<index>); 0: no GPUs (TPU, Trainium)
 case "${node%-*}" in
@@ -20,9 +34,10 @@ case "${node%-*}" in
 esac
 [ "${gpus_expected}" -eq 0 ] && exit 0
 
-command -v nvidia-smi >/dev/null 2>&1 || drain "nvidia-smi not found"
+# The GPU count again, for a node without aicluster-health (same code: the checker clears it once it passes)
+command -v nvidia-smi >/dev/null 2>&1 || drain TOOL_MISSING "nvidia-smi not found"
 found="$(nvidia-smi --list-gpus 2>/dev/null | grep -c '^GPU ')"
-[ "${found}" -eq "${gpus_expected}" ] || drain "expected ${gpus_expected} GPUs, nvidia-smi lists ${found}"
+[ "${found}" -eq "${gpus_expected}" ] || drain GPU_COUNT "expected ${gpus_expected} GPUs, nvidia-smi lists ${found}"
 
 # Rack-scale pools: the node's NVLink domain must be whole. The IMEX daemon answers READY (nvidia-imex-ctl -q needs
 # IMEX_CMD_ENABLED=1, as the nvidia_imex role sets) and every GPU has joined the NVLink fabric: in nvidia-smi -q's
@@ -32,9 +47,9 @@ case "${node%-*}" in
   *) nvlink_domain=0 ;;
 esac
 if [ "${nvlink_domain}" -eq 1 ]; then
-  command -v nvidia-imex-ctl >/dev/null 2>&1 || drain "nvidia-imex-ctl not found (IMEX)"
+  command -v nvidia-imex-ctl >/dev/null 2>&1 || drain TOOL_MISSING "nvidia-imex-ctl not found (IMEX)"
   imex="$(timeout 10 nvidia-imex-ctl -q 2>/dev/null | tr -d '[:space:]')"
-  [ "${imex}" = "READY" ] || drain "IMEX daemon not READY (nvidia-imex-ctl -q: ${imex:-no answer})"
+  [ "${imex}" = "READY" ] || drain IMEX "IMEX daemon not READY (nvidia-imex-ctl -q: ${imex:-no answer})"
   joined="$(nvidia-smi -q 2>/dev/null | awk -F' *: *' '
     /^    Fabric *$/ { fabric = 1; next }
     fabric && /^    [^ ]/ { fabric = 0 }
@@ -42,6 +57,6 @@ if [ "${nvlink_domain}" -eq 1 ]; then
     fabric && $1 == "        Status" { if (state == "Completed" && $2 == "Success") ok++ }
     END { print ok + 0 }')"
   [ "${joined}" -eq "${gpus_expected}" ] ||
-    drain "NVLink fabric: ${joined} of ${gpus_expected} GPUs joined (nvidia-smi -q Fabric State/Status)"
+    drain NVLINK_FABRIC "NVLink fabric: ${joined} of ${gpus_expected} GPUs joined (nvidia-smi -q Fabric State/Status)"
 fi
 exit 0

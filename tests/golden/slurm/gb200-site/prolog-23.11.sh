@@ -4,15 +4,28 @@
 # DCGM diagnostics level 1 (deployment checks, seconds); on a failure the node is drained with the reason
 # and the non-zero exit makes Slurm requeue the job on other nodes.
 set -u
-# slurmd runs this with no PATH
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# slurmd runs this with no PATH; aicluster-health is installed in /opt/aicluster/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/aicluster/bin
 node="${SLURMD_NODENAME:?slurmd sets SLURMD_NODENAME}"
 
+# drain CODE MESSAGE: reason "aicluster-health:CODE prolog: MESSAGE", the grammar of aicluster/health/reasons.py
+# (one printable line without "=", which scontrol would read as another key)
 drain() {
-  echo "aicluster prolog: ${node}: $1" >&2
-  scontrol update nodename="${node}" state=drain reason="prolog: $1"
+  local message
+  message="$(printf '%s' "prolog: ${2//=/:}" | tr -c '[:print:]' ' ' | cut -c1-200)"
+  echo "aicluster prolog: ${node}: $1 ${message}" >&2
+  scontrol update nodename="${node}" state=drain reason="aicluster-health:$1 ${message}"
   exit 1
 }
+
+# aicluster-health --layer prolog: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a
+# fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1.
+# A node without it (installed by no role yet) keeps only the checks below, and says so in slurmd's log.
+if command -v aicluster-health >/dev/null 2>&1; then
+  aicluster-health --layer prolog --config /etc/slurm/aicluster-health.json || exit 1
+else
+  echo "aicluster prolog: ${node}: aicluster-health not installed; its checks are skipped" >&2
+fi
 
 # GPUs per node of the node's pool (node names are <pool>-<index>); 0: no GPUs (TPU, Trainium)
 case "${node%-*}" in
@@ -21,9 +34,9 @@ case "${node%-*}" in
 esac
 [ "${gpus_expected}" -eq 0 ] && exit 0
 
-command -v dcgmi >/dev/null 2>&1 || drain "dcgmi not found"
+command -v dcgmi >/dev/null 2>&1 || drain TOOL_MISSING "dcgmi not found"
 if ! result="$(timeout 300 dcgmi diag -r 1 2>&1)" || grep -qw "Fail" <<<"${result}"; then
-  drain "dcgmi diag -r 1 failed"
+  drain DCGM_DIAG "dcgmi diag -r 1 failed"
 fi
 
 # Rack-scale pools on a Slurm without switch/nvidia_imex (before 24.05): CUDA refuses a process without an IMEX
@@ -36,9 +49,9 @@ case "${node%-*}" in
 esac
 if [ "${imex_channel}" -eq 1 ] && [ ! -c /dev/nvidia-caps-imex-channels/channel0 ]; then
   major="$(awk '$2 == "nvidia-caps-imex-channels" { print $1 }' /proc/devices)"
-  [ -n "${major}" ] || drain "no nvidia-caps-imex-channels in /proc/devices (NVIDIA driver without IMEX)"
+  [ -n "${major}" ] || drain IMEX "no nvidia-caps-imex-channels in /proc/devices (NVIDIA driver without IMEX)"
   mkdir -p /dev/nvidia-caps-imex-channels &&
     mknod -m 666 /dev/nvidia-caps-imex-channels/channel0 c "${major}" 0 ||
-    drain "could not create IMEX channel 0"
+    drain IMEX "could not create IMEX channel 0"
 fi
 exit 0
