@@ -722,6 +722,22 @@ def cluster_data(stack: StackConfig) -> Any:
             [Problem((), f"{CLUSTER_KEY} must not be a secret: the cluster description is shown in plans")],
         )
     if CLUSTER_KEY not in stack.config:
+        # a misspelt key (`aicluster:clutser`): name its line and the key meant
+        typo = next(
+            (k for k in stack.config if isinstance(k, str) and did_you_mean(k, [CLUSTER_KEY]) is not None), None
+        )
+        if typo is not None:
+            line = stack.config_lines.get(typo)
+            raise SpecError(
+                f"{stack.source}:{line}" if line else stack.source,
+                [
+                    Problem(
+                        (),
+                        f"config has no `{CLUSTER_KEY}` key but a `{typo}` key; rename it to `{CLUSTER_KEY}` (did you "
+                        f'mean "{CLUSTER_KEY}"?)',
+                    )
+                ],
+            )
         raise SpecError(
             stack.source,
             [

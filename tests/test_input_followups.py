@@ -322,3 +322,42 @@ def test_policy_config_pattern_error_shows_no_regex() -> None:
     text = problem.render("pc.json")
     assert "[a-z]" not in text
     assert "a zone code (e.g. ab-1)" in text
+
+
+# Issue 30 #10: input messages that lacked a fix ------------------------------------------------------------------
+
+AZURE = (ROOT / "stacks" / "Pulumi.azure-nd-h100.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            GOOD.replace("monthly_usd: 250000", "monthly_usd: 4M"),
+            'budgets.monthly_usd: got "4M"; must be a number (write 4000000: monthly_usd is a plain number of US '
+            "dollars)",
+            id="money-with-a-suffix",
+        ),
+        pytest.param(
+            GOOD.replace("capacity_tib: 48", "capacity_tib: 500TiB"),
+            'storage[0].capacity_tib: got "500TiB"; must be a number (write 500: capacity_tib is a plain number of TiB)',
+            id="size-with-its-unit",
+        ),
+        pytest.param(
+            GOOD.replace("capacity_tib: 48", "capacity_tib: 512000"),
+            "storage[0].capacity_tib: got 512000; must be at most 100000 (capacity_tib is in TiB: 512000 GiB is 500 "
+            "TiB)",
+            id="size-in-gib",
+        ),
+        pytest.param(
+            GOOD.replace("aicluster:cluster:", "aicluster:clutser:"),
+            ":5: (top level): config has no `aicluster:cluster` key but a `aicluster:clutser` key; rename it",
+            id="misspelt-cluster-key",
+        ),
+        pytest.param(AZURE.replace("tokens: 1T", "tokens: 366G"), 'did you mean "366B" or "366Gi"?', id="giga"),
+        pytest.param(AZURE.replace("tokens: 1T", "tokens: 15t"), 'did you mean "15T"?', id="lower-t"),
+        pytest.param(AZURE.replace("tokens: 1T", "tokens: 70b"), 'did you mean "70B"?', id="lower-b"),
+    ],
+)
+def test_a_number_written_another_way_says_how_to_write_it(project: Path, text: str, expected: str) -> None:
+    assert expected in errors(project, text)

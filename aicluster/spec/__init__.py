@@ -931,6 +931,7 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
     if simple is not None:
         shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
         hint = _unquote_hint(value) if etype in {"int_type", "int_parsing"} else None
+        hint = hint or _unit_hint(path, value, etype, ctx)
         return Problem(path, simple.format(**shown), value, True, hint)
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
@@ -942,6 +943,36 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
     if etype == "count":  # a workload's count: a list or mapping there is a mistake worth naming ("got a list")
         return Problem(path, msg, value, True)
     return Problem(path, msg, value, not isinstance(value, Mapping | list))
+
+
+# what a number field's name says its unit is, and the suffixes people write for it that convert exactly (TB, PB
+# and GB are powers of 1000 and get only the plain "write a number of TiB")
+_UNIT_OF = {
+    "_usd": ("US dollars", {"K": 1e3, "k": 1e3, "M": 1e6, "m": 1e6, "B": 1e9, "b": 1e9}),
+    "_tib": ("TiB", {"TiB": 1, "PiB": 1024, "GiB": 1 / 1024}),
+}
+
+
+def _unit_hint(path: Path, value: Any, etype: str, ctx: Mapping[str, Any]) -> str | None:
+    """How to write a number whose field has a unit in its name (`monthly_usd`, `capacity_tib`): a number with a
+    suffix (`4M`, `500TiB`) as the plain number, and a size over the limit that reads as GiB as the TiB it is."""
+    field = str(path[-1]) if path else ""
+    unit = next((u for end, u in _UNIT_OF.items() if field.endswith(end)), None)
+    if unit is None:
+        return None
+    name, suffixes = unit
+    if etype == "float_parsing" and isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*([A-Za-z]{1,3})\s*", value[:40])
+        if m is not None and m.group(2) in suffixes:
+            number = float(m.group(1)) * suffixes[m.group(2)]
+            written = f"{number:.0f}" if number.is_integer() else f"{number:g}"
+            return f"write {written}: {field} is a plain number of {name}"
+        return f"write a plain number of {name}"
+    if etype == "less_than_equal" and name == "TiB" and isinstance(value, int | float) and not isinstance(value, bool):
+        limit = ctx.get("le")
+        if isinstance(limit, int | float) and value / 1024 <= limit:
+            return f"{field} is in TiB: {value:g} GiB is {value / 1024:g} TiB"
+    return None
 
 
 def _union_branch(err: Mapping[str, Any], data: Any) -> Path | None:

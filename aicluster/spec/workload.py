@@ -33,6 +33,20 @@ _COUNT_RE = re.compile(r"(\d{1,30}(?:\.\d{1,30})?(?:[eE][+]?\d{1,3})?)(K|M|B|T|K
 _FORM = "a whole number, or a number with K/M/B/T (x1000s) or Ki/Mi/Gi/Ti (x1024s)"
 
 
+# suffixes people write that this notation spells otherwise: SI's G (giga) is B here (billions), lower case is upper
+_SUFFIX_MEANT = {"k": ["K"], "m": ["M"], "b": ["B"], "t": ["T"], "G": ["B", "Gi"], "g": ["B", "Gi"], "bn": ["B"],
+                 "ki": ["Ki"], "mi": ["Mi"], "gi": ["Gi"], "ti": ["Ti"], "KB": ["K", "Ki"], "MB": ["M", "Mi"],
+                 "GB": ["B", "Gi"], "TB": ["T", "Ti"]}  # fmt: skip
+
+
+def _suffix_meant(value: str) -> str:
+    """`; did you mean "366B" or "366Gi"?` for a number with a suffix the notation spells otherwise, else ""."""
+    m = re.fullmatch(r"(\d{1,30}(?:\.\d{1,30})?)\s?([A-Za-z]{1,3})", value)
+    if m is None or m.group(2) not in _SUFFIX_MEANT:
+        return ""
+    return "; did you mean " + " or ".join(f'"{m.group(1)}{s}"' for s in _SUFFIX_MEANT[m.group(2)]) + "?"
+
+
 def _count(limit: float, example: str) -> Any:
     """A BeforeValidator: int, finite float or suffixed string -> int in [1, limit]."""
 
@@ -43,7 +57,9 @@ def _count(limit: float, example: str) -> Any:
             m = _COUNT_RE.fullmatch(value) if len(value) <= 64 else None
             if m is None:
                 raise PydanticCustomError(
-                    "count", "must be {form} (e.g. {example})", {"form": _FORM, "example": example}
+                    "count",
+                    "must be {form} (e.g. {example}){meant}",
+                    {"form": _FORM, "example": example, "meant": _suffix_meant(value)},
                 )
             number = float(m.group(1)) * _SUFFIX[m.group(2) or ""]
         else:
