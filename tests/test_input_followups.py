@@ -361,3 +361,20 @@ AZURE = (ROOT / "stacks" / "Pulumi.azure-nd-h100.yaml").read_text()
 )
 def test_a_number_written_another_way_says_how_to_write_it(project: Path, text: str, expected: str) -> None:
     assert expected in errors(project, text)
+
+
+def test_validate_says_every_problem_of_a_bad_pool_and_a_second_region(project: Path) -> None:
+    """Issue 30 #11: with max_run_hours: 200 on the first GCP pool, a second GCP pool in another region was not
+    reported (the plan, which checks regions, did not run), and the workload naming the bad pool was told it names
+    no pool."""
+    text = (ROOT / "stacks" / "Pulumi.gcp-a3mega-slurm.yaml").read_text()
+    text = text.replace(
+        "        nodes: 32\n    storage:",
+        "        nodes: 32\n        max_run_hours: 200\n      - name: h100b\n        provider: gcp\n"
+        "        region: europe-west4\n        zone: europe-west4-b\n        instance_type: a3-megagpu-8g\n"
+        "        nodes: 2\n    storage:",
+    ).replace("allowed_regions: [us-central1]", "allowed_regions: [us-central1, europe-west4]")
+    text = errors(project, text)
+    assert "pools[0].max_run_hours: got 200; must be at most 168" in text
+    assert 'pools[1].region: got "europe-west4"; the cluster already has its gcp network in us-central1' in text
+    assert "no pool of this stack has this name" not in text

@@ -33,6 +33,7 @@ from aicluster.spec import (
     did_you_mean,
     format_path,
     gcp_labels,
+    one_network_message,
 )
 
 from .context import UNPRICED_NOTE, PlanCtx, round2, service_cost
@@ -382,10 +383,7 @@ def _plan_networks(ctx: PlanCtx) -> list[PlannedNetwork]:
             first = ctx.network_users[by_provider[provider]]
             ctx.problem(
                 user,
-                f"the cluster already has its {provider} network in {by_provider[provider].split('-', 1)[1]} "
-                f"({format_path(first)}); networks in several regions of one provider need peering, which "
-                f"aicluster does not build yet: keep the {provider} pools, storage and controller in one region, "
-                "or split the cluster into two stacks",
+                one_network_message(provider, by_provider[provider].split("-", 1)[1], format_path(first)),
                 region,
             )
         by_provider.setdefault(provider, key)

@@ -620,10 +620,11 @@ def _site_problems(spec: ClusterSpec, left_out: frozenset[str] = frozenset()) ->
     return problems
 
 
-def _workload_problems(spec: ClusterSpec) -> list[Problem]:
-    """Workloads: unique names, and every pool a workload names is a pool of this stack."""
+def _workload_problems(spec: ClusterSpec, given: Sequence[str] = ()) -> list[Problem]:
+    """Workloads: unique names, and every pool a workload names is a pool of this stack (`given`: every pool name
+    as written, those left out for their own problems included)."""
     problems = _duplicates("workloads", "name", [w.name for w in spec.workloads], "workload names must be unique")
-    names = [p.name for p in spec.pools]
+    names = list(dict.fromkeys([*given, *(p.name for p in spec.pools)]))
     for i, wl in enumerate(spec.workloads):
         for j, pool in enumerate(wl.pools):
             if pool not in names:
@@ -690,6 +691,8 @@ class ClusterSpec(Strict):
             *_duplicates("storage", "mount", [st.mount for st in self.storage], "two file systems cannot share it"),
         ]
         providers = [p.provider for p in self.pools]
+        given = (info.context or {}).get("given_pools") or ()
+        given_providers = {provider for _, provider in given} | set(providers)
         for i, st in enumerate(self.storage):
             outer = next((j for j, o in enumerate(self.storage) if st.mount.startswith(o.mount + "/")), None)
             if outer is not None:
@@ -713,7 +716,7 @@ class ClusterSpec(Strict):
                         True,
                     )
                 )
-            elif st.provider is not None and st.provider not in providers:
+            elif st.provider is not None and st.provider not in given_providers:
                 problems.append(
                     Problem(
                         ("storage", i, "provider"),
@@ -726,7 +729,7 @@ class ClusterSpec(Strict):
         left_out = (info.context or {}).get("left_out", frozenset())
         problems.extend(_site_problems(self, frozenset(left_out)))
         problems.extend(self.scheduler.problems(self))
-        problems.extend(_workload_problems(self))
+        problems.extend(_workload_problems(self, [name for name, _ in given]))
         if problems:
             raise _Problems(problems)
         return self
@@ -1051,7 +1054,8 @@ def check_cluster(data: Any) -> Checked:
     left_out: set[str] = set()
     for _ in range(8):  # each round leaves out at least one part; a few rounds reach every layer
         try:
-            checked.spec = ClusterSpec.model_validate(work, context={"left_out": frozenset(left_out)})
+            context = {"left_out": frozenset(left_out), "given_pools": _given_pools(data)}
+            checked.spec = ClusterSpec.model_validate(work, context=context)
             break
         except ValidationError as exc:
             found = _problems_of(exc, work)
@@ -1062,6 +1066,8 @@ def check_cluster(data: Any) -> Checked:
         if not _leave_out(work, kept, [p.path for p in found]):
             break
     checked.items_left_out = any(len(kept[k]) != len(data[k]) for k in kept)
+    if checked.problems:  # with other problems, the plan (which says this too) does not run: say it here
+        checked.problems.extend(_region_problems(data))
     if checked.spec is None and _is_text_map(data.get("tags")):
         # the cluster's tag rules need only the tags and the providers of the pools
         pools = data.get("pools")
@@ -1073,6 +1079,49 @@ def check_cluster(data: Any) -> Checked:
         checked.problems.extend(_tag_problems(data["tags"], providers))
     checked.problems = _dedupe(checked.problems)
     return checked
+
+
+def one_network_message(provider: str, region: str, first: str) -> str:
+    """Why a second region of one provider is refused (the spec says it of pools, the plan of storage and
+    controllers): one wording for both."""
+    return (
+        f"the cluster already has its {provider} network in {region} ({first}); networks in several regions of one "
+        f"provider need peering, which aicluster does not build yet: keep the {provider} pools, storage and "
+        "controller in one region, or split the cluster into two stacks"
+    )
+
+
+def _region_problems(data: Mapping[Any, Any]) -> list[Problem]:
+    """Cloud pools of one provider in two regions, from the pools as written (a pool left out for a problem of its
+    own still fixes its provider's region): the plan's network check, said with the other problems of the stack."""
+    pools = data.get("pools")
+    first: dict[str, tuple[str, int]] = {}
+    problems = []
+    for i, p in enumerate(pools if isinstance(pools, list) else []):
+        if not isinstance(p, Mapping):
+            continue
+        provider, region = p.get("provider"), p.get("region")
+        if provider not in ("aws", "azure", "gcp") or not isinstance(region, str):
+            continue
+        if provider in first and first[provider][0] != region:
+            where = format_path(("pools", first[provider][1], "region"))
+            problems.append(
+                Problem(("pools", i, "region"), one_network_message(provider, first[provider][0], where), region, True)
+            )
+        first.setdefault(provider, (region, i))
+    return problems
+
+
+def _given_pools(data: Mapping[Any, Any]) -> tuple[tuple[str, str], ...]:
+    """(name, provider) of every pool as written, a pool left out for its own problems included: the checks that
+    look a pool up by name (workloads) or provider (storage) judge against what the stack says, and do not report
+    a second, false problem for a pool whose own is reported already."""
+    pools = data.get("pools")
+    return tuple(
+        (p["name"], str(p.get("provider", "")))
+        for p in (pools if isinstance(pools, list) else [])
+        if isinstance(p, Mapping) and isinstance(p.get("name"), str)
+    )
 
 
 def _is_text_map(value: Any) -> bool:
@@ -1228,6 +1277,7 @@ __all__ = [
     "json_schema",
     "model_problems",
     "number_bounds",
+    "one_network_message",
     "parse_cluster",
     "pool_fabric",
 ]
