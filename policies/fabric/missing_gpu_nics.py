@@ -1,6 +1,7 @@
 """A3/A4 GPU NIC layout (GCP): VMs and instance templates of a machine type with GPU NICs declare the NICs, NIC
 types and VPCs that machine type needs (catalog: network.fabric, network.gpu_nics and, for bare-metal A4X Max,
-network.gcp)."""
+network.gcp); GKE node pools of such a machine type declare them as additional node networks (GKE multi-networking:
+nic0 is the cluster's own VPC, every other NIC one `networkConfig.additionalNodeNetworkConfigs` entry)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aicluster.catalog import GcpNicLayout, InstanceType, load_catalog
 
 from ..facts.engine import UNKNOWN, Res, get, items
 from ..facts.gcp import GCP_INSTANCE, GCP_NETWORK, GCP_SUBNETWORK, GCP_TEMPLATES
+from ..facts.kubernetes import GKE_NODE_POOL
 from ..facts.stack import Stack
 from ..rule import Ctx, Meta, NotApplicable, StackRule
 
@@ -118,9 +120,48 @@ def _gcp_nic_layout(res: Res) -> Iterator[str]:
         )
 
 
+def _gke_nic_layout(res: Res) -> Iterator[str]:
+    """What a GKE node pool of a machine type with GPU NICs lacks of its layout: nic0 is the cluster's VPC, and every
+    other NIC of the VM layout (_gcp_nic_layout) is one additional node network, each in a VPC of its own (TCPX/
+    TCPXO), or the gVNIC's VPC then the RoCE VPC for every MRDMA NIC (GPUDirect RDMA)."""
+    it = _gcp_gpu_machine(res)
+    if it is None:
+        return
+    rdma = it.network.fabric == "gpudirect-rdma"
+    system = 2 if rdma else 1
+    wanted = system + it.network.gpu_nics - 1
+    where = f"{get(res.props, 'nodeConfig', 'machineType')} GKE node pool {res.name}"
+    extra = get(res.props, "networkConfig", "additionalNodeNetworkConfigs")
+    if extra is UNKNOWN:
+        return
+    nets = items(res.props, "networkConfig", "additionalNodeNetworkConfigs")
+    if any(n is UNKNOWN for n in nets):
+        return
+    if len(nets) != wanted:
+        yield (
+            f"{where} declares {len(nets)} additional node networks; it needs {wanted} (nic0 is the cluster's VPC; "
+            + (
+                f"one more gVNIC VPC, then the {it.network.gpu_nics} MRDMA NICs in one RoCE VPC, a subnet each"
+                if rdma
+                else f"the {it.network.gpu_nics} GPU NICs each in a VPC of its own"
+            )
+            + "): without them NCCL falls back to the host NIC at a fraction of the bandwidth"
+        )
+        return
+    networks = [get(n, "network") for n in nets]
+    if all(isinstance(n, str) for n in networks):
+        gpu = networks[system - 1 :]
+        distinct = len(set(networks)) == wanted if not rdma else (len(set(gpu)) == 1 and networks[0] not in gpu)
+        if not distinct:
+            shape = (
+                "its gVNIC VPC and one RoCE VPC for every MRDMA NIC" if rdma else "every GPU NIC in a VPC of its own"
+            )
+            yield f"{where} does not put {shape}: NICs that share a VPC share its bandwidth and routes"
+
+
 def _gcp_gpu_machine(res: Res) -> InstanceType | None:
-    """The catalog entry of a VM's or template's machine type when it has GPU NICs (A3, A4), else None."""
-    machine = res.get("machineType")
+    """The catalog entry of a VM's, template's or GKE node pool's machine type when it has GPU NICs (A3, A4)."""
+    machine = res.get("machineType") if res.type != GKE_NODE_POOL else get(res.props, "nodeConfig", "machineType")
     if not isinstance(machine, str):
         return None
     it = load_catalog().instance_type("gcp", machine.rsplit("/", 1)[-1])
@@ -132,11 +173,14 @@ def _gcp_kind(res: Res) -> str:
 
 
 def _gcp_gpu_nics(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
-    gpu = [res for res in stack.of(*GCP_TEMPLATES, GCP_INSTANCE) if _gcp_gpu_machine(res) is not None]
+    gpu = [res for res in stack.of(*GCP_TEMPLATES, GCP_INSTANCE, GKE_NODE_POOL) if _gcp_gpu_machine(res) is not None]
     if not gpu:
-        raise NotApplicable("no VM or instance template of a machine type with GPU NICs (A3, A4) in the stack")
+        raise NotApplicable(
+            "no VM, instance template or GKE node pool of a machine type with GPU NICs (A3, A4) in the stack"
+        )
     for res in gpu:
-        for message in _gcp_nic_layout(res):
+        check = _gke_nic_layout if res.type == GKE_NODE_POOL else _gcp_nic_layout
+        for message in check(res):
             yield res, message
 
 
@@ -144,7 +188,8 @@ POLICY = StackRule(
     Meta(
         name="gcp-compute-instance-missing-gpu-nics",
         display_name="A3/A4 GPU NIC layout",
-        description="A3/A4 VMs and templates declare the GPU NICs, NIC types and VPCs their machine type needs.",
+        description="A3/A4 VMs, templates and GKE node pools declare the GPU NICs, NIC types and VPCs their machine "
+        "type needs.",
         concern="fabric",
         severity=Severity.HIGH,
         enforcement=MANDATORY,
@@ -152,5 +197,5 @@ POLICY = StackRule(
         "8 MRDMA in a RoCE VPC, a subnet each); aicluster pools derive the layout from the catalog.",
     ),
     _gcp_gpu_nics,
-    types={*GCP_TEMPLATES, GCP_INSTANCE},
+    types={*GCP_TEMPLATES, GCP_INSTANCE, GKE_NODE_POOL},
 )

@@ -37,7 +37,7 @@ def test_baseline_passes_every_policy(p5_small: Capture) -> None:
         "or gcp:tpu/v2QueuedResource:V2QueuedResource or gcp:tpu/v2Vm:V2Vm in the stack",
         "gcp-compute-instance-missing-gpu-nics": "no gcp:compute/instance:Instance or "
         "gcp:compute/instanceTemplate:InstanceTemplate or gcp:compute/regionInstanceTemplate:RegionInstanceTemplate "
-        "in the stack",
+        "or gcp:container/nodePool:NodePool in the stack",
         "gcp-resource-missing-required-labels": "no gcp resource in the stack",
         # Follow-up of issue 13: an on-demand stack gives the spot and capacity-block rules nothing to judge
         "aicluster-spot-missing-checkpoint-storage": "no spot GPU or TPU pool in the stack",

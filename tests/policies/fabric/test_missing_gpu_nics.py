@@ -50,7 +50,10 @@ def test_a_tpu_stack_is_not_applicable_to_the_gpu_nic_rule() -> None:
     result = judge(capture_of("gcp-tpu-v5p"), [name])
     assert result.passed == []
     assert result.not_applicable == [
-        {"policy": name, "reason": "no VM or instance template of a machine type with GPU NICs (A3, A4) in the stack"}
+        {
+            "policy": name,
+            "reason": "no VM, instance template or GKE node pool of a machine type with GPU NICs (A3, A4) in the stack",
+        }
     ]
 
 
@@ -143,7 +146,7 @@ def test_gpu_nic_layout(machine: str, nic_list: list[dict[str, Any]], expected: 
 
 def test_a_machine_without_gpu_nics_is_not_applicable() -> None:
     """A2 has no GPU NICs: nothing for the rule to judge, so not applicable (not passed)."""
-    with pytest.raises(NotApplicable, match=r"no VM or instance template of a machine type with GPU NICs"):
+    with pytest.raises(NotApplicable, match=r"no VM, instance template or GKE node pool of a machine type with GPU"):
         stack_findings(NICS, layout("a2-ultragpu-8g", known("net-0")))
 
 
@@ -170,3 +173,58 @@ def test_gpu_vm_is_judged_too() -> None:
         "a3-megagpu-8g VM ctl declares 1 network interfaces; it needs 9 (1 for the host, 8 for GPU traffic, each in "
         "its own VPC): without them NCCL falls back to the host NIC at a fraction of the bandwidth"
     ]
+
+
+GKE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def gke_pool(machine: str, networks: list[str] | None) -> list[Res]:
+    config = None if networks is None else {"additionalNodeNetworkConfigs": [{"network": n} for n in networks]}
+    return [res(GKE_POOL, "p0", {"nodeConfig": {"machineType": machine}, "networkConfig": config})]
+
+
+@pytest.mark.parametrize(
+    ("machine", "networks", "expected"),
+    [
+        pytest.param(A3_MEGA, [f"gpu-{i}" for i in range(8)], None, id="a3-mega-ok"),
+        pytest.param("a3-ultragpu-8g", ["gvnic", *["roce"] * 8], None, id="a3-ultra-ok"),
+        pytest.param(
+            A3_MEGA,
+            None,
+            "a3-megagpu-8g GKE node pool p0 declares 0 additional node networks; it needs 8 (nic0 is the cluster's "
+            "VPC; the 8 GPU NICs each in a VPC of its own): without them NCCL falls back to the host NIC at a fraction "
+            "of the bandwidth",
+            id="a3-mega-no-gpu-networks",
+        ),
+        pytest.param(
+            "a3-ultragpu-8g",
+            ["gvnic", *["roce"] * 7],
+            "a3-ultragpu-8g GKE node pool p0 declares 8 additional node networks; it needs 9 (nic0 is the cluster's "
+            "VPC; one more gVNIC VPC, then the 8 MRDMA NICs in one RoCE VPC, a subnet each): without them NCCL falls "
+            "back to the host NIC at a fraction of the bandwidth",
+            id="a3-ultra-one-short",
+        ),
+        pytest.param(
+            A3_MEGA,
+            ["gpu"] * 8,
+            "a3-megagpu-8g GKE node pool p0 does not put every GPU NIC in a VPC of its own: NICs that share a VPC "
+            "share its bandwidth and routes",
+            id="a3-mega-one-vpc",
+        ),
+        pytest.param("n2-standard-8", None, None, id="no-gpu-nics"),
+    ],
+)
+def test_gke_node_pools_get_the_gpu_nic_rule(machine: str, networks: list[str] | None, expected: str | None) -> None:
+    """Issue 30 #13: on GKE stacks the rule was not applicable, so Kubernetes A3 stacks had no NIC check."""
+    resources = gke_pool(machine, networks)
+    if machine.startswith("n2"):
+        with pytest.raises(NotApplicable):
+            stack_findings(NICS, resources)
+        return
+    assert stack_findings(NICS, resources) == ([expected] if expected else [])
+
+
+def test_the_gke_example_stacks_pass_the_gpu_nic_rule() -> None:
+    for stack in ("gke-a3mega", "gke-a4x"):
+        result = judge(capture_of(stack), [NICS])
+        assert result.passed == [NICS], (stack, result)
