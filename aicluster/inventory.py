@@ -592,7 +592,14 @@ def _ours(target: Path) -> bool:
     return _read_marker(target) is not None or (lock.is_file() and not lock.is_symlink())
 
 
-def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], *, shown: str) -> Written:
+def write(
+    target: Path,
+    files: Mapping[str, str],
+    addresses: Mapping[str, str],
+    *,
+    shown: str,
+    example: str = ".work/<stack>/inventory, the default",
+) -> Written:
     """Write `files` (relative path -> text, 0600) under `target`, which must be a directory aicluster made
     (it carries MARKER or LOCK), an empty one, or not exist yet (then it is made 0700). Files an earlier run wrote
     that this one does not are removed; nothing else is ever removed, and an existing directory's mode is never
@@ -608,7 +615,7 @@ def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], 
         if not _ours(target) and any(target.iterdir()):  # refused before a lock file is put in it
             raise InventoryDirError(
                 f"{shown}: a non-empty directory aicluster did not write (no {MARKER} in it); give a new or empty "
-                "directory (e.g. .work/<stack>/inventory, the default)"
+                f"directory (e.g. {example})"
             )
     else:
         try:

@@ -116,6 +116,12 @@ RULES = [
         "aicluster/changes", ("aicluster.changes", "aicluster.catalog", "aicluster.plan.models"), id="changes-from-data"
     ),
     pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
+    # a pure plan -> files renderer, as the inventory: the plan's models and the catalog's thresholds only
+    pytest.param(
+        "aicluster/monitoring",
+        ("aicluster.monitoring", "aicluster.catalog", "aicluster.plan.models"),
+        id="monitoring-renders-the-plan",
+    ),
 ]
 
 
