@@ -18,7 +18,7 @@ STACK = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_output(
-        p, "the directory to write (new, empty, or one aicluster monitoring wrote)", required=True, metavar="DIR"
+        p, "the directory to write: new, empty, or one aicluster wrote", required=True, metavar="DIR"
     )
 
 
