@@ -17,9 +17,7 @@ STACK = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    options.add_output(
-        p, "the directory to write: new, empty, or one aicluster wrote", required=True, metavar="DIR"
-    )
+    options.add_output(p, "the directory to write: new, empty, or one aicluster wrote", required=True, metavar="DIR")
 
 
 def run(args: argparse.Namespace) -> int:
