@@ -70,10 +70,12 @@ def gpu_dashboard(plan: ClusterPlan) -> dashboard.Dashboard:
         _base(plan, "gpu", "GPU health", NODE_JOB)
         .with_row(dashboard.Row("Errors"))
         .with_panel(
-            _stat("GPUs with a pending row remap", f"sum(DCGM_FI_DEV_ROW_REMAP_PENDING{f} > 0) or vector(0)", "pending")
+            _stat(
+                "GPUs with a pending row remap", f"count(DCGM_FI_DEV_ROW_REMAP_PENDING{f} > 0) or vector(0)", "pending"
+            )
         )
         .with_panel(
-            _stat("GPUs with a failed row remap", f"sum(DCGM_FI_DEV_ROW_REMAP_FAILURE{f} > 0) or vector(0)", "failed")
+            _stat("GPUs with a failed row remap", f"count(DCGM_FI_DEV_ROW_REMAP_FAILURE{f} > 0) or vector(0)", "failed")
         )
         .with_panel(_stat("GPUs whose last XID is not 0", f"count(DCGM_FI_DEV_XID_ERRORS{f} > 0) or vector(0)", "xid"))
         .with_panel(_stat("GPUs seen", f"count(DCGM_FI_DEV_GPU_TEMP{f})", "gpus"))

@@ -189,3 +189,19 @@ def test_a_second_run_rewrites_its_own_directory(tmp_path: Path) -> None:
     first = {p: p.read_text() for p in out.rglob("*.yml")}
     assert run_cli("monitoring", "p5-small", "-o", str(out)).returncode == 0
     assert {p: p.read_text() for p in out.rglob("*.yml")} == first
+
+
+def test_monitoring_and_inventory_never_take_each_others_directory(tmp_path: Path) -> None:
+    mon, inv = tmp_path / "mon", tmp_path / "inv"
+    assert run_cli("monitoring", "p5-small", "-o", str(mon)).returncode == 0
+    assert (mon / "prometheus.yml").stat().st_mode & 0o777 == 0o644  # Prometheus reads it as its own user
+    before = sorted(mon.rglob("*"))
+    proc = run_cli("inventory", "p5-small", "--out", str(mon))
+    assert proc.returncode == 2
+    assert "aicluster did not write" in proc.stderr
+    assert sorted(mon.rglob("*")) == before
+    assert run_cli("inventory", "p5-small", "--out", str(inv)).returncode == 0
+    proc = run_cli("monitoring", "p5-small", "-o", str(inv))
+    assert proc.returncode == 2
+    assert "no .aicluster-monitoring.json in it" in proc.stderr
+    assert not (inv / "prometheus.yml").exists()

@@ -17,7 +17,9 @@ STACK = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    options.add_output(p, "the directory to write: new, empty, or one aicluster wrote", required=True, metavar="DIR")
+    options.add_output(
+        p, "the directory to write: new, empty, or one aicluster monitoring wrote", required=True, metavar="DIR"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +33,15 @@ def run(args: argparse.Namespace) -> int:
     files = render(plan, load_catalog())
     shown = str(args.output)
     try:
-        result = written.write(Path(args.output), files, {}, shown=shown, example=f".work/{stack.stack}/monitoring")
+        kind = written.OutputKind(
+            marker=".aicluster-monitoring.json",
+            lock=".aicluster-monitoring.lock",
+            flag="-o",
+            example=f".work/{stack.stack}/monitoring",
+            file_mode=0o644,  # no secret in it: Prometheus and Grafana read these files as their own users
+            dir_mode=0o755,
+        )
+        result = written.write(Path(args.output), files, {}, shown=shown, kind=kind)
     except written.InventoryDirError as exc:
         raise UsageError(f"-o {exc}") from None
     rules = sum(1 for f in result.files if f.startswith("rules/"))
