@@ -52,15 +52,17 @@ def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
     return {path: _dump(doc) for path, doc in files.items() if doc}
 
 
-# `node`: the target's host name, without the port (the rules and dashboards group by it).
-_NODE_FROM_ADDRESS = {"source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node"}
+def _node_from_address() -> dict[str, Any]:
+    """`node`: the target's host name, without the port (the rules and dashboards group by it). A new dict for
+    each job: a shared one would be dumped as a YAML anchor."""
+    return {"source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node"}
 
 
 def _file_job(name: str) -> dict[str, Any]:
     return {
         "job_name": name,
         "file_sd_configs": [{"files": [f"targets/{name}.yml"]}],
-        "relabel_configs": [_NODE_FROM_ADDRESS],
+        "relabel_configs": [_node_from_address()],
     }
 
 
@@ -109,7 +111,7 @@ def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], 
         "scrape_configs": jobs,
     }
     head = (
-        f"# Prometheus for the aicluster stack {plan.name} ({plan.scheduler}), written by `aicluster monitoring`.\n"
+        f"# Prometheus for the aicluster cluster {plan.name} ({plan.scheduler}), written by `aicluster monitoring`.\n"
         "# Paths are relative to this file: keep rules/ and targets/ next to it.\n"
     )
     text = head + _dump(doc)

@@ -139,6 +139,7 @@ def test_targets_are_the_plans_node_names(catalog: Catalog) -> None:
     nodes = yaml.safe_load(files["targets/node.yml"])
     listed = {t.rsplit(":", 1)[0] for g in nodes for t in g["targets"]}
     assert listed == {n for p in plan.pools for n in p.node_names()} | {plan.controller_host()}
+    assert not [path for path, text in files.items() if path.endswith(".yml") and "&id0" in text]  # no anchors
     assert yaml.safe_load(files["targets/slurm.yml"])[0]["targets"] == [f"{plan.controller_host()}:9341"]
 
 
