@@ -404,6 +404,22 @@ MARKER = ".aicluster-inventory.json"  # what aicluster wrote here: its files and
 LOCK = ".aicluster-inventory.lock"  # held by the run writing here (its pid in it); stays, empty, after
 
 
+@dataclass(frozen=True)
+class OutputKind:
+    """What kind of directory `write` writes: its marker and lock file names (so one kind never takes another's
+    directory for its own), the flag and the example a refusal names, and the modes of what it makes."""
+
+    marker: str
+    lock: str
+    flag: str
+    example: str
+    file_mode: int = 0o600
+    dir_mode: int = 0o700
+
+
+INVENTORY = OutputKind(MARKER, LOCK, "--out", ".work/<stack>/inventory, the default")
+
+
 class InventoryDirError(ValueError):
     """The directory cannot take an inventory (not aicluster's, a symbolic link, a path that escapes)."""
 
@@ -577,8 +593,8 @@ def previous_addresses(target: Path, *, shown: str) -> dict[str, str]:
     return dict(found)
 
 
-def _read_marker(target: Path) -> dict[str, Any] | None:
-    path = target / MARKER
+def _read_marker(target: Path, marker: str = MARKER) -> dict[str, Any] | None:
+    path = target / marker
     if path.is_symlink() or not path.is_file():
         return None
     try:
@@ -589,30 +605,38 @@ def _read_marker(target: Path) -> dict[str, Any] | None:
 
 
 @contextmanager
-def locked(target: Path, *, shown: str) -> Iterator[None]:
+def locked(target: Path, *, shown: str, kind: OutputKind = INVENTORY) -> Iterator[None]:
     """Hold `target`'s lock (the LOCK file in it) while writing it: a second run into the same directory exits
     with InventoryDirError naming the run that writes it, never mistaking that run's files for someone else's."""
     try:
-        with lock_directory(target, LOCK, label=shown):
+        with lock_directory(target, kind.lock, label=shown):
             yield
     except DirectoryBusy as exc:
         by = f" (pid {exc.pid})" if exc.pid else ""
         raise InventoryDirError(
-            f"{shown} is being written by another aicluster run{by}; wait for it or choose another --out"
+            f"{shown} is being written by another aicluster run{by}; wait for it or choose another {kind.flag}"
         ) from None
 
 
-def _ours(target: Path) -> bool:
+def _ours(target: Path, kind: OutputKind = INVENTORY) -> bool:
     """Whether aicluster has written into `target`: it has the marker, or the lock file of a run (one that
     was stopped before its marker, or is writing now). aicluster takes a lock only in a directory it made, an
     empty one or one with the marker, so the lock file alone says the directory is aicluster's."""
-    lock = target / LOCK
-    return _read_marker(target) is not None or (lock.is_file() and not lock.is_symlink())
+    lock = target / kind.lock
+    return _read_marker(target, kind.marker) is not None or (lock.is_file() and not lock.is_symlink())
 
 
-def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], *, shown: str) -> Written:
-    """Write `files` (relative path -> text, 0600) under `target`, which must be a directory aicluster made
-    (it carries MARKER or LOCK), an empty one, or not exist yet (then it is made 0700). Files an earlier run wrote
+def write(
+    target: Path,
+    files: Mapping[str, str],
+    addresses: Mapping[str, str],
+    *,
+    shown: str,
+    kind: OutputKind = INVENTORY,
+) -> Written:
+    """Write `files` (relative path -> text) under `target`, which must be a directory aicluster made for this
+    `kind` (it carries the kind's marker or lock), an empty one, or not exist yet (then it is made with the kind's
+    directory mode; files get its file mode: an inventory's are 0600 in a 0700 directory). Files an earlier run wrote
     that this one does not are removed; nothing else is ever removed, and an existing directory's mode is never
     changed. One run at a time writes a directory (its LOCK). `shown` is how messages name the directory (the
     user's spelling)."""
@@ -623,14 +647,14 @@ def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], 
     if target.exists():
         if not target.is_dir():
             raise InventoryDirError(f"{shown}: exists and is not a directory; give a new or empty directory")
-        if not _ours(target) and any(target.iterdir()):  # refused before a lock file is put in it
+        if not _ours(target, kind) and any(target.iterdir()):  # refused before a lock file is put in it
             raise InventoryDirError(
-                f"{shown}: a non-empty directory aicluster did not write (no {MARKER} in it); give a new or empty "
-                "directory (e.g. .work/<stack>/inventory, the default)"
+                f"{shown}: a non-empty directory aicluster did not write (no {kind.marker} in it); give a new or empty "
+                f"directory (e.g. {kind.example})"
             )
     else:
         try:
-            target.mkdir(parents=True, mode=0o700)
+            target.mkdir(parents=True, mode=kind.dir_mode)
         except FileExistsError:  # another run made it meanwhile: its lock decides
             if target.is_symlink() or not target.is_dir():
                 raise InventoryDirError(
@@ -640,13 +664,19 @@ def write(target: Path, files: Mapping[str, str], addresses: Mapping[str, str], 
             reason = (exc.strerror or type(exc).__name__).lower()
             raise InventoryDirError(f"{shown}: cannot create the directory ({reason})") from None
         else:
-            os.chmod(target, 0o700)  # mkdir's mode is masked by the umask; this directory is ours
-    with locked(target, shown=shown):
-        return _write_locked(target, files, addresses, _read_marker(target), shown=shown)
+            os.chmod(target, kind.dir_mode)  # mkdir's mode is masked by the umask; this directory is ours
+    with locked(target, shown=shown, kind=kind):
+        return _write_locked(target, files, addresses, _read_marker(target, kind.marker), shown=shown, kind=kind)
 
 
 def _write_locked(
-    target: Path, files: Mapping[str, str], addresses: Mapping[str, str], marker: dict[str, Any] | None, *, shown: str
+    target: Path,
+    files: Mapping[str, str],
+    addresses: Mapping[str, str],
+    marker: dict[str, Any] | None,
+    *,
+    shown: str,
+    kind: OutputKind,
 ) -> Written:
     """`write` once `target` is known to be aicluster's and its lock is held."""
     root = target.resolve()
@@ -667,8 +697,8 @@ def _write_locked(
         if inside(rel) and (old.is_file() or old.is_symlink()):
             old.unlink()
     for rel, text in files.items():
-        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(target / rel, text, mode=0o600)
+        (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=kind.dir_mode)
+        write_atomic(target / rel, text, mode=kind.file_mode)
     record = {"written_by": "aicluster", "files": sorted(files), "addresses": dict(sorted(addresses.items()))}
-    write_atomic(target / MARKER, json.dumps(record, indent=2) + "\n", mode=0o600)
+    write_atomic(target / kind.marker, json.dumps(record, indent=2) + "\n", mode=0o600)
     return Written(target, sorted(files), dict(addresses))

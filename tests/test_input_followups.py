@@ -340,7 +340,8 @@ AZURE = (ROOT / "stacks" / "Pulumi.azure-nd-h100.yaml").read_text()
         ),
         pytest.param(
             GOOD.replace("capacity_tib: 48", "capacity_tib: 500TiB"),
-            'storage[0].capacity_tib: got "500TiB"; must be a number (write 500: capacity_tib is a plain number of TiB)',
+            'storage[0].capacity_tib: got "500TiB"; must be a number (write 500: capacity_tib is a plain number of '
+            "TiB)",
             id="size-with-its-unit",
         ),
         pytest.param(

@@ -118,6 +118,12 @@ RULES = [
     pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
     # copied onto each node alone and run by slurmd: stdlib and pydantic only
     pytest.param("aicluster/health", ("aicluster.health",), id="health-checker-is-self-contained"),
+    # a pure plan -> files renderer, as the inventory: the plan's models and the catalog's thresholds only
+    pytest.param(
+        "aicluster/monitoring",
+        ("aicluster.monitoring", "aicluster.catalog", "aicluster.plan.models"),
+        id="monitoring-renders-the-plan",
+    ),
 ]
 
 

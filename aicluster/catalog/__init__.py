@@ -49,6 +49,7 @@ from .models import (
     TpuType,
     version_in_range,
 )
+from .monitoring import MonitoringData
 from .reliability import CheckpointState, FailureRate, ReliabilityData
 from .sizing import SizingPriors
 
@@ -72,6 +73,7 @@ __all__ = [
     "InstanceType",
     "KubernetesAddon",
     "KubernetesService",
+    "MonitoringData",
     "NcclData",
     "NcclProfile",
     "NodeTaint",
@@ -132,6 +134,8 @@ class Catalog:
     addons: dict[str, KubernetesAddon] = field(default_factory=dict)
     # failure rates, checkpoint bytes per parameter, restart time, checkpoint-overhead target (data/reliability.yaml)
     reliability: ReliabilityData | None = None
+    # what `aicluster monitoring` scrapes and its alert thresholds (data/monitoring.yaml)
+    monitoring: MonitoringData | None = None
     # workload sizing priors: utilisation, FP8 peaks, overhead, model-state bytes (data/sizing.yaml)
     sizing: SizingPriors | None = None
     # the collective model's NVLink and network figures and its calibration points (data/collectives.yaml)
@@ -358,6 +362,9 @@ def _check(cat: Catalog) -> None:
                     f"{typ.accelerator_count}"
                 )
         cited(cat.health.rules, "health rules")
+    if cat.monitoring is not None:
+        for key, rec in cat.monitoring.records().items():
+            cited(rec, f"monitoring {key}")
     if cat.sizing is not None:
         for sid in sorted(cat.sizing.source_ids() - set(cat.sources)):
             problems.append(f"sizing: unknown source id {sid!r}")
@@ -554,6 +561,11 @@ def _load(data_dir: Path) -> Catalog:
         reliability = ReliabilityData.model_validate(_read(rel_path)) if rel_path.exists() else None
     except ValidationError as exc:
         raise CatalogError(f"{rel_path}: {exc}") from exc
+    mon_path = data_dir / "monitoring.yaml"
+    try:
+        monitoring = MonitoringData.model_validate(_read(mon_path)) if mon_path.exists() else None
+    except ValidationError as exc:
+        raise CatalogError(f"{mon_path}: {exc}") from exc
     sizing_path = data_dir / "sizing.yaml"
     try:
         sizing = SizingPriors.model_validate(_read(sizing_path)) if sizing_path.exists() else None
@@ -585,6 +597,7 @@ def _load(data_dir: Path) -> Catalog:
         kubernetes=_unique(((k.provider, k) for k in k8s.services), "kubernetes service"),
         addons=_unique(((a.id, a) for a in k8s.addons), "kubernetes add-on"),
         reliability=reliability,
+        monitoring=monitoring,
         sizing=sizing,
         collectives=collectives,
         change_rules=_unique(((r.type, r) for r in _load_dir(ChangeRule, data_dir / "changes")), "change rule"),

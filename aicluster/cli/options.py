@@ -47,10 +47,12 @@ def add_base(p: argparse.ArgumentParser, metavar: str, help: str) -> None:
     p.add_argument("--base", metavar=metavar, help=help)
 
 
-def add_output(p: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
-    """-o/--output FILE: where the command writes what it makes."""
-    p.add_argument("-o", "--output", required=required, metavar="FILE", help=help)
-    _add_parents(p)
+def add_output(p: argparse.ArgumentParser, help: str, *, required: bool = False, metavar: str = "FILE") -> None:
+    """-o/--output FILE (or DIR): where the command writes what it makes; a FILE's missing directory is an error
+    without --parents (a DIR is created, as an inventory's is)."""
+    p.add_argument("-o", "--output", required=required, metavar=metavar, help=help)
+    if metavar == "FILE":
+        _add_parents(p)
 
 
 def add_policy_config(

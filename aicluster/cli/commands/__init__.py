@@ -23,6 +23,7 @@ NAMES: tuple[str, ...] = (
     "policy_config",
     "inventory",
     "tune",
+    "monitoring",
     "kubeconfig",
     "acceptance",
     "estimate",

@@ -1,0 +1,97 @@
+"""Typed records of data/monitoring.yaml: the exporters' ports and scrape interval, and the thresholds the alert
+rules of `aicluster monitoring` compare with (XIDs, GPU memory, InfiniBand counters, file system space).
+
+Each group cites the source its figures come from (sources/monitoring.yaml); aicluster/monitoring turns them into
+Prometheus rules. This module imports nothing of the project (layering rule: the catalog is a leaf).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from .models import Sourced, _Record
+
+
+class Exporters(Sourced):
+    """Where the exporters listen and how often Prometheus scrapes them."""
+
+    dcgm_exporter_port: Annotated[int, Field(gt=0, lt=65536, description="dcgm-exporter's port (e.g. `9400`).")]
+    node_exporter_port: Annotated[int, Field(gt=0, lt=65536, description="node_exporter's port (e.g. `9100`).")]
+    slurm_exporter_port: Annotated[
+        int, Field(gt=0, lt=65536, description="The Slurm exporter's port on the controller (e.g. `9341`).")
+    ]
+    scrape_interval_s: Annotated[int, Field(gt=0, description="Scrape interval in seconds (e.g. `15`).")]
+    rate_interval: Annotated[
+        str, Field(pattern=r"^[0-9]+[smh]$", description="Range of rate()/increase() and `for` of states (e.g. `5m`).")
+    ]
+
+
+class XidRules(Sourced):
+    """Which XID errors (the last one, dcgm-exporter's DCGM_FI_DEV_XID_ERRORS gauge) page and which warn."""
+
+    fatal: Annotated[tuple[int, ...], Field(min_length=1, description="XIDs the health watch fails (e.g. `48`).")]
+    warning: Annotated[tuple[int, ...], Field(description="XIDs the health watch warns about (e.g. `94`).")]
+    fallen_off_bus: Annotated[int, Field(description="The XID of a GPU fallen off the bus (`79`): power-cycle.")]
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> XidRules:
+        both = set(self.fatal) & set(self.warning)
+        if both:
+            raise ValueError(f"xid: {sorted(both)} both fatal and warning; keep each XID in one list")
+        if self.fallen_off_bus not in self.fatal:
+            raise ValueError("xid: fallen_off_bus must be one of the fatal XIDs")
+        return self
+
+
+class GpuMemoryRules(Sourced):
+    """Row remapping limits (Ampere and later)."""
+
+    uncorrectable_remapped_rows_warning: Annotated[
+        int, Field(gt=0, description="Uncorrectable remapped rows from which the memory watch warns (e.g. `512`).")
+    ]
+
+
+class FabricRules(Sourced):
+    """InfiniBand port states and error-counter limits (node_exporter's infiniband collector)."""
+
+    port_state_active: Annotated[int, Field(description="`state_id` of an ACTIVE port (`4`).")]
+    physical_state_linkup: Annotated[int, Field(description="`physical_state_id` of LinkUp (`5`).")]
+    symbol_errors_per_hour_max: Annotated[
+        int, Field(gt=0, description="Symbol errors per hour above which the BER is out of spec (e.g. `120`).")
+    ]
+    link_error_recoveries_per_minute_max: Annotated[int, Field(gt=0, description="e.g. `5`.")]
+    receive_errors_per_second_max: Annotated[int, Field(gt=0, description="e.g. `10`.")]
+
+
+class FilesystemRules(Sourced):
+    """Free space left on a shared file system, in percent, below which the rules warn and page."""
+
+    available_percent_warning: Annotated[float, Field(gt=0, lt=100, description="e.g. `5`.")]
+    available_percent_critical: Annotated[float, Field(gt=0, lt=100, description="e.g. `3`.")]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FilesystemRules:
+        if self.available_percent_critical >= self.available_percent_warning:
+            raise ValueError("filesystem: available_percent_critical must be below available_percent_warning")
+        return self
+
+
+class MonitoringData(_Record):
+    """Everything in data/monitoring.yaml."""
+
+    exporters: Exporters
+    xid: XidRules
+    gpu_memory: GpuMemoryRules
+    fabric: FabricRules
+    filesystem: FilesystemRules
+
+    def records(self) -> dict[str, Sourced]:
+        return {
+            "exporters": self.exporters,
+            "xid": self.xid,
+            "gpu_memory": self.gpu_memory,
+            "fabric": self.fabric,
+            "filesystem": self.filesystem,
+        }

@@ -1,0 +1,47 @@
+"""What `aicluster monitoring STACK` writes: Prometheus's config and target files, alert rules with their
+promtool tests, dcgm-exporter's counters CSV and Grafana dashboards, all from the stack's plan.
+
+    prometheus.yml              scrape configs (dcgm-exporter, node_exporter, the Slurm exporter), rule_files
+    targets/<job>.yml           file_sd targets named after the plan's nodes (Slurm stacks)
+    rules/<group>.yml           alert rules: gpu, fabric, filesystem, slurm (the ones the stack has)
+    tests/<group>.yml           `promtool test rules` cases: each alert fires once and stays quiet once
+    dcgm-exporter/counters.csv  the DCGM fields to export, health fields included
+    dashboards/<name>.json      Grafana dashboards
+
+A pure `plan -> files` function: it reads the plan and the catalog's thresholds, nothing else.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from aicluster.catalog import Catalog
+from aicluster.plan.models import ClusterPlan
+
+from .dashboards import dashboards
+from .rules import Group, groups, monitoring_data
+from .scrape import counters_csv, prometheus_yml, targets
+
+__all__ = ["Group", "groups", "render"]
+
+_HEAD = "# Written by `aicluster monitoring` for the cluster {name}; regenerate rather than edit.\n"
+
+
+def _yaml(doc: object) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, width=1 << 16, allow_unicode=True)  # an expression on one line
+
+
+def render(plan: ClusterPlan, catalog: Catalog) -> dict[str, str]:
+    """Relative path -> text of every file the monitoring directory holds."""
+    mon = monitoring_data(catalog)
+    found = groups(plan, catalog)
+    target_files = targets(plan, mon)
+    head = _HEAD.format(name=plan.name)
+    files = {"prometheus.yml": prometheus_yml(plan, mon, found, target_files)}
+    files.update(target_files)
+    for g in found:
+        files[f"rules/{g.file}.yml"] = head + _yaml(g.rules_doc())
+        files[f"tests/{g.file}.yml"] = head + _yaml(g.tests_doc())
+    files["dcgm-exporter/counters.csv"] = counters_csv()
+    files.update(dashboards(plan))
+    return files

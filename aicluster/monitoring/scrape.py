@@ -1,0 +1,182 @@
+"""prometheus.yml, its target files and dcgm-exporter's counters CSV for a stack.
+
+Targets are file_sd files (targets/*.yml), one group per pool, named after the plan's nodes (`h100-000:9400`)
+and labelled `pool` (and `node`, from the name); replace a name with an address where names do not resolve, and
+Prometheus rereads the file without a restart. Kubernetes stacks name their nodes in the cloud, so their target
+files are the plan's names to replace; prometheus.yml shows, commented, the kubernetes_sd jobs that find them
+instead (Debian's Prometheus is built without kubernetes_sd, so the active config does not depend on it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from aicluster.catalog import MonitoringData
+from aicluster.plan.models import ClusterPlan
+
+from .rules import DCGM_JOB, NODE_JOB, SLURM_JOB, Group
+
+# GPU Operator's dcgm-exporter pods carry this label (app=nvidia-dcgm-exporter).
+DCGM_POD_LABEL = "nvidia-dcgm-exporter"
+POOL_NODE_LABEL = "aicluster_io_pool"  # aicluster.io/pool as Prometheus's node meta label spells it
+
+
+def _dump(doc: Any) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, width=120)
+
+
+def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
+    """targets/<job>.yml: file_sd groups per pool (Slurm stacks; Kubernetes finds its targets itself)."""
+    ex = mon.exporters
+
+    def groups(port: int, gpu_only: bool) -> list[dict[str, Any]]:
+        found = []
+        for pool in plan.pools:
+            if gpu_only and pool.accelerator_kind != "gpu":
+                continue
+            found.append({"targets": [f"{n}:{port}" for n in pool.node_names()], "labels": {"pool": pool.name}})
+        return found
+
+    files = {
+        f"targets/{NODE_JOB}.yml": groups(ex.node_exporter_port, False),
+        f"targets/{DCGM_JOB}.yml": groups(ex.dcgm_exporter_port, True),
+    }
+    if plan.scheduler == "slurm" and plan.controller is not None:
+        host = plan.controller_host()
+        files[f"targets/{NODE_JOB}.yml"].append(
+            {"targets": [f"{host}:{ex.node_exporter_port}"], "labels": {"pool": "controller"}}
+        )
+        files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [f"{host}:{ex.slurm_exporter_port}"], "labels": {}}]
+    return {path: _dump(doc) for path, doc in files.items() if doc}
+
+
+def _node_from_address() -> dict[str, Any]:
+    """`node`: the target's host name, without the port (the rules and dashboards group by it). A new dict for
+    each job: a shared one would be dumped as a YAML anchor."""
+    return {"source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node"}
+
+
+def _file_job(name: str) -> dict[str, Any]:
+    return {
+        "job_name": name,
+        "file_sd_configs": [{"files": [f"targets/{name}.yml"]}],
+        "relabel_configs": [_node_from_address()],
+    }
+
+
+def _kubernetes_jobs(mon: MonitoringData) -> list[dict[str, Any]]:
+    ex = mon.exporters
+    node = {
+        "job_name": NODE_JOB,
+        "kubernetes_sd_configs": [{"role": "node"}],
+        "relabel_configs": [
+            {
+                "source_labels": ["__meta_kubernetes_node_address_InternalIP"],
+                "regex": "(.+)",
+                "replacement": f"$1:{ex.node_exporter_port}",
+                "target_label": "__address__",
+            },
+            {"source_labels": ["__meta_kubernetes_node_name"], "target_label": "node"},
+            {"source_labels": [f"__meta_kubernetes_node_label_{POOL_NODE_LABEL}"], "target_label": "pool"},
+        ],
+    }
+    dcgm = {
+        "job_name": DCGM_JOB,
+        "kubernetes_sd_configs": [{"role": "pod"}],
+        "relabel_configs": [
+            {"source_labels": ["__meta_kubernetes_pod_label_app"], "regex": DCGM_POD_LABEL, "action": "keep"},
+            {
+                "source_labels": ["__meta_kubernetes_pod_container_port_number"],
+                "regex": str(ex.dcgm_exporter_port),
+                "action": "keep",
+            },
+            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"},
+        ],
+    }
+    return [node, dcgm]
+
+
+def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], target_files: dict[str, str]) -> str:
+    ex = mon.exporters
+    jobs = [_file_job(job) for job in (NODE_JOB, DCGM_JOB, SLURM_JOB) if f"targets/{job}.yml" in target_files]
+    doc = {
+        "global": {
+            "scrape_interval": f"{ex.scrape_interval_s}s",
+            "evaluation_interval": f"{ex.scrape_interval_s}s",
+            "external_labels": {"cluster": plan.name},
+        },
+        "rule_files": [f"rules/{g.file}.yml" for g in groups],
+        "scrape_configs": jobs,
+    }
+    head = (
+        f"# Prometheus for the aicluster cluster {plan.name} ({plan.scheduler}), written by `aicluster monitoring`.\n"
+        "# Paths are relative to this file: keep rules/ and targets/ next to it.\n"
+    )
+    text = head + _dump(doc)
+    if plan.scheduler != "slurm":
+        alt = _dump({"scrape_configs": _kubernetes_jobs(mon)})
+        text += (
+            "# Kubernetes: the target files hold the plan's node names, which the cloud does not use; fill them\n"
+            "# from `kubectl get nodes -L aicluster.io/pool -o wide`, or, with a Prometheus built with kubernetes_sd\n"
+            "# running in the cluster (GPU Operator's dcgm-exporter, a node_exporter DaemonSet on the host network),\n"
+            "# use these jobs instead. A managed Prometheus takes the rules/ files.\n"
+            + "".join(f"#   {line}\n" for line in alt.splitlines())
+        )
+    return text
+
+
+# dcgm-exporter's counters, in its default-counters.csv format (`field, type, help`): what the dashboards show
+# and the rules read. ECC, retired pages, NVLink errors, violations and the row-remap pending flag are off in
+# its default file, so a health-oriented deployment passes this one with -f.
+COUNTERS: tuple[tuple[str, str, str], ...] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Frame buffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Frame buffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors."),
+    ("DCGM_FI_DEV_RETIRED_SBE", "counter", "Total number of retired pages due to single-bit errors."),
+    ("DCGM_FI_DEV_RETIRED_DBE", "counter", "Total number of retired pages due to double-bit errors."),
+    ("DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
+    ("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether a row remap is pending until the next GPU reset."),
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
+    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us)."),
+    ("DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "counter", "Throttling duration due to board limit constraints (in us)."),
+    ("DCGM_FI_DEV_RELIABILITY_VIOLATION", "counter", "Throttling duration due to reliability constraints (in us)."),
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event (throttle) reasons, a bit mask."),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active."),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "counter", "The number of bytes of active PCIe tx data."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "counter", "The number of bytes of active PCIe rx data."),
+)
+
+
+def counters_csv() -> str:
+    lines = [
+        "# dcgm-exporter counters written by `aicluster monitoring`: pass with -f (or --collectors).",
+        "# Format: DCGM field, Prometheus metric type, help message",
+        "",
+        *(f"{name}, {kind}, {help_}" for name, kind, help_ in COUNTERS),
+    ]
+    return "\n".join(lines) + "\n"
