@@ -144,7 +144,7 @@ def test_a_project_made_by_init_works_with_the_installed_wheel(venv: tuple[Path,
 
     assert "32 GPUs" in _ok(_run([aicluster, "validate", "p5-small"], project, env))
     assert _ok(_run([aicluster, "stacks"], project, env)).split() == ["p5-small"]
-    _ok(_run([aicluster, "preview", "p5-small", "--json", "out/preview.json"], project, env))
+    _ok(_run([aicluster, "preview", "p5-small", "--json", "out/preview.json", "--parents"], project, env))
     golden = ROOT / "tests" / "golden" / "previews" / "p5-small.json"
     assert (project / "out" / "preview.json").read_bytes() == golden.read_bytes()
     _ok(_run([aicluster, "report", "p5-small", "--format", "md", "-o", "out/report.md"], project, env))

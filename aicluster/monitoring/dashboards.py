@@ -173,6 +173,6 @@ def dashboards(plan: ClusterPlan) -> dict[str, str]:
     boards = {"dashboards/fabric.json": node_dashboard(plan)}
     if any(p.accelerator_kind == "gpu" for p in plan.pools):
         boards["dashboards/gpu.json"] = gpu_dashboard(plan)
-    if plan.scheduler == "slurm" and plan.controller is not None:
+    if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
         boards["dashboards/slurm.json"] = slurm_dashboard(plan)
     return {path: json.dumps(b.build(), cls=JSONEncoder, indent=2, sort_keys=True) + "\n" for path, b in boards.items()}

@@ -483,7 +483,7 @@ def filesystem_group(plan: ClusterPlan, node: str, pool: str, mon: MonitoringDat
     inst = {"job": NODE_JOB, "instance": f"{node}:9100", node_label: node, "pool": pool}
     alerts: list[Alert] = []
     targets: list[tuple[str, str, dict[str, str]]] = []  # (selector, grouping, labels of a sample series)
-    if plan.scheduler == "slurm":
+    if plan.kubernetes is None:  # mounts on the nodes themselves (Kubernetes mounts volumes in pods)
         samples = {
             f.mount: {
                 **inst,
@@ -630,9 +630,9 @@ def groups(plan: ClusterPlan, catalog: Catalog) -> list[Group]:
     if gpu_pools:
         found.append(gpu_group(gpu_pools, mon, node_label=node_label))
     found.append(fabric_group(first.node_names()[0], first.name, mon, node_label=node_label))
-    if plan.filesystems or plan.scheduler != "slurm":
+    if plan.filesystems or plan.kubernetes is not None:
         found.append(filesystem_group(plan, first.node_names()[0], first.name, mon, node_label=node_label))
-    if plan.scheduler == "slurm" and plan.controller is not None:
+    if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
         found.append(slurm_group(plan.controller_host(), mon))
     return found
 

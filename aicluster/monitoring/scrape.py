@@ -43,7 +43,7 @@ def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
         f"targets/{NODE_JOB}.yml": groups(ex.node_exporter_port, False),
         f"targets/{DCGM_JOB}.yml": groups(ex.dcgm_exporter_port, True),
     }
-    if plan.scheduler == "slurm" and plan.controller is not None:
+    if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
         host = plan.controller_host()
         files[f"targets/{NODE_JOB}.yml"].append(
             {"targets": [f"{host}:{ex.node_exporter_port}"], "labels": {"pool": "controller"}}
@@ -115,7 +115,7 @@ def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], 
         "# Paths are relative to this file: keep rules/ and targets/ next to it.\n"
     )
     text = head + _dump(doc)
-    if plan.scheduler != "slurm":
+    if plan.kubernetes is not None:
         alt = _dump({"scrape_configs": _kubernetes_jobs(mon)})
         text += (
             "# Kubernetes: the target files hold the plan's node names, which the cloud does not use; fill them\n"
