@@ -165,13 +165,11 @@ class CloudPlanner(ABC):
         placed = self.place(ctx, i, pool, it, reg, zones, image, nvlink)
         if placed is None:
             return None
-        if resolved.warning:
-            ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
         if resolved.price is None:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, "
                 f"so the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under "
-                f"pricing.overrides {instance_override_hint(it.name, pool.region)}"
+                f"pricing.overrides {instance_override_hint(it.name, pool.region, pool.market)}"
             )
         network = ctx.need(
             (*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node

@@ -14,7 +14,7 @@ import pytest
 
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
-from tests.helpers import cluster, plan_of, plan_problems, pool
+from tests.helpers import cluster, gcp_cluster, gcp_pool, plan_of, plan_problems, pool
 
 
 def planned(catalog: Catalog, **changes: Any) -> ClusterPlan:
@@ -54,10 +54,46 @@ def test_spot_pools_use_the_spot_rate(catalog: Catalog) -> None:
     assert p.instances_usd_per_month == round(10 * 6.289 * 730, 2)
 
 
-def test_missing_market_rate_falls_back_to_on_demand_with_a_warning(catalog: Catalog) -> None:
-    cp = planned(catalog, pools=[pool(market="capacity-block", reservation="cr-0123abcd")])
-    assert cp.pools[0].price.usd == 55.04
-    assert any("no capacity-block price for p5.48xlarge" in w and "pricing.overrides" in w for w in cp.warnings)
+@pytest.mark.parametrize(
+    ("data", "sku", "region", "market"),
+    [
+        pytest.param(
+            cluster(pools=[pool(market="capacity-block", reservation="cr-0123abcd")]),
+            "p5.48xlarge",
+            "us-east-1",
+            "capacity-block",
+            id="aws-capacity-block",
+        ),
+        pytest.param(
+            gcp_cluster(pools=[gcp_pool(market="spot")], storage=[]),
+            "a3-megagpu-8g",
+            "us-central1",
+            "spot",
+            id="gcp-spot",
+        ),
+        pytest.param(
+            gcp_cluster(pools=[gcp_pool(market="flex-start")], storage=[]),
+            "a3-megagpu-8g",
+            "us-central1",
+            "flex-start",
+            id="gcp-flex-start",
+        ),
+    ],
+)
+def test_a_market_without_its_own_catalog_rate_is_unpriced_never_costed_at_on_demand(
+    catalog: Catalog, data: dict[str, Any], sku: str, region: str, market: str
+) -> None:
+    """One rule for every market: no catalog rate of its own means unpriced and named, with the override line."""
+    cp = plan_of(catalog, data)
+    p = cp.pools[0]
+    assert p.price is None
+    assert p.instances_usd_per_month is None
+    assert f"pool {p.name}: {p.nodes} x {sku} {market}" in cp.totals.unpriced
+    assert not any("costed at the on-demand rate" in w for w in cp.warnings)
+    (warning,) = [w for w in cp.warnings if f"no {market} price for {sku}" in w]
+    assert warning.endswith(
+        f"add your rate under pricing.overrides (sku: {sku}, region: {region}, market: {market}, usd_per_hour: ...)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from aicluster.catalog import CpuTopology, InstanceType, Region
-from aicluster.catalog.pricing import compute_price
+from aicluster.catalog.pricing import compute_price, instance_override_hint
 from aicluster.plan.context import (
     UNPRICED_NOTE,
     NodeFacts,
@@ -140,13 +140,11 @@ class GcpPlanner(CloudPlanner):
         zone = pool.zone or zones[0]
         if pool.zone is None:
             ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (TPU slices are zonal)")
-        if resolved.warning:
-            ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
         if resolved.price is None:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for TPU {tpu.name} in "
                 f"{pool.region}, so the pool's chips are left out of the cost ({UNPRICED_NOTE}); add your rate per "
-                f"chip-hour under pricing.overrides (sku: {tpu.accelerator}, region: {pool.region}, usd_per_hour: ...)"
+                f"chip-hour under pricing.overrides {instance_override_hint(tpu.accelerator, pool.region, pool.market)}"
             )
         details = gcp.tpu_details(pool, tpu, chips)
         hosts = details.hosts_per_slice * len(details.slices)

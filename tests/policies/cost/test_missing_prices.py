@@ -127,7 +127,7 @@ def test_every_unpriced_item_gets_its_override_line() -> None:
     (finding,) = [v.message for v in result.policy.violations if v.policy == MISSING]
     fixes = finding.split("add your rates under pricing.overrides: ", 1)[1]
     assert fixes.split("), ") == [
-        "(sku: a4x-highgpu-4g, region: us-east4, usd_per_hour: ...",
+        "(sku: a4x-highgpu-4g, region: us-east4, market: reserved, usd_per_hour: ...",
         "(sku: hyperdisk-balanced, region: us-east4, usd_per_gib_month: ...",
         "(sku: gcp-managed-lustre/numbered-tier/1000, region: us-east4, usd_per_gib_month: ...)",
     ]
