@@ -626,7 +626,7 @@ def _needs_audit_log(spec: ClusterSpec) -> bool:
 def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
     used = {p.basis for p in [*prices, *ctx.service_prices]}
     for j, _ in enumerate(ctx.spec.pricing.overrides):
-        if f"pricing.overrides[{j}]" not in used:
+        if f"pricing.overrides[{j}]" not in used and j not in ctx.offered_overrides:
             ctx.warnings.append(
                 f"pricing.overrides[{j}] matches no pool, file system, controller, disk or network charge of this "
                 "cluster"

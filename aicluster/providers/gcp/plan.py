@@ -12,9 +12,9 @@ from aicluster.plan.context import (
     NodeFacts,
     Placed,
     PlanCtx,
+    offered_zones,
     pool_record,
     region_of,
-    zone_of,
 )
 from aicluster.plan.models import GcpVpc, PlannedPool, PoolNvlink
 from aicluster.plan.network import Cut, gcp_subnets
@@ -126,16 +126,19 @@ class GcpPlanner(CloudPlanner):
             return None
         off = tpu.offering(pool.region)
         resolved = compute_price(tpu, pool.region, pool.market, ctx.spec.pricing.overrides)
-        if off is None and resolved.price is None:
-            ctx.problem(
-                (*base, "region"),
-                f"TPU {tpu.name} is not offered in {pool.region} per the catalog; offered in: "
-                f"{', '.join(o.region for o in tpu.offerings)}",
-                pool.region,
-            )
-            return None
-        zones = (off.zones if off else ()) or reg.zones
-        if pool.zone is not None and zone_of(ctx, (*base, "zone"), reg, pool.zone, zones, f"TPU {tpu.name}") is None:
+        zones = offered_zones(
+            ctx,
+            base,
+            f"pools[{i}] ({pool.name})",
+            f"TPU {tpu.name}",
+            tpu.accelerator,
+            reg,
+            off is not None,
+            off.zones if off else (),
+            [o.region for o in tpu.offerings],
+            pool.zone,
+        )
+        if zones is None:
             return None
         zone = pool.zone or zones[0]
         if pool.zone is None:
