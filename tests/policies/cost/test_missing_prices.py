@@ -112,8 +112,9 @@ def test_the_missing_prices_finding_names_the_override_lines_for_services(
 ) -> None:
     (finding,) = messages(judge(stacks[False][1], [MISSING]))
     assert finding.endswith(
-        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-east-2, usd_per_gib_month: ...), "
-        "(sku: fsx-lustre/PERSISTENT_2/250, region: us-east-2, usd_per_gib_month: ...)"
+        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-west-2, usd_per_gib_month: ...), "
+        "(sku: fsx-lustre/PERSISTENT_2/250, region: us-west-2, usd_per_gib_month: ...), "
+        "(sku: nat-gateway, region: us-west-2, usd_per_hour: ...)"
     )
 
 
