@@ -578,6 +578,12 @@ def _check_overrides(ctx: PlanCtx) -> None:
                 did_you_mean(o.sku, known),
             )
             continue
+        if o.offered and o.sku not in instance_providers:
+            ctx.problem(
+                (*base, "offered"),
+                f"{o.sku} is not an instance type or TPU generation: only those are offered per region; drop offered",
+                o.offered,
+            )
         if o.region is not None and not any(cat.region(p, o.region) for p in providers):
             names = sorted({n for p in providers for n in cat.region_names(p)})
             ctx.problem(

@@ -587,6 +587,11 @@ def test_a_tpu_price_override_does_not_make_the_generation_offered(catalog: Cata
             "zones and reason go with offered: true",
             id="zones-without-offered",
         ),
+        pytest.param(
+            {"sku": "ebs-gp3", "region": "us-east-1", "offered": True, "reason": "r", "usd_per_gib_month": 0.1},
+            "ebs-gp3 is not an instance type or TPU generation: only those are offered per region; drop offered",
+            id="offered-for-a-service",
+        ),
     ],
 )
 def test_availability_needs_offered_true_with_region_and_reason(
