@@ -192,7 +192,7 @@ _GPU_REGIONS = {
 # when coverage shrinks (a price removed) as well as when it grows, so both are deliberate edits.
 _ALL = "all GPU regions"
 _UNPRICED: dict[tuple[str, str], tuple[str, ...] | str] = {
-    ("aws", "ebs-gp3"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
+    ("aws", "ebs-gp3"): tuple(r for r in _GPU_REGIONS["aws"] if r not in ("us-east-1", "us-east-2")),
     ("aws", "nat-gateway"): tuple(r for r in _GPU_REGIONS["aws"] if r not in ("us-east-1", "us-east-2")),
     ("aws", "fsx-lustre/PERSISTENT_2/125"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),
     ("aws", "fsx-lustre/PERSISTENT_2/250"): tuple(r for r in _GPU_REGIONS["aws"] if r != "us-east-1"),

@@ -73,7 +73,18 @@ def a4x_pool(catalog: Catalog, nodes: int = 36) -> PlannedPool:
             )
         ],
         storage=[],
-        pricing={"overrides": [{"sku": "a4x-highgpu-4g", "market": "reserved", "usd_per_hour": 40.0}]},
+        pricing={
+            "overrides": [
+                {
+                    "sku": "a4x-highgpu-4g",
+                    "region": "us-east1",
+                    "offered": True,  # the catalog lists no A4X in us-east1; a rate alone never makes it offered
+                    "reason": "reservation in us-east1-d",
+                    "market": "reserved",
+                    "usd_per_hour": 40.0,
+                }
+            ]
+        },
     )
     return plan_of(catalog, data).pools[0]
 

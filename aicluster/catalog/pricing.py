@@ -54,7 +54,6 @@ _MARKET_FIELD = {
 @dataclass(frozen=True)
 class Resolved:
     price: Price | None
-    warning: str | None = None
 
 
 def _override(
@@ -80,7 +79,8 @@ def price_sku(it: InstanceType | TpuType) -> str:
 
 
 def compute_price(it: InstanceType | TpuType, region: str, market: str, overrides: Sequence[Override]) -> Resolved:
-    """Per node-hour for an instance type, per chip-hour for a TPU generation."""
+    """Per node-hour for an instance type, per chip-hour for a TPU generation: a negotiated override, else the
+    catalog's rate for that very market; a market with no rate of its own is unpriced, never costed at another."""
     sku = price_sku(it)
     unit: Literal["node-hour", "chip-hour"] = "chip-hour" if isinstance(it, TpuType) else "node-hour"
     found = _override(overrides, sku, region, market, "usd_per_hour")
@@ -92,29 +92,12 @@ def compute_price(it: InstanceType | TpuType, region: str, market: str, override
     if off is None:
         return Resolved(None)
     listed = getattr(off, _MARKET_FIELD[market])
-    if listed is not None:
-        return Resolved(
-            Price(
-                usd=listed,
-                unit=unit,
-                basis=f"catalog {market} {region}",
-                source=off.source_of(_MARKET_FIELD[market]),
-            )
-        )
-    if off.on_demand_usd_per_hour is None:
+    if listed is None:
+        # one rule for every market: no catalog rate of its own is unpriced (named, with the override line), never
+        # costed at another market's rate (spot below on-demand, a capacity block or commitment at neither)
         return Resolved(None)
     return Resolved(
-        Price(
-            usd=off.on_demand_usd_per_hour,
-            unit=unit,
-            basis=f"catalog on-demand {region} (no {market} rate in the catalog)",
-            source=off.source_of("on_demand_usd_per_hour"),
-        ),
-        warning=(
-            f"no {market} price for {sku} in {region} in the catalog; costed at the on-demand rate "
-            f"(${off.on_demand_usd_per_hour:,.2f}/{unit.split('-')[0]}-hour). Add your rate under pricing.overrides "
-            f"(sku: {sku}, market: {market})."
-        ),
+        Price(usd=listed, unit=unit, basis=f"catalog {market} {region}", source=off.source_of(_MARKET_FIELD[market]))
     )
 
 
@@ -180,9 +163,11 @@ def service_price(
     )
 
 
-def instance_override_hint(sku: str, region: str) -> str:
-    """The override line that prices an instance type (or a TPU type, per chip-hour) in a region."""
-    return f"(sku: {sku}, region: {region}, usd_per_hour: ...)"
+def instance_override_hint(sku: str, region: str, market: str = "on-demand") -> str:
+    """The override line that prices an instance type (or a TPU type, per chip-hour) in a region and market (an
+    on-demand line names no market: it is the rate of every market the catalog has no rate for)."""
+    named = "" if market == "on-demand" else f", market: {market}"
+    return f"(sku: {sku}, region: {region}{named}, usd_per_hour: ...)"
 
 
 def storage_override_hint(sku: str, region: str) -> str:

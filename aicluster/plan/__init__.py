@@ -576,6 +576,12 @@ def _check_overrides(ctx: PlanCtx) -> None:
                 did_you_mean(o.sku, known),
             )
             continue
+        if o.offered and o.sku not in instance_providers:
+            ctx.problem(
+                (*base, "offered"),
+                f"{o.sku} is not an instance type or TPU generation: only those are offered per region; drop offered",
+                o.offered,
+            )
         if o.region is not None and not any(cat.region(p, o.region) for p in providers):
             names = sorted({n for p in providers for n in cat.region_names(p)})
             ctx.problem(
@@ -624,7 +630,7 @@ def _needs_audit_log(spec: ClusterSpec) -> bool:
 def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
     used = {p.basis for p in [*prices, *ctx.service_prices]}
     for j, _ in enumerate(ctx.spec.pricing.overrides):
-        if f"pricing.overrides[{j}]" not in used:
+        if f"pricing.overrides[{j}]" not in used and j not in ctx.offered_overrides:
             ctx.warnings.append(
                 f"pricing.overrides[{j}] matches no pool, file system, controller, disk or network charge of this "
                 "cluster"

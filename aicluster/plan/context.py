@@ -42,6 +42,8 @@ class PlanCtx:
     service_prices: list[Price] = field(default_factory=list)
     # provider name -> that provider planner's own state for this run
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the pricing.overrides entries whose `offered: true` a pool was planned on (used, even without a rate)
+    offered_overrides: set[int] = field(default_factory=set)
 
     def problem(
         self,
@@ -115,6 +117,64 @@ def zone_of(
         ctx.problem(path, f"{what} is not offered in {zone} per the catalog; offered in: {', '.join(choices)}", zone)
         return None
     return zone
+
+
+def offered_zones(
+    ctx: PlanCtx,
+    base: tuple[str | int, ...],
+    label: str,
+    what: str,
+    sku: str,
+    reg: Region,
+    offered: bool,
+    catalog_zones: tuple[str, ...],
+    offered_in: list[str],
+    zone: str | None,
+) -> tuple[str, ...] | None:
+    """The zones a pool of `what` (price sku `sku`) may use in `reg`: the catalog's offering, widened only by an
+    explicit `offered: true` override (region, zones, reason), with a warning that the plan took the stack's word.
+    A price override never makes a type offered. None: a problem was reported."""
+    said = next(
+        (
+            (j, o)
+            for j, o in enumerate(ctx.spec.pricing.overrides)
+            if o.offered and o.sku == sku and o.region == reg.name
+        ),
+        None,
+    )
+    if not offered and said is None:
+        ctx.problem(
+            (*base, "region"),
+            f"{what} is not offered in {reg.name} per the catalog; offered in: "
+            f"{', '.join(offered_in) or 'no region the catalog has a source for'}; if it is offered there to you, "
+            f"say so under pricing.overrides (sku: {sku}, region: {reg.name}, offered: true, reason: ..., "
+            "usd_per_hour: ...)",
+            reg.name,
+        )
+        return None
+    zones = catalog_zones or reg.zones
+    if said is None:
+        return zones if zone is None or zone_of(ctx, (*base, "zone"), reg, zone, zones, what) else None
+    j, o = said
+    bad = [z for z in o.zones if z not in reg.zones and z not in reg.local_zones]
+    if bad:
+        ctx.problem(
+            ("pricing", "overrides", j, "zones"),
+            f"{', '.join(bad)}: not a zone of {reg.name} in the catalog; zones: {', '.join(reg.zones)}",
+            bad[0],
+        )
+        return None
+    widened = (*zones, *(z for z in o.zones if z not in zones))
+    if zone is not None and zone_of(ctx, (*base, "zone"), reg, zone, widened, what) is None:
+        return None
+    where = reg.name if not offered else zone if zone is not None and zone not in zones else None
+    if where is not None:
+        ctx.offered_overrides.add(j)
+        ctx.warnings.append(
+            f"{label}: the catalog does not list {what} in {where}; planned as offered because pricing.overrides[{j}] "
+            f"says offered: true ({o.reason})"
+        )
+    return widened
 
 
 def instance_type_of(ctx: PlanCtx, path: tuple[str | int, ...], provider: str, name: str) -> InstanceType | None:

@@ -21,10 +21,10 @@ from .context import (
     facts_of,
     image_of,
     instance_type_of,
+    offered_zones,
     pool_record,
     region_of,
     service_cost,
-    zone_of,
 )
 from .models import PlannedController, PlannedPool, PlannedSite, PoolNvlink
 from .network import Cut
@@ -115,24 +115,19 @@ class CloudPlanner(ABC):
             return None
         off = it.offering(pool.region)
         resolved = compute_price(it, pool.region, pool.market, ctx.spec.pricing.overrides)
-        if off is None:
-            offered = [o.region for o in it.offerings]
-            if resolved.price is None:
-                ctx.problem(
-                    (*base, "region"),
-                    f"{it.name} is not offered in {pool.region} per the catalog; offered in: "
-                    f"{', '.join(offered) or 'no region the catalog has a source for'}; if it is offered there to "
-                    f"you, add your rate under pricing.overrides (sku: {it.name}, region: {pool.region}, "
-                    "usd_per_hour: ...)",
-                    pool.region,
-                )
-                return None
-            ctx.warnings.append(
-                f"pools[{i}] ({pool.name}): the catalog does not list {it.name} in {pool.region}; planned with "
-                f"your negotiated rate ({resolved.price.basis})"
-            )
-        zones = (off.zones if off else ()) or reg.zones
-        if pool.zone is not None and zone_of(ctx, (*base, "zone"), reg, pool.zone, zones, it.name) is None:
+        zones = offered_zones(
+            ctx,
+            base,
+            f"pools[{i}] ({pool.name})",
+            it.name,
+            it.name,
+            reg,
+            off is not None,
+            off.zones if off else (),
+            [o.region for o in it.offerings],
+            pool.zone,
+        )
+        if zones is None:
             return None
         sold = not it.markets or pool.market in it.markets
         if not sold:
@@ -165,13 +160,11 @@ class CloudPlanner(ABC):
         placed = self.place(ctx, i, pool, it, reg, zones, image, nvlink)
         if placed is None:
             return None
-        if resolved.warning:
-            ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
         if resolved.price is None:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for {it.name} in {pool.region}, "
                 f"so the pool's instances are left out of the cost ({UNPRICED_NOTE}); add your rate under "
-                f"pricing.overrides {instance_override_hint(it.name, pool.region)}"
+                f"pricing.overrides {instance_override_hint(it.name, pool.region, pool.market)}"
             )
         network = ctx.need(
             (*base, "region"), provider, pool.region, placed.zone, pool.nodes * placed.addresses_per_node

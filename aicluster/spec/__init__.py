@@ -273,15 +273,57 @@ class PriceOverride(Strict):
         float | None,
         Field(gt=0, le=1_000, allow_inf_nan=False, description="Per GiB-month, for storage tiers and disks."),
     ] = None
+    offered: Annotated[
+        bool,
+        Field(
+            description="Instance types and TPU generations: `true` says the type is offered to you in `region` "
+            "(and `zones`) though the catalog does not list it there; the plan warns that it took your word. "
+            "Without it an override only prices: it never makes a type offered where the catalog says it is not."
+        ),
+    ] = False
+    zones: Annotated[
+        list[ZoneName],
+        Field(
+            description="With `offered: true`: zones of `region` that offer the type to you beyond the catalog's "
+            "list (e.g. `[us-central1-f]`); empty: the catalog's zones."
+        ),
+    ] = []
+    reason: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=256,
+            description="With `offered: true`: why you know it is offered (e.g. `account team confirmed capacity`).",
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _one_price(self) -> PriceOverride:
-        if (self.usd_per_hour is None) == (self.usd_per_gib_month is None):
+        both = self.usd_per_hour is not None and self.usd_per_gib_month is not None
+        none = self.usd_per_hour is None and self.usd_per_gib_month is None
+        if both or (none and not self.offered):
             raise PydanticCustomError(
                 "price",
                 "give exactly one of usd_per_hour (instance types, NAT gateways, addresses) or usd_per_gib_month "
-                "(storage, disks)",
+                "(storage, disks)"
+                + ("" if both else "; only an offered: true entry may leave the price to the catalog"),
                 {},
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _availability(self) -> PriceOverride:
+        if not self.offered and (self.zones or self.reason is not None):
+            raise PydanticCustomError(
+                "offered", "zones and reason go with offered: true (an override alone only prices); add it", {}
+            )
+        if self.offered and self.region is None:
+            raise PydanticCustomError(
+                "offered", "offered: true needs the region it is offered in (one entry per region); add region", {}
+            )
+        if self.offered and self.reason is None:
+            raise PydanticCustomError(
+                "offered", "offered: true needs a reason (who told you it is offered there); add reason", {}
             )
         return self
 

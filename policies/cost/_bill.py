@@ -67,7 +67,7 @@ def _bill(stack: Stack) -> list[CostLine]:
             if f.tpu is not None
             else f"{f.res.name}: {f.nodes} x {f.instance_type} {f.market}"
         )
-        fleet_fix = instance_override_hint(f.instance_type, f.region) if f.region else None
+        fleet_fix = instance_override_hint(f.instance_type, f.region, f.market) if f.region else None
         lines.append(CostLine(what, stack.fleet_month(f), fleet_fix))
         if f.root_volume_gib:
             service, what = _root_disks(f)

@@ -115,7 +115,17 @@ def test_each_nd_gb200_rack_is_one_infiniband_scale_set_of_18_arm64_vms(build: B
     b = build(
         azure_cluster(
             pools=[azure_pool(name="gb200", instance_type="Standard_ND128isr_NDR_GB200_v6", nodes=36)],
-            pricing={"overrides": [{"sku": "Standard_ND128isr_NDR_GB200_v6", "usd_per_hour": 48.0}]},
+            pricing={
+                "overrides": [
+                    {
+                        "sku": "Standard_ND128isr_NDR_GB200_v6",
+                        "region": "eastus",
+                        "offered": True,
+                        "reason": "quota granted",
+                        "usd_per_hour": 48.0,
+                    }
+                ]
+            },
         )
     )
     sets = {r.name: r.inputs for r in b.of_type(VMSS)}

@@ -134,8 +134,9 @@ def test_mixed_with_aws_networks_do_not_overlap(catalog: Catalog) -> None:
         pytest.param(
             {"pools": [azure_pool(instance_type="Standard_ND96isr_H200_v5")]},
             't: pools[0].region: got "eastus"; Standard_ND96isr_H200_v5 is not offered in eastus per the catalog; '
-            "offered in: no region the catalog has a source for; if it is offered there to you, add your rate under "
-            "pricing.overrides (sku: Standard_ND96isr_H200_v5, region: eastus, usd_per_hour: ...)",
+            "offered in: no region the catalog has a source for; if it is offered there to you, say so under "
+            "pricing.overrides (sku: Standard_ND96isr_H200_v5, region: eastus, offered: true, reason: ..., "
+            "usd_per_hour: ...)",
             id="h200-needs-a-rate",
         ),
         pytest.param(
@@ -157,7 +158,13 @@ def test_azure_rules_name_field_value_and_fix(catalog: Catalog, changes: dict[st
 
 
 def test_h200_with_a_negotiated_rate_plans_and_says_where_the_price_came_from(catalog: Catalog) -> None:
-    rate = {"sku": "Standard_ND96isr_H200_v5", "region": "eastus", "usd_per_hour": 110.0}
+    rate = {
+        "sku": "Standard_ND96isr_H200_v5",
+        "region": "eastus",
+        "offered": True,
+        "reason": "quota granted",
+        "usd_per_hour": 110.0,
+    }
     p = planned(catalog, pools=[azure_pool(instance_type="Standard_ND96isr_H200_v5")], pricing={"overrides": [rate]})
     assert p.pools[0].instances_usd_per_month == 16 * 110.0 * 730
     assert any("does not list Standard_ND96isr_H200_v5 in eastus" in w for w in p.warnings)

@@ -228,10 +228,15 @@ def test_bad_rack_scale_input_names_the_field_and_the_fix(
     assert any(p.startswith(expected) for p in found), found
 
 
+def offered_in_eastus(sku: str, usd_per_hour: float) -> dict[str, object]:
+    """The catalog lists no region for the ND GB200/GB300 v6 types: a stack says where it has them."""
+    return {"sku": sku, "region": "eastus", "offered": True, "reason": "quota granted", "usd_per_hour": usd_per_hour}
+
+
 def test_nd_gb200_racks_are_scale_sets_whose_infiniband_spans_them(catalog: Catalog) -> None:
     data = azure_cluster(
         pools=[azure_pool(name="gb200", instance_type="Standard_ND128isr_NDR_GB200_v6", nodes=36)],
-        pricing={"overrides": [{"sku": "Standard_ND128isr_NDR_GB200_v6", "usd_per_hour": 48.0}]},
+        pricing={"overrides": [offered_in_eastus("Standard_ND128isr_NDR_GB200_v6", 48.0)]},
     )
     plan = plan_of(catalog, data)
     p = plan.pools[0]
@@ -256,7 +261,7 @@ def test_nd_gb200_racks_are_scale_sets_whose_infiniband_spans_them(catalog: Cata
 def test_nd_gb300_has_800_gb_per_gpu(catalog: Catalog) -> None:
     data = azure_cluster(
         pools=[azure_pool(name="gb300", instance_type="Standard_ND128isr_GB300_v6", nodes=18)],
-        pricing={"overrides": [{"sku": "Standard_ND128isr_GB300_v6", "usd_per_hour": 60.0}]},
+        pricing={"overrides": [offered_in_eastus("Standard_ND128isr_GB300_v6", 60.0)]},
     )
     p = plan_of(catalog, data).pools[0]
     assert (p.network_bandwidth_gbps, p.accelerator, p.gpus) == (3200, "gb300", 72)
@@ -268,15 +273,16 @@ def test_nd_gb200_without_a_rate_is_refused_with_the_override_to_add(catalog: Ca
     data = azure_cluster(pools=[azure_pool(name="gb200", instance_type="Standard_ND128isr_NDR_GB200_v6", nodes=18)])
     assert plan_problems(catalog, data) == [
         'pools[0].region: got "eastus"; Standard_ND128isr_NDR_GB200_v6 is not offered in eastus per the catalog; '
-        "offered in: no region the catalog has a source for; if it is offered there to you, add your rate under "
-        "pricing.overrides (sku: Standard_ND128isr_NDR_GB200_v6, region: eastus, usd_per_hour: ...)"
+        "offered in: no region the catalog has a source for; if it is offered there to you, say so under "
+        "pricing.overrides (sku: Standard_ND128isr_NDR_GB200_v6, region: eastus, offered: true, reason: ..., "
+        "usd_per_hour: ...)"
     ]
 
 
 def test_nd_gb200_in_a_count_that_splits_a_rack_is_refused(catalog: Catalog) -> None:
     data = azure_cluster(
         pools=[azure_pool(name="gb200", instance_type="Standard_ND128isr_NDR_GB200_v6", nodes=20)],
-        pricing={"overrides": [{"sku": "Standard_ND128isr_NDR_GB200_v6", "usd_per_hour": 48.0}]},
+        pricing={"overrides": [offered_in_eastus("Standard_ND128isr_NDR_GB200_v6", 48.0)]},
     )
     assert plan_problems(catalog, data) == [
         "pools[0].nodes: got 20; Standard_ND128isr_NDR_GB200_v6 is sold in whole NVLink domains of 18 nodes (72 "

@@ -14,7 +14,7 @@ import pytest
 
 from aicluster.catalog import Catalog
 from aicluster.plan import ClusterPlan
-from tests.helpers import cluster, plan_of, plan_problems, pool
+from tests.helpers import cluster, gcp_cluster, gcp_pool, plan_of, plan_problems, pool, tpu_pool
 
 
 def planned(catalog: Catalog, **changes: Any) -> ClusterPlan:
@@ -54,10 +54,46 @@ def test_spot_pools_use_the_spot_rate(catalog: Catalog) -> None:
     assert p.instances_usd_per_month == round(10 * 6.289 * 730, 2)
 
 
-def test_missing_market_rate_falls_back_to_on_demand_with_a_warning(catalog: Catalog) -> None:
-    cp = planned(catalog, pools=[pool(market="capacity-block", reservation="cr-0123abcd")])
-    assert cp.pools[0].price.usd == 55.04
-    assert any("no capacity-block price for p5.48xlarge" in w and "pricing.overrides" in w for w in cp.warnings)
+@pytest.mark.parametrize(
+    ("data", "sku", "region", "market"),
+    [
+        pytest.param(
+            cluster(pools=[pool(market="capacity-block", reservation="cr-0123abcd")]),
+            "p5.48xlarge",
+            "us-east-1",
+            "capacity-block",
+            id="aws-capacity-block",
+        ),
+        pytest.param(
+            gcp_cluster(pools=[gcp_pool(market="spot")], storage=[]),
+            "a3-megagpu-8g",
+            "us-central1",
+            "spot",
+            id="gcp-spot",
+        ),
+        pytest.param(
+            gcp_cluster(pools=[gcp_pool(market="flex-start")], storage=[]),
+            "a3-megagpu-8g",
+            "us-central1",
+            "flex-start",
+            id="gcp-flex-start",
+        ),
+    ],
+)
+def test_a_market_without_its_own_catalog_rate_is_unpriced_never_costed_at_on_demand(
+    catalog: Catalog, data: dict[str, Any], sku: str, region: str, market: str
+) -> None:
+    """One rule for every market: no catalog rate of its own means unpriced and named, with the override line."""
+    cp = plan_of(catalog, data)
+    p = cp.pools[0]
+    assert p.price is None
+    assert p.instances_usd_per_month is None
+    assert f"pool {p.name}: {p.nodes} x {sku} {market}" in cp.totals.unpriced
+    assert not any("costed at the on-demand rate" in w for w in cp.warnings)
+    (warning,) = [w for w in cp.warnings if f"no {market} price for {sku}" in w]
+    assert warning.endswith(
+        f"add your rate under pricing.overrides (sku: {sku}, region: {region}, market: {market}, usd_per_hour: ...)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -463,3 +499,103 @@ def test_carbon_total_includes_the_controller(catalog: Catalog) -> None:
     cp = planned(catalog, storage=[])
     assert cp.controller is not None
     assert cp.totals.co2e_t_per_month == round(cp.pools[0].co2e_t_per_month + cp.controller.co2e_t_per_month, 2)
+
+
+# Issue 30 #2: an override prices what the catalog lacks; only an explicit `offered: true` (with its reason) says a
+# type is offered where the catalog does not list it, and the plan warns that it took the stack's word for it.
+P5_IN_FRANKFURT = pool(region="eu-central-1", zone="eu-central-1a")
+NOT_IN_FRANKFURT = 't: pools[0].region: got "eu-central-1"; p5.48xlarge is not offered in eu-central-1 per the catalog'
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        pytest.param({"sku": "p5.48xlarge", "usd_per_hour": 40.0}, id="every-region"),
+        pytest.param({"sku": "p5.48xlarge", "region": "eu-central-1", "usd_per_hour": 40.0}, id="this-region"),
+    ],
+)
+def test_a_price_override_does_not_make_a_type_offered(catalog: Catalog, override: dict[str, Any]) -> None:
+    (problem,) = plan_problems(catalog, cluster(pools=[P5_IN_FRANKFURT], pricing={"overrides": [override]}))
+    assert problem.startswith(NOT_IN_FRANKFURT)
+    assert problem.endswith(
+        "if it is offered there to you, say so under pricing.overrides (sku: p5.48xlarge, region: eu-central-1, "
+        "offered: true, reason: ..., usd_per_hour: ...)"
+    )
+
+
+def test_offered_true_plans_a_type_the_catalog_does_not_list_and_says_whose_word_it_is(catalog: Catalog) -> None:
+    said = {
+        "sku": "p5.48xlarge",
+        "region": "eu-central-1",
+        "offered": True,
+        "reason": "account team confirmed capacity",
+        "usd_per_hour": 40.0,
+    }
+    cp = plan_of(catalog, cluster(pools=[P5_IN_FRANKFURT], pricing={"overrides": [said]}))
+    assert cp.pools[0].instances_usd_per_month == round(cp.pools[0].nodes * 40.0 * 730, 2)
+    assert (
+        "pools[0] (h100): the catalog does not list p5.48xlarge in eu-central-1; planned as offered because "
+        "pricing.overrides[0] says offered: true (account team confirmed capacity)"
+    ) in cp.warnings
+
+
+def test_offered_true_adds_a_zone_the_catalog_snapshot_lacks(catalog: Catalog) -> None:
+    data = gcp_cluster(pools=[gcp_pool(zone="us-central1-f")], storage=[])
+    (problem,) = plan_problems(catalog, data)
+    assert "a3-megagpu-8g is not offered in us-central1-f per the catalog" in problem
+    said = {
+        "sku": "a3-megagpu-8g",
+        "region": "us-central1",
+        "offered": True,
+        "zones": ["us-central1-f"],
+        "reason": "reservation in us-central1-f",
+    }
+    cp = plan_of(catalog, {**data, "pricing": {"overrides": [said]}})
+    assert cp.pools[0].zone == "us-central1-f"
+    assert cp.pools[0].price is not None
+    assert cp.pools[0].price.basis == "catalog on-demand us-central1"
+    assert (
+        "pools[0] (h100): the catalog does not list a3-megagpu-8g in us-central1-f; planned as offered because "
+        "pricing.overrides[0] says offered: true (reservation in us-central1-f)"
+    ) in cp.warnings
+
+
+def test_a_tpu_price_override_does_not_make_the_generation_offered(catalog: Catalog) -> None:
+    data = gcp_cluster(
+        pools=[tpu_pool(region="us-west1", zone="us-west1-a")],
+        storage=[],
+        pricing={"overrides": [{"sku": "tpu-v5p", "usd_per_hour": 3.0}]},
+    )
+    assert any("TPU v5p is not offered in us-west1" in p for p in plan_problems(catalog, data))
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        pytest.param(
+            {"sku": "p5.48xlarge", "offered": True, "reason": "r", "usd_per_hour": 1.0},
+            "offered: true needs the region it is offered in",
+            id="offered-without-region",
+        ),
+        pytest.param(
+            {"sku": "p5.48xlarge", "region": "eu-central-1", "offered": True, "usd_per_hour": 1.0},
+            "offered: true needs a reason",
+            id="offered-without-reason",
+        ),
+        pytest.param(
+            {"sku": "a3-megagpu-8g", "region": "us-central1", "zones": ["us-central1-f"], "usd_per_hour": 1.0},
+            "zones and reason go with offered: true",
+            id="zones-without-offered",
+        ),
+        pytest.param(
+            {"sku": "ebs-gp3", "region": "us-east-1", "offered": True, "reason": "r", "usd_per_gib_month": 0.1},
+            "ebs-gp3 is not an instance type or TPU generation: only those are offered per region; drop offered",
+            id="offered-for-a-service",
+        ),
+    ],
+)
+def test_availability_needs_offered_true_with_region_and_reason(
+    catalog: Catalog, override: dict[str, Any], expected: str
+) -> None:
+    problems = plan_problems(catalog, cluster(pricing={"overrides": [override]}))
+    assert any(expected in p for p in problems), problems

@@ -124,3 +124,14 @@ def test_an_unpriced_pool_follows_the_same_rule(catalog: Catalog) -> None:
         )
         for w in cp.warnings
     )
+
+
+def test_p5_root_volumes_in_us_east_2_are_priced(catalog: Catalog) -> None:
+    """Issue 30 #15: us-east-2 is a major p5 region, and AWS's price list gives its gp3 rate ($0.08 per GB-month)."""
+    region = {"region": "us-east-2", "zone": "us-east-2a"}
+    cp = planned(catalog, pools=[{**cluster()["pools"][0], **region}], storage=[])
+    p = cp.pools[0]
+    assert p.aws is not None
+    assert p.volumes_usd_per_month == round(p.nodes * p.aws.root_volume_gib * 0.08, 2)
+    assert "root volumes" not in p.unpriced
+    assert not any("ebs-gp3" in w for w in cp.warnings)

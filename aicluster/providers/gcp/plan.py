@@ -6,15 +6,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from aicluster.catalog import CpuTopology, InstanceType, Region
-from aicluster.catalog.pricing import compute_price
+from aicluster.catalog.pricing import compute_price, instance_override_hint
 from aicluster.plan.context import (
     UNPRICED_NOTE,
     NodeFacts,
     Placed,
     PlanCtx,
+    offered_zones,
     pool_record,
     region_of,
-    zone_of,
 )
 from aicluster.plan.models import GcpVpc, PlannedPool, PoolNvlink
 from aicluster.plan.network import Cut, gcp_subnets
@@ -126,27 +126,28 @@ class GcpPlanner(CloudPlanner):
             return None
         off = tpu.offering(pool.region)
         resolved = compute_price(tpu, pool.region, pool.market, ctx.spec.pricing.overrides)
-        if off is None and resolved.price is None:
-            ctx.problem(
-                (*base, "region"),
-                f"TPU {tpu.name} is not offered in {pool.region} per the catalog; offered in: "
-                f"{', '.join(o.region for o in tpu.offerings)}",
-                pool.region,
-            )
-            return None
-        zones = (off.zones if off else ()) or reg.zones
-        if pool.zone is not None and zone_of(ctx, (*base, "zone"), reg, pool.zone, zones, f"TPU {tpu.name}") is None:
+        zones = offered_zones(
+            ctx,
+            base,
+            f"pools[{i}] ({pool.name})",
+            f"TPU {tpu.name}",
+            tpu.accelerator,
+            reg,
+            off is not None,
+            off.zones if off else (),
+            [o.region for o in tpu.offerings],
+            pool.zone,
+        )
+        if zones is None:
             return None
         zone = pool.zone or zones[0]
         if pool.zone is None:
             ctx.warnings.append(f"pools[{i}] ({pool.name}) has no zone; placed in {zone} (TPU slices are zonal)")
-        if resolved.warning:
-            ctx.warnings.append(f"pools[{i}] ({pool.name}): {resolved.warning}")
         if resolved.price is None:
             ctx.warnings.append(
                 f"pools[{i}] ({pool.name}): the catalog has no {pool.market} price for TPU {tpu.name} in "
                 f"{pool.region}, so the pool's chips are left out of the cost ({UNPRICED_NOTE}); add your rate per "
-                f"chip-hour under pricing.overrides (sku: {tpu.accelerator}, region: {pool.region}, usd_per_hour: ...)"
+                f"chip-hour under pricing.overrides {instance_override_hint(tpu.accelerator, pool.region, pool.market)}"
             )
         details = gcp.tpu_details(pool, tpu, chips)
         hosts = details.hosts_per_slice * len(details.slices)

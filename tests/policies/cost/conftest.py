@@ -1,5 +1,5 @@
 """What the cost tests share: the pack's monthly total of a capture (as the budget rule counts it), mixed-spot
-(spot and on-demand pools, FSx and EFS) and p5-small moved to us-east-2 with and without pricing.overrides."""
+(spot and on-demand pools, FSx and EFS) and p5-small moved to us-west-2 with and without pricing.overrides."""
 
 from __future__ import annotations
 
@@ -44,23 +44,23 @@ def mixed_spot() -> tuple[float, Capture]:
 
 
 # p5-small (4 x p5.48xlarge with 500 GiB root volumes, 48 TiB of FSx PERSISTENT_2/250, a Slurm controller with a
-# 100 GiB root volume, one zone) moved to us-east-2, where the catalog has no FSx and no EBS gp3 price.
+# 100 GiB root volume, one zone) moved to us-west-2, where the catalog has no FSx, EBS gp3 or NAT gateway price.
 OVERRIDES = """    pricing:
       overrides:
         - sku: ebs-gp3
-          region: us-east-2
+          region: us-west-2
           usd_per_gib_month: 0.08
         - sku: fsx-lustre/PERSISTENT_2/250
-          region: us-east-2
+          region: us-west-2
           usd_per_gib_month: 0.145
         - sku: nat-gateway
-          region: us-east-2
+          region: us-west-2
           usd_per_hour: 0.05
 """
 
 
-def east2(project: Path, name: str, overrides: bool) -> tuple[ClusterPlan, Capture]:
-    text = (ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text().replace("us-east-1", "us-east-2")
+def west2(project: Path, name: str, overrides: bool) -> tuple[ClusterPlan, Capture]:
+    text = (ROOT / "stacks" / "Pulumi.p5-small.yaml").read_text().replace("us-east-1", "us-west-2")
     if overrides:
         text = text.replace("    scheduler:\n", OVERRIDES + "    scheduler:\n", 1)
     write_stack(project, name, text)
@@ -75,4 +75,4 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[Cluster
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, root / name)
     (root / "stacks").mkdir()
-    return {False: east2(root, "bare", False), True: east2(root, "priced", True)}
+    return {False: west2(root, "bare", False), True: west2(root, "priced", True)}

@@ -112,8 +112,9 @@ def test_the_missing_prices_finding_names_the_override_lines_for_services(
 ) -> None:
     (finding,) = messages(judge(stacks[False][1], [MISSING]))
     assert finding.endswith(
-        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-east-2, usd_per_gib_month: ...), "
-        "(sku: fsx-lustre/PERSISTENT_2/250, region: us-east-2, usd_per_gib_month: ...)"
+        "add your rates under pricing.overrides: (sku: ebs-gp3, region: us-west-2, usd_per_gib_month: ...), "
+        "(sku: fsx-lustre/PERSISTENT_2/250, region: us-west-2, usd_per_gib_month: ...), "
+        "(sku: nat-gateway, region: us-west-2, usd_per_hour: ...)"
     )
 
 
@@ -127,7 +128,7 @@ def test_every_unpriced_item_gets_its_override_line() -> None:
     (finding,) = [v.message for v in result.policy.violations if v.policy == MISSING]
     fixes = finding.split("add your rates under pricing.overrides: ", 1)[1]
     assert fixes.split("), ") == [
-        "(sku: a4x-highgpu-4g, region: us-east4, usd_per_hour: ...",
+        "(sku: a4x-highgpu-4g, region: us-east4, market: reserved, usd_per_hour: ...",
         "(sku: hyperdisk-balanced, region: us-east4, usd_per_gib_month: ...",
         "(sku: gcp-managed-lustre/numbered-tier/1000, region: us-east4, usd_per_gib_month: ...)",
     ]

@@ -42,7 +42,18 @@ A4X: dict[str, Any] = {
                 }
             ],
             "scheduler": {"kind": "slurm"},
-            "pricing": {"overrides": [{"sku": "a4x-highgpu-4g", "market": "reserved", "usd_per_hour": 40.0}]},
+            "pricing": {
+                "overrides": [
+                    {
+                        "sku": "a4x-highgpu-4g",
+                        "region": "us-east1",
+                        "offered": True,  # the catalog lists no A4X in us-east1: a rate alone never makes it offered
+                        "reason": "reservation gb200-us-east1-d",
+                        "market": "reserved",
+                        "usd_per_hour": 40.0,
+                    }
+                ]
+            },
         },
     }
 }
