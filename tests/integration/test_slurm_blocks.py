@@ -170,8 +170,12 @@ def test_rack_scale_site_runs_jobs_inside_nvlink_domains(tools: None, tmp_path: 
         healthy = cluster.on_node("gb200-005", "env", "SLURMD_NODENAME=gb200-005", "/etc/slurm/healthcheck.sh")
         assert healthy.returncode == 0, healthy.stderr
         for node, reason in (
-            ("gb200-040", "healthcheck: IMEX daemon not READY (nvidia-imex-ctl -q: UNAVAILABLE)"),
-            ("gb200-060", "healthcheck: NVLink fabric: 3 of 4 GPUs joined (nvidia-smi -q Fabric State/Status)"),
+            ("gb200-040", "aicluster-health:IMEX healthcheck: IMEX daemon not READY (nvidia-imex-ctl -q: UNAVAILABLE)"),
+            (
+                "gb200-060",
+                "aicluster-health:NVLINK_FABRIC healthcheck: NVLink fabric: 3 of 4 GPUs joined (nvidia-smi -q Fabric "
+                "State/Status)",
+            ),
         ):
             check = cluster.on_node(node, "env", f"SLURMD_NODENAME={node}", "/etc/slurm/healthcheck.sh")
             assert check.returncode == 1, check.stdout + check.stderr
