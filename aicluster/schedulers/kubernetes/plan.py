@@ -31,7 +31,7 @@ from aicluster.plan.models import (
 from aicluster.plan.nvlink import cluster_domains
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
-from aicluster.schedulers.base import ControlPlane
+from aicluster.schedulers.base import ControlPlane, Suggest, placeholder
 from aicluster.spec import ClusterSpec, KubernetesScheduler
 from aicluster.spec import Path as SpecPath
 
@@ -546,8 +546,8 @@ class KubernetesPlanner:
         overlay = cloud_of(planners, kube.provider).kubernetes_pod_overlay
         return ControlPlane(kubernetes=with_address_ranges(ctx, kube, networks, overlay))
 
-    def why_no_inventory(self, plan: ClusterPlan, stack: str) -> str | None:
-        return describe.no_inventory(plan, stack)
+    def why_no_inventory(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str | None:
+        return describe.no_inventory(plan, stack, suggest)
 
     def why_no_discovery(self, plan: ClusterPlan) -> str | None:
         return describe.no_discovery(plan)
@@ -562,8 +562,8 @@ class KubernetesPlanner:
             "compute-domain (NVIDIA DRA driver, one ComputeDomain per job)",
         )
 
-    def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
-        return describe.tune_notes(plan, stack)
+    def tune_notes(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
+        return describe.tune_notes(plan, stack, suggest)
 
 
 PLANNER = KubernetesPlanner()
