@@ -15,6 +15,9 @@ import yaml
 from aicluster import tune
 from aicluster.cli import main
 from aicluster.cli.console import out as cli_out
+from aicluster.preview import plan_stack
+from aicluster.schedulers.kubernetes import render
+from aicluster.stackfile import find_project, read_stack
 from tests.conftest import ROOT
 
 EKS = ROOT / "stacks" / "Pulumi.eks-p5.yaml"
@@ -161,3 +164,22 @@ def test_a_clean_check_run_suggests_the_real_run_with_its_flags(
     text = capsys.readouterr().out
     (real,) = _suggested(text, "tune")
     assert real == ["aicluster", "tune", stack_file, *flags]
+
+
+# ------------------------------------------------------------------------------------------------ GPU Operator
+
+
+@pytest.mark.parametrize("stack", ["eks-p5", "aks-nd-h100"])
+def test_what_tune_says_the_gpu_operator_installs_is_what_its_values_enable(
+    stack: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_stack(read_stack(find_project(ROOT), stack))
+    assert plan.kubernetes is not None
+    (addon,) = [a for a in plan.kubernetes.addons if a.id == "gpu-operator"]
+    values = render.helm_values(plan, addon)
+    assert main(["-q", "tune", stack]) == 0
+    (said,) = [ln for ln in capsys.readouterr().out.splitlines() if "GPU Operator" in ln]
+    installs = said.split("installs", 1)[1].split(";")[0] if "installs" in said else ""
+    for key, words in (("driver", "driver"), ("toolkit", "container toolkit")):
+        enabled = values.get(key, {}).get("enabled", True)  # the chart's default: on
+        assert (words in installs) == enabled, (key, values.get(key), said)
