@@ -35,6 +35,7 @@ from aicluster.files import DirectoryBusy, lock_directory, write_atomic
 from aicluster.plan import ClusterPlan, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
 from aicluster.render import burst, nccl
+from aicluster.schedulers.base import Suggest, placeholder
 from aicluster.schedulers.slurm import render as slurm
 from aicluster.spec.base import clip
 
@@ -212,11 +213,11 @@ class NoInventoryError(ValueError):
     """The stack's scheduler owns its nodes: there is no Ansible inventory of them (see `no_inventory_reason`)."""
 
 
-def no_inventory_reason(plan: ClusterPlan, stack: str = "STACK") -> str | None:
+def no_inventory_reason(plan: ClusterPlan, stack: str = "STACK", suggest: Suggest = placeholder) -> str | None:
     """Why the stack's nodes have no inventory, or None when they have one (Slurm's VMs, site hosts and
     controller). A Kubernetes stack's nodes are Kubernetes nodes that the managed node groups create and replace: the
     control plane names and addresses them, and the add-ons or the service itself configure them, not Ansible."""
-    return SCHEDULERS[plan.scheduler].why_no_inventory(plan, stack)
+    return SCHEDULERS[plan.scheduler].why_no_inventory(plan, stack, suggest)
 
 
 def inventory(

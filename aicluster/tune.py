@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aicluster.plan.registry import SCHEDULERS
+from aicluster.schedulers.base import Suggest, placeholder
 
 if TYPE_CHECKING:
     from aicluster.plan import ClusterPlan
@@ -31,10 +32,11 @@ _COUNTERS = {
 }
 
 
-def scheduler_notes(plan: ClusterPlan, stack: str) -> list[str]:
+def scheduler_notes(plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
     """What `tune` says instead of running the playbook where the stack's scheduler owns its nodes (Kubernetes: who
-    does the roles' work there, and how to test the fabric instead). Empty: tune runs the playbook."""
-    return SCHEDULERS[plan.scheduler].tune_notes(plan, stack)
+    does the roles' work there, and how to test the fabric instead, in commands `suggest` writes). Empty: tune runs
+    the playbook."""
+    return SCHEDULERS[plan.scheduler].tune_notes(plan, stack, suggest)
 
 
 @dataclass

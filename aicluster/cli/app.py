@@ -40,7 +40,8 @@ def _add_command(sub: Any, command: ModuleType) -> None:
     options.add_quiet(p, command=True)
     if command.STACK:
         options.add_stack(p)
-    p.set_defaults(func=command.run)
+    # command_parser: the flags the user gave can be read back for the commands the CLI suggests (suggest.py)
+    p.set_defaults(func=command.run, command_parser=p)
     command.add_arguments(p)
 
 

@@ -7,6 +7,7 @@ clouds' inventory plugins); an earlier run's are kept when this one gives none.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from .console import escape, out, warn
 from .exits import OperationFailed, UsageError
 from .inputs import hosts_file, read_stack, slurm_version, work_dir
 from .stack_outputs import live_outputs
+from .suggest import command as suggest_command
 
 if TYPE_CHECKING:
     from aicluster.plan import ClusterPlan
@@ -154,7 +156,7 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
     if target.resolve() == playbooks or playbooks in target.resolve().parents:
         raise UsageError(f"--out {args.out}: inside playbooks/; inventories go to a work directory (e.g. .work/)")
     plan = given_plan or plan_stack(stack)
-    reason = inv.no_inventory_reason(plan, stack.stack)
+    reason = inv.no_inventory_reason(plan, stack.stack, functools.partial(suggest_command, args))
     if reason is not None:
         raise UsageError(reason)
     slurm_release_problems(stack, plan, version, given=getattr(args, "slurm_version", None) is not None)

@@ -8,6 +8,7 @@ tune) do with its stacks. Shared code asks the registry and never tests which sc
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -25,6 +26,18 @@ from aicluster.plan.models import (
 from aicluster.providers.base import ProviderPlanner
 from aicluster.spec import ClusterSpec
 from aicluster.spec import Path as SpecPath
+
+
+class Suggest(Protocol):
+    """The command line of `aicluster COMMAND STACK WORDS...` as the user would type it where they ran the command
+    (the stack as they gave it, -C): the CLI binds aicluster.cli.suggest.command to the arguments given."""
+
+    def __call__(self, command: str, *words: str) -> str: ...
+
+
+def placeholder(command: str, *words: str) -> str:
+    """A Suggest with STACK standing for the stack, where no arguments are at hand."""
+    return shlex.join(["aicluster", command, "STACK", *words])
 
 
 @dataclass(frozen=True)
@@ -92,8 +105,9 @@ class SchedulerPlanner(Protocol):
         """The control plane once the networks are carved: what it takes from the address space around them."""
         ...
 
-    def why_no_inventory(self, plan: ClusterPlan, stack: str) -> str | None:
-        """Why the stack's nodes get no Ansible inventory (`inventory`, `tune`), or None when they get one."""
+    def why_no_inventory(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str | None:
+        """Why the stack's nodes get no Ansible inventory (`inventory`, `tune`), or None when they get one; the
+        commands it names are `suggest`'s."""
         ...
 
     def why_no_discovery(self, plan: ClusterPlan) -> str | None:
@@ -105,6 +119,7 @@ class SchedulerPlanner(Protocol):
         the AiCluster component declares them for the policy pack (None: it does not)."""
         ...
 
-    def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
-        """What `tune` says instead of running the playbook, and what does its work; empty: it runs the playbook."""
+    def tune_notes(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
+        """What `tune` says instead of running the playbook, and what does its work; empty: it runs the playbook. The
+        commands it names are `suggest`'s."""
         ...

@@ -2,7 +2,7 @@
 commands, the commands know a small framework, never the host.
 
 1. Imports run one way: a command imports the framework (exits, console, options, inputs, stack_outputs,
-   planned_inventory, views) and the core; never the package root, the app or another command. No cycle.
+   planned_inventory, suggest, views) and the core; never the package root, the app or another command. No cycle.
 2. One command protocol: NAME, HELP, STACK, add_arguments(p), run(args); the file stem is NAME; every module in
    commands/ is in COMMANDS once, and `aicluster --help` lists them in that order.
 3. A flag two commands take is declared once, in options.py.
@@ -33,7 +33,7 @@ from tests.conftest import ROOT
 CLI = ROOT / "aicluster" / "cli"
 FILES = sorted(CLI.rglob("*.py"))
 COMMAND_FILES = sorted(p for p in (CLI / "commands").glob("*.py") if p.name != "__init__.py")
-FRAMEWORK = ("exits", "console", "options", "inputs", "stack_outputs", "planned_inventory", "views")
+FRAMEWORK = ("exits", "console", "options", "inputs", "stack_outputs", "planned_inventory", "suggest", "views")
 PROVIDERS = ("aws", "azure", "gcp", "onprem", "tpu")
 PROVIDER_BRANCHES_ALLOWED = {CLI / "views" / "pool_notes.py"}
 MAX_LINES = 450

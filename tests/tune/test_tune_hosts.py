@@ -72,7 +72,8 @@ def test_tune_four_ssh_hosts_with_one_failing(tools: None, project: Path, tmp_pa
         assert set(table) == set(NODES)
         assert table["h100-002"][2] == "1", first.stdout  # failed
         assert all(table[n][2:4] == ["0", "0"] for n in NODES if n != "h100-002")  # no failure, reachable
-        assert "retry them: aicluster tune good --limit h100-002" in first.stdout
+        retry = f"aicluster tune good --tags base,nccl --hosts {hosts} --playbook {ROOT / 'playbooks' / 'site.yml'}"
+        assert f"retry them: {retry} --extra-vars base_apply_sysctl=false --limit h100-002" in first.stdout
         inventory = read_yaml((project / ".work/good/inventory/group_vars/pool_h100.yml").read_text())
         for node in nodes:
             if node.name != "h100-002":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import options
+from .. import options, suggest
 from ..console import escape, out, print_warnings
 from ..exits import EXIT_OK, UsageError
 from ..inputs import kubernetes_plan, work_dir
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     project, stack, plan = kubernetes_plan(
-        args, "acceptance", f"`aicluster tune {args.stack}` runs the NCCL acceptance test on Slurm nodes"
+        args, "acceptance", f"`{suggest.command(args, 'tune')}` runs the NCCL acceptance test on Slurm nodes"
     )
     if args.output in ("-", ""):
         raise UsageError(
@@ -88,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
     text = yaml.dump_all([secret, *domains, jobset], Dumper=_Plain, sort_keys=False)
     write_atomic(target, header + text, mode=0o600, flag="-o", secret=True, parents=args.parents or not args.output)
     shown = escape(str(target))
-    namespace = escape(jobset["metadata"]["namespace"])
+    name = jobset["metadata"]["name"]
+    logs = f"jobs/{name}-{jobset['spec']['replicatedJobs'][0]['name']}-0"
+    run_it = suggest.line("kubectl", "apply", "-f", str(target))
+    follow = suggest.line("kubectl", "-n", jobset["metadata"]["namespace"], "logs", "-f", logs)
     out.print(
         f"wrote {shown} (mode 0600: the Secret {ACCEPTANCE_SSH_SECRET} with a fresh SSH key pair, "
         + (f"{len(domains)} ComputeDomain(s), one per NVLink domain, " if domains else "")
-        + f"and the JobSet {escape(jobset['metadata']['name'])}); run it with: kubectl apply -f {shown} && "
-        f"kubectl -n {namespace} logs -f jobs/{escape(jobset['metadata']['name'])}-"
-        f"{escape(jobset['spec']['replicatedJobs'][0]['name'])}-0"
+        + f"and the JobSet {escape(name)}); run it with: {escape(run_it)} && {escape(follow)}"
     )
     return EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import suggest
 from ..console import escape, out
 from ..exits import EXIT_OK, UsageError
 
@@ -46,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
         raise
     where = escape(args.directory)
     out.print(f"wrote a new project in {where}: {escape(', '.join(files))}")
-    cd = "" if args.directory == "." else f"cd {where} && "
-    out.print(f"next: {cd}aicluster preview {EXAMPLE_STACK}", highlight=False)
+    cd = "" if args.directory == "." else f"{suggest.line('cd', args.directory)} && "
+    out.print(f"next: {escape(cd + suggest.line('aicluster', 'preview', EXAMPLE_STACK))}", highlight=False)
     return EXIT_OK

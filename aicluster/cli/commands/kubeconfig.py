@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import options
+from .. import options, suggest
 from ..console import escape, out
 from ..exits import EXIT_OK, UsageError
 from ..inputs import kubernetes_plan, read_json, work_dir
@@ -91,5 +91,6 @@ def run(args: argparse.Namespace) -> int:
     header = f"{HEADER}{stack.stack}\n# rewritten by `aicluster kubeconfig`; keep your edits elsewhere\n"
     write_atomic(target, header + text, mode=0o600, flag="-o", secret=True, parents=args.parents or not args.output)
     shown = escape(str(target))
-    out.print(f"wrote {shown} (mode 0600); use it with: KUBECONFIG={shown} kubectl get nodes")
+    use = suggest.line("kubectl", "get", "nodes", env={"KUBECONFIG": str(target)})
+    out.print(f"wrote {shown} (mode 0600); use it with: {escape(use)}")
     return EXIT_OK

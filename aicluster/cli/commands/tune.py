@@ -4,11 +4,12 @@ any host failed). A Kubernetes stack runs no Ansible: the add-ons and the servic
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
-from .. import options
+from .. import options, suggest
 from ..console import err, escape, out, print_warnings
 from ..exits import EXIT_FAILED, EXIT_OK, UsageError
 from ..inputs import extra_vars, read_stack, work_dir
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     project, stack = read_stack(args)
     plan = plan_stack(stack)
-    notes = tune.scheduler_notes(plan, stack.stack)
+    notes = tune.scheduler_notes(plan, stack.stack, functools.partial(suggest.command, args))
     if notes:  # no Ansible (Kubernetes): the add-ons and the service own the nodes (exit 0, nothing written)
         from aicluster.plan.registry import SCHEDULERS
 
@@ -205,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
             shown = ", ".join(idle[:8]) + (" ..." if len(idle) > 8 else "")
             out.print(f"[red]{len(idle)} host(s) ran no task: {escape(shown)} (check --tags and --limit)[/]")
         if failed:
-            out.print(f"retry them: aicluster tune {escape(stack.stack)} --limit {escape(failed)}")
+            out.print(f"retry them: {escape(suggest.repeat(args, '--limit', failed))}")
         return EXIT_FAILED
     # A task "reached" a host when it ran there: assertions on inventory variables (the validate role) and tasks
     # delegated elsewhere run on the controller, so a host that had only those was checked, not tuned.
@@ -216,4 +217,6 @@ def run(args: argparse.Namespace) -> int:
     if checked_only:
         shown = ", ".join(checked_only[:8]) + (" ..." if len(checked_only) > 8 else "")
         out.print(f"[green]{len(checked_only)} host(s) checked (no task reached the host): {escape(shown)}[/]")
+    if args.check:
+        out.print(f"apply it: {escape(suggest.repeat(args, drop=('--check',)))}")
     return EXIT_OK

@@ -6,6 +6,12 @@ them."""
 from __future__ import annotations
 
 from aicluster.plan.models import ClusterPlan, PlannedKubernetes
+from aicluster.schedulers.base import Suggest, placeholder
+
+# Where the commands suggested here write the kubeconfig and the acceptance manifest: the directory they run in, so
+# that the kubectl steps after them find both
+KUBECONFIG = "kubeconfig"
+ACCEPTANCE = "nccl-acceptance.yaml"
 
 # Add-ons that do on a Kubernetes node what the Slurm path's roles (nvidia, efa, infiniband, nccl) do on a VM.
 NODE_ADDONS = ("gpu-operator", "network-operator", "efa-device-plugin", "dra-driver-gpu")
@@ -16,13 +22,14 @@ def _kube(plan: ClusterPlan) -> PlannedKubernetes:
     return plan.kubernetes
 
 
-def no_inventory(plan: ClusterPlan, stack: str) -> str:
-    """Why the stack has no Ansible inventory, and how to list its nodes instead."""
+def no_inventory(plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str:
+    """Why the stack has no Ansible inventory, and how to list its nodes instead (`suggest` writes the commands)."""
     k = _kube(plan)
     return (
         f"stack {stack} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes that "
         f"{k.service_name} creates and replaces, so there is no Ansible inventory of them; list them with "
-        f"`aicluster kubeconfig {stack}` and `kubectl get nodes -L aicluster.io/pool,aicluster.io/fabric-domain`"
+        f"`{suggest('kubeconfig', '-o', KUBECONFIG)}` and "
+        f"`KUBECONFIG={KUBECONFIG} kubectl get nodes -L aicluster.io/pool,aicluster.io/fabric-domain`"
     )
 
 
@@ -31,13 +38,14 @@ def no_discovery(plan: ClusterPlan) -> str:
     k = _kube(plan)
     return (
         f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes, "
-        "not VMs for Ansible; list them with `aicluster kubeconfig STACK` and `kubectl get nodes`"
+        f"not VMs for Ansible; list them with `{placeholder('kubeconfig', '-o', KUBECONFIG)}` and "
+        f"`KUBECONFIG={KUBECONFIG} kubectl get nodes`"
     )
 
 
-def tune_notes(plan: ClusterPlan, stack: str) -> list[str]:
+def tune_notes(plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
     """Why `tune` runs no Ansible here, who owns the drivers and the fabric, and how to test the fabric instead (the
-    acceptance JobSet)."""
+    acceptance JobSet; `suggest` writes the commands)."""
     k = _kube(plan)
     lines = [
         f"stack {stack} runs on {k.service_name} (scheduler.kind: kubernetes): tune runs no Ansible here. Its nodes "
@@ -52,8 +60,8 @@ def tune_notes(plan: ClusterPlan, stack: str) -> list[str]:
     lines += [f"  - {a.name} {a.version}: {a.why}" for a in k.addons if a.id in NODE_ADDONS]
     lines.append(
         "Test the fabric with the topology-aware NCCL acceptance JobSet instead: "
-        f"`aicluster acceptance {stack} -o nccl-acceptance.yaml`, `aicluster kubeconfig {stack}`, then "
-        f"`kubectl apply -f nccl-acceptance.yaml` (it queues in "
+        f"`{suggest('acceptance', '-o', ACCEPTANCE)}`, `{suggest('kubeconfig', '-o', KUBECONFIG)}`, then "
+        f"`KUBECONFIG={KUBECONFIG} kubectl apply -f {ACCEPTANCE}` (it queues in "
         f"{k.namespace}/{k.local_queue})"
     )
     return lines

@@ -31,7 +31,7 @@ from aicluster.plan.models import (
 from aicluster.plan.nvlink import cluster_domains
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
-from aicluster.schedulers.base import ControlPlane
+from aicluster.schedulers.base import ControlPlane, Suggest, placeholder
 from aicluster.spec import ClusterSpec, KubernetesScheduler
 from aicluster.spec import Path as SpecPath
 
@@ -62,21 +62,54 @@ BASE: tuple[str | int, ...] = ("scheduler",)
 SYSTEM_ROOT_GIB = 100
 
 
+# What the GPU Operator can install on the GPU nodes: its Helm values' key -> what it is. Its values enable each as
+# gpu_operator_operands says (render.py), and its add-on's `why` names what they enable, so the two never disagree.
+GPU_OPERATOR_OPERANDS = {
+    "driver": "NVIDIA driver",
+    "toolkit": "container toolkit",
+    "devicePlugin": "device plugin",
+    "dcgmExporter": "DCGM exporter",
+}
+# Services whose GPU node image ships the NVIDIA driver and container toolkit, so the operator must install neither
+# (EKS's AL2023_x86_64_NVIDIA). AKS pools skip the AKS driver (--gpu-driver none): the operator installs it there.
+IMAGE_SHIPS_DRIVER = frozenset({"eks"})
+
+
+def gpu_operator_operands(service: str) -> dict[str, bool]:
+    """The GPU Operator's operands on `service`'s GPU nodes: Helm values key -> enabled."""
+    shipped = {"driver", "toolkit"} if service in IMAGE_SHIPS_DRIVER else set()
+    return {key: key not in shipped for key in GPU_OPERATOR_OPERANDS}
+
+
+def _gpu_operator_why(svc: KubernetesService) -> str:
+    """What the GPU Operator does on `svc`'s GPU nodes, from gpu_operator_operands (what its values enable)."""
+
+    def listed(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+    enabled = gpu_operator_operands(svc.service)
+    installs = [what for key, what in GPU_OPERATOR_OPERANDS.items() if enabled[key]]
+    shipped = [what for key, what in GPU_OPERATOR_OPERANDS.items() if not enabled[key]]
+    why = f"installs the {listed(installs)} on the GPU nodes"
+    return why + (f"; the {listed(shipped)} come with the node image ({svc.node_image})" if shipped else "")
+
+
 def _group_name(svc: KubernetesService, name: str) -> str:
     return name if svc.group_name_hyphens else name.replace("-", "")
 
 
 def _addons(
-    ctx: PlanCtx, provider: str, groups: Sequence[PlannedNodeGroup], pools: Sequence[PlannedPool]
+    ctx: PlanCtx,
+    svc: KubernetesService,
+    provider: str,
+    groups: Sequence[PlannedNodeGroup],
+    pools: Sequence[PlannedPool],
 ) -> list[PlannedAddon]:
     fabrics = {p.fabric for p in pools}
     gpu = any(g.accelerator_kind == "gpu" for g in groups)
     rdma_arch = {p.cpu_arch for p in pools if p.fabric == "gpudirect-rdma"}
     why = {
-        "gpu-operator": (
-            gpu and provider != "gcp",
-            "installs the NVIDIA driver, container toolkit, device plugin and DCGM exporter on the GPU nodes",
-        ),
+        "gpu-operator": (gpu and provider != "gcp", _gpu_operator_why(svc)),
         "network-operator": (
             "infiniband" in fabrics,
             "installs the DOCA driver and the RDMA shared device plugin so pods reach InfiniBand (rdma/shared_ib)",
@@ -425,7 +458,7 @@ def plan_kubernetes(
         system_zones=zones,
         node_groups=tuple(groups),
         topologies=topologies,
-        addons=tuple(_addons(ctx, provider, groups, pools)),
+        addons=tuple(_addons(ctx, svc, provider, groups, pools)),
         cluster_queue=name,
         local_queue=name,
         control_plane_usd_per_month=cents(control_month),
@@ -546,8 +579,8 @@ class KubernetesPlanner:
         overlay = cloud_of(planners, kube.provider).kubernetes_pod_overlay
         return ControlPlane(kubernetes=with_address_ranges(ctx, kube, networks, overlay))
 
-    def why_no_inventory(self, plan: ClusterPlan, stack: str) -> str | None:
-        return describe.no_inventory(plan, stack)
+    def why_no_inventory(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str | None:
+        return describe.no_inventory(plan, stack, suggest)
 
     def why_no_discovery(self, plan: ClusterPlan) -> str | None:
         return describe.no_discovery(plan)
@@ -562,8 +595,8 @@ class KubernetesPlanner:
             "compute-domain (NVIDIA DRA driver, one ComputeDomain per job)",
         )
 
-    def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
-        return describe.tune_notes(plan, stack)
+    def tune_notes(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
+        return describe.tune_notes(plan, stack, suggest)
 
 
 PLANNER = KubernetesPlanner()

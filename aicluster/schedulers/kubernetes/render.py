@@ -31,7 +31,7 @@ from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, Planned
 from aicluster.render.nccl import acceptance_busbw
 
 from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
-from .plan import DRA_ADDON, NVLINK_LABEL, POOL_LABEL
+from .plan import DRA_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -144,20 +144,19 @@ def _accelerator_tolerations(kube: PlannedKubernetes, kind: str = "gpu") -> list
 
 def _gpu_operator(plan: ClusterPlan, kube: PlannedKubernetes) -> dict[str, Any]:
     infiniband = any(p.fabric == "infiniband" for p in plan.pools if p.provider == kube.provider)
+    enabled = gpu_operator_operands(kube.service)  # what the add-on's `why` says it installs
     values: dict[str, Any] = {
         # the operands run on the GPU nodes: tolerate their taint (the chart's default list, kept explicit)
         "daemonsets": {"tolerations": _accelerator_tolerations(kube)},
-        "dcgmExporter": {"enabled": True},
-        "devicePlugin": {"enabled": True},
+        "dcgmExporter": {"enabled": enabled["dcgmExporter"]},
+        "devicePlugin": {"enabled": enabled["devicePlugin"]},
+        "driver": {"enabled": enabled["driver"]},
+        "toolkit": {"enabled": enabled["toolkit"]},
     }
-    if kube.service == "eks":
-        # AL2023_x86_64_NVIDIA ships the NVIDIA driver and container toolkit: the operator must not install either
-        values["driver"] = {"enabled": False}
-        values["toolkit"] = {"enabled": False}
-    else:
-        # AKS pools skip the AKS driver (--gpu-driver none); the operator owns the driver, with GPUDirect RDMA
-        # (nvidia-peermem) where the nodes have InfiniBand (aks-rdma-infiniband)
-        values["driver"] = {"enabled": True, "rdma": {"enabled": infiniband}}
+    if enabled["driver"]:
+        # the operator owns the driver, with GPUDirect RDMA (nvidia-peermem) where the nodes have InfiniBand
+        # (aks-rdma-infiniband)
+        values["driver"]["rdma"] = {"enabled": infiniband}
     if any(a.id == "network-operator" for a in kube.addons):
         values["nfd"] = {"enabled": False}  # the Network Operator runs Node Feature Discovery
     return values

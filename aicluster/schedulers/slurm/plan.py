@@ -16,7 +16,7 @@ from aicluster.plan.models import ClusterPlan, PlannedController, PlannedNetwork
 from aicluster.plan.placement import first_cloud, placement
 from aicluster.plan.pools import cloud_of
 from aicluster.providers.base import ProviderPlanner
-from aicluster.schedulers.base import ControlPlane
+from aicluster.schedulers.base import ControlPlane, Suggest, placeholder
 from aicluster.spec import ClusterSpec, SlurmScheduler
 from aicluster.spec import Path as SpecPath
 
@@ -179,13 +179,13 @@ class SlurmPlanner:
         """The controller took its address with the pools' (plan_controller): nothing more."""
         return plane
 
-    def why_no_inventory(self, plan: ClusterPlan, stack: str) -> str | None:
+    def why_no_inventory(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str | None:
         return None  # the pools' VMs and the controller are Ansible's hosts
 
     def why_no_discovery(self, plan: ClusterPlan) -> str | None:
         return None
 
-    def tune_notes(self, plan: ClusterPlan, stack: str) -> list[str]:
+    def tune_notes(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
         return []  # tune runs the playbook
 
     def nvlink_scheduling(self, plan: ClusterPlan, domain: PlannedNvlinkDomain) -> tuple[str | None, str | None]:
