@@ -131,6 +131,22 @@ class Preview:
                 }
                 for pool in p.pools
             ],
+            # the file systems, as `plan` shows them: capacity, throughput and cost (null: no price, never 0)
+            "filesystems": [
+                {
+                    "name": f.name,
+                    "kind": f.kind,
+                    "service": f.service,
+                    "provider": f.provider,
+                    "region": f.region,
+                    "zone": f.zone,
+                    "mount": f.mount,
+                    "capacity_tib": f.capacity_tib,
+                    "throughput_mb_s": f.throughput_mb_s,
+                    "cost_usd_per_month": f.cost_usd_per_month,
+                }
+                for f in p.filesystems
+            ],
             # every multi-node NVLink domain (a GB200/GB300 NVL72 rack: 18 nodes x 4 GPUs), pool by pool; [] when no
             # pool is rack-scale (an 8-GPU server's NVLink ends at the node)
             "nvlink_domains": [d.model_dump(mode="json") for d in p.nvlink_domains],

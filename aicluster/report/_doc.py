@@ -64,6 +64,22 @@ class Pool:
 
 
 @dataclass(frozen=True)
+class Filesystem:
+    """A file system as the plan sizes and prices it."""
+
+    name: str
+    kind: str
+    service: str
+    provider: str
+    region: str
+    zone: str | None
+    mount: str
+    capacity_tib: float
+    throughput_mb_s: float
+    cost_usd_per_month: float | None  # None: no price (the stack's pricing.overrides can give one), never 0
+
+
+@dataclass(frozen=True)
 class Fabric:
     """One fat-tree fabric of a site (every tier of the same switch model), as the plan counts it."""
 
@@ -390,6 +406,7 @@ class PreviewDoc:
     workloads: tuple[Workload, ...] = ()  # in stack order; previews written before workloads existed lack the key
     # `preview --base`: the steps from the base (aicluster.changes, as JSON); None for a preview without a base
     changes: Mapping[str, Any] | None = None
+    filesystems: tuple[Filesystem, ...] = ()  # previews written before file systems were recorded lack the key
 
     @property
     def stack_file(self) -> str:
@@ -555,6 +572,7 @@ def parse(doc: Mapping[str, Any]) -> PreviewDoc:
         kubernetes=_kubernetes(r.obj("kubernetes")) if r.has("kubernetes") else None,
         workloads=tuple(_workload(w) for w in r.optional_objs("workloads")),
         changes=_changes(doc.get("changes")),
+        filesystems=tuple(_filesystem(f) for f in r.optional_objs("filesystems")),
     )
 
 
@@ -765,6 +783,21 @@ def _pool(r: _Reader) -> Pool:
         power_kw_it=r.number("power_kw_it"),
         power_kw_facility=r.number("power_kw_facility"),
         unpriced=r.optional_texts("unpriced"),
+    )
+
+
+def _filesystem(r: _Reader) -> Filesystem:
+    return Filesystem(
+        name=r.text("name"),
+        kind=r.text("kind"),
+        service=r.text("service"),
+        provider=r.text("provider"),
+        region=r.text("region"),
+        zone=r.optional_text("zone"),
+        mount=r.text("mount"),
+        capacity_tib=r.number("capacity_tib"),
+        throughput_mb_s=r.number("throughput_mb_s"),
+        cost_usd_per_month=r.optional_number("cost_usd_per_month"),
     )
 
 

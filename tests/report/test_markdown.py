@@ -197,3 +197,33 @@ def test_waived_findings_are_grouped_by_policy_cause_and_waiver() -> None:
         f"| {REGIONS} | llm-dev-scratch | lustre file system llm-dev-scratch is in eu-west-1 "
         "| the file system is deleted on Friday | 2027-09-30 |",
     ]
+
+
+FILESYSTEMS = [
+    {"name": "scratch", "kind": "lustre", "service": "fsx-lustre", "provider": "aws", "region": "us-east-1",
+     "zone": "us-east-1a", "mount": "/fsx", "capacity_tib": 46.88, "throughput_mb_s": 12000.0,
+     "cost_usd_per_month": 10418.84},
+    {"name": "home", "kind": "nfs", "service": "filestore", "provider": "gcp", "region": "us-central1", "zone": None,
+     "mount": "/shared", "capacity_tib": 2.5, "throughput_mb_s": 675.0, "cost_usd_per_month": None},
+]  # fmt: skip
+
+
+def test_file_systems_are_listed_with_capacity_throughput_and_cost(passing_doc: dict[str, Any]) -> None:
+    """Issue 30 #3: the pools table listed compute only; file systems belong there as `plan` shows them."""
+    passing_doc["filesystems"] = FILESYSTEMS
+    rows = [line for line in section(lines(passing_doc), "## File systems") if line.startswith("| ")]
+    assert rows[0].startswith("| File system | Kind | Service |")
+    assert (
+        rows[2]
+        == "| scratch | lustre | fsx-lustre | aws | us-east-1 | us-east-1a | /fsx | 46.88 | 12.00 | $10,418.84 |"
+    )
+    assert rows[3] == "| home | nfs | filestore | gcp | us-central1 | — | /shared | 2.50 | 0.68 | unpriced |"
+    html = render(passing_doc, "html")
+    assert "<h3>File systems</h3>" in html
+    assert "<td>scratch</td><td>lustre</td><td>fsx-lustre</td>" in html
+    assert '<td class="num">10,418.84</td>' in html
+
+
+def test_a_preview_without_file_systems_has_no_such_section(passing_doc: dict[str, Any]) -> None:
+    passing_doc.pop("filesystems", None)
+    assert "## File systems" not in lines(passing_doc)
