@@ -36,6 +36,7 @@ from typing import Any
 
 from aicluster.plan import ClusterPlan, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
+from aicluster.schedulers.base import Suggest, placeholder
 from aicluster.spec import gcp_label
 
 # provider -> (plugin, config file name the plugin accepts: each checks its own suffix)
@@ -91,11 +92,13 @@ def discoverable(pool: PlannedPool) -> bool:
     return pool.provider in PLUGINS and pool.tpu is None
 
 
-def plugin_configs(plan: ClusterPlan, stack_config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def plugin_configs(
+    plan: ClusterPlan, stack_config: Mapping[str, Any], suggest: Suggest = placeholder
+) -> dict[str, dict[str, Any]]:
     """File name -> plugin configuration, one per cloud the stack has discoverable pools in. Every config
     composes the same `aicluster_*` host variables, so `instances` reads all clouds alike. A stack whose scheduler
     owns its nodes (Kubernetes: found through the control plane, with kubectl) is refused: DiscoveryError."""
-    refused = SCHEDULERS[plan.scheduler].why_no_discovery(plan)
+    refused = SCHEDULERS[plan.scheduler].why_no_discovery(plan, suggest)
     if refused is not None:
         raise DiscoveryError(refused)
     pools = [p for p in plan.pools if discoverable(p)]

@@ -21,13 +21,7 @@ from aicluster.stackfile import find_project, load_cluster, read_stack  # noqa: 
 
 def gpu_regions(catalog: Catalog) -> dict[str, set[str]]:
     """Provider -> the regions where the catalog offers an accelerated instance type or a TPU generation."""
-    out: dict[str, set[str]] = {}
-    for (provider, _), it in catalog.instance_types.items():
-        if it.accelerator:
-            out.setdefault(provider, set()).update(o.region for o in it.offerings)
-    for tpu in catalog.tpu_types.values():
-        out.setdefault("gcp", set()).update(o.region for o in tpu.offerings)
-    return out
+    return catalog.accelerator_regions()
 
 
 def stack_regions() -> dict[str, set[str]]:

@@ -224,13 +224,7 @@ _UNPRICED: dict[tuple[str, str], tuple[str, ...] | str] = {
 
 
 def _gpu_regions(catalog: Catalog) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for (provider, _), it in catalog.instance_types.items():
-        if it.accelerator:
-            out.setdefault(provider, set()).update(o.region for o in it.offerings)
-    for tpu in catalog.tpu_types.values():
-        out.setdefault("gcp", set()).update(o.region for o in tpu.offerings)
-    return out
+    return catalog.accelerator_regions()
 
 
 def _unpriced_gpu_regions(catalog: Catalog) -> set[tuple[str, str, str]]:

@@ -148,6 +148,16 @@ class Catalog:
     health: HealthData | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
+    def accelerator_regions(self) -> dict[str, set[str]]:
+        """Provider -> the regions where the catalog offers an accelerated instance type or a TPU generation."""
+        out: dict[str, set[str]] = {}
+        for (provider, _), it in self.instance_types.items():
+            if it.accelerator:
+                out.setdefault(provider, set()).update(o.region for o in it.offerings)
+        for tpu in self.tpu_types.values():
+            out.setdefault("gcp", set()).update(o.region for o in tpu.offerings)
+        return out
+
     def instance_type(self, provider: str, name: str) -> InstanceType | None:
         return self.instance_types.get((provider, name))
 

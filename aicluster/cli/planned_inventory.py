@@ -24,11 +24,12 @@ from .suggest import command as suggest_command
 
 if TYPE_CHECKING:
     from aicluster.plan import ClusterPlan
+    from aicluster.schedulers.base import Suggest
     from aicluster.stackfile import StackConfig
 
 
 def discover_nodes(
-    project: Project, stack: StackConfig, plan: ClusterPlan, outputs: Mapping[str, Any]
+    project: Project, stack: StackConfig, plan: ClusterPlan, outputs: Mapping[str, Any], suggest: Suggest
 ) -> dict[str, str]:
     """--discover: the pools' VMs from the clouds' inventory plugins, named after the plan's nodes. The
     assignment is kept in .work/<stack>/nodes.yml so a VM keeps its name from one run to the next."""
@@ -38,7 +39,7 @@ def discover_nodes(
 
     work = work_dir(project, stack.stack)
     try:
-        configs = discover.plugin_configs(plan, stack.config)
+        configs = discover.plugin_configs(plan, stack.config, suggest)
     except discover.DiscoveryError as exc:
         raise UsageError(str(exc)) from None
     owned = [p.name for p in plan.pools if p.market == "owned"]
@@ -178,7 +179,8 @@ def plan_inventory(args: argparse.Namespace, given_plan: ClusterPlan | None = No
         outputs = offline_outputs(stack)
         source = "offline preview"
     if getattr(args, "discover", False):
-        given = {**discover_nodes(project, stack, plan, outputs), **given}  # --hosts wins
+        suggest = functools.partial(suggest_command, args)
+        given = {**discover_nodes(project, stack, plan, outputs, suggest), **given}  # --hosts wins
     # Addresses this run gives (--hosts, --discover) replace the earlier ones; a run that gives none (`tune` after
     # `inventory --hosts`) keeps them, rather than losing every address.
     addresses = given if replaced else kept

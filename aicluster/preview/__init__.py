@@ -185,9 +185,17 @@ def _outputs_json(value: Any) -> Any:
 def offline_outputs(stack: StackConfig) -> dict[str, Any]:
     """The stack outputs the program would export, from an offline run (no policy pack): values known only
     after `up` are the COMPUTED marker, secrets the SECRET marker."""
+    capture = _run(stack)
+    out = _outputs_json(capture.outputs)
+    return out if isinstance(out, dict) else {}
+
+
+def _run(stack: StackConfig) -> Any:
+    """The stack's program, run offline: the project's `__main__.py`, or the installed program for a stack file
+    outside any project; messages name the stack file given."""
     from .engine import run_program
 
-    capture = run_program(
+    return run_program(
         stack.project.root,
         stack.project.name,
         stack.stack,
@@ -196,14 +204,11 @@ def offline_outputs(stack: StackConfig) -> dict[str, Any]:
         program=None if stack.project.standalone else "__main__.py",
         stack_file=stack.source,
     )
-    out = _outputs_json(capture.outputs)
-    return out if isinstance(out, dict) else {}
 
 
 def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = None) -> Preview:
     """Plan, run the program offline, and run the policy pack over what it registered.
     `policy_config` is a CrossGuard policy config (`--policy-pack-config`), checked before anything runs."""
-    from .engine import run_program
     from .policy import evaluate, resolve_config, stack_pack_config, with_stack_config
 
     cluster_plan = plan_stack(stack)
@@ -212,15 +217,7 @@ def preview_stack(stack: StackConfig, policy_config: Mapping[str, Any] | None = 
     # so the offline preview judges exactly as `pulumi preview --policy-pack-config` would.
     config = with_stack_config(stack_pack_config(cluster_plan), policy_config)
     with phase("program"):
-        capture = run_program(
-            stack.project.root,
-            stack.project.name,
-            stack.stack,
-            stack.engine_config(),
-            stack.secret_keys,
-            program=None if stack.project.standalone else "__main__.py",
-            stack_file=stack.source,
-        )
+        capture = _run(stack)
     with phase("policies"):
         policy = evaluate(capture, config)
     return Preview(stack, cluster_plan, capture, policy)

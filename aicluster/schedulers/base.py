@@ -110,7 +110,7 @@ class SchedulerPlanner(Protocol):
         commands it names are `suggest`'s."""
         ...
 
-    def why_no_discovery(self, plan: ClusterPlan) -> str | None:
+    def why_no_discovery(self, plan: ClusterPlan, suggest: Suggest = placeholder) -> str | None:
         """Why `--discover` finds no VMs for Ansible in the clouds, or None when it does."""
         ...
 

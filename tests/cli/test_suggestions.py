@@ -183,3 +183,21 @@ def test_what_tune_says_the_gpu_operator_installs_is_what_its_values_enable(
     for key, words in (("driver", "driver"), ("toolkit", "container toolkit")):
         enabled = values.get(key, {}).get("enabled", True)  # the chart's default: on
         assert (words in installs) == enabled, (key, values.get(key), said)
+
+
+def test_the_discovery_refusal_writes_the_command_with_what_the_user_gave() -> None:
+    """The clouds' plugins find no VMs of a Kubernetes stack: the refusal's kubeconfig command is built by the same
+    suggest as every other, not with a STACK placeholder, where the CLI has the arguments."""
+    from aicluster import discover
+
+    plan = plan_stack(read_stack(find_project(ROOT), "eks-p5"))
+
+    def given(command: str, *words: str) -> str:
+        return shlex.join(["aicluster", command, "stacks/Pulumi.eks-p5.yaml", *words])
+
+    with pytest.raises(discover.DiscoveryError) as err:
+        discover.plugin_configs(plan, {}, given)
+    assert "`aicluster kubeconfig stacks/Pulumi.eks-p5.yaml -o kubeconfig`" in str(err.value)
+    with pytest.raises(discover.DiscoveryError) as err:
+        discover.plugin_configs(plan, {})  # no arguments at hand: the placeholder
+    assert "`aicluster kubeconfig STACK -o kubeconfig`" in str(err.value)

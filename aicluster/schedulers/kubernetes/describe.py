@@ -33,12 +33,12 @@ def no_inventory(plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) 
     )
 
 
-def no_discovery(plan: ClusterPlan) -> str:
-    """Why the clouds' inventory plugins find no VMs of the stack for Ansible."""
+def no_discovery(plan: ClusterPlan, suggest: Suggest = placeholder) -> str:
+    """Why the clouds' inventory plugins find no VMs of the stack for Ansible (`suggest` writes the command)."""
     k = _kube(plan)
     return (
         f"{plan.name} runs on {k.service_name} (scheduler.kind: kubernetes): its nodes are Kubernetes nodes, "
-        f"not VMs for Ansible; list them with `{placeholder('kubeconfig', '-o', KUBECONFIG)}` and "
+        f"not VMs for Ansible; list them with `{suggest('kubeconfig', '-o', KUBECONFIG)}` and "
         f"`KUBECONFIG={KUBECONFIG} kubectl get nodes`"
     )
 

@@ -582,8 +582,8 @@ class KubernetesPlanner:
     def why_no_inventory(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str | None:
         return describe.no_inventory(plan, stack, suggest)
 
-    def why_no_discovery(self, plan: ClusterPlan) -> str | None:
-        return describe.no_discovery(plan)
+    def why_no_discovery(self, plan: ClusterPlan, suggest: Suggest = placeholder) -> str | None:
+        return describe.no_discovery(plan, suggest)
 
     def nvlink_scheduling(self, plan: ClusterPlan, domain: PlannedNvlinkDomain) -> tuple[str | None, str | None]:
         """Each domain is its own node group, and Kueue's topology has the domain as a level; IMEX runs per job in

@@ -182,7 +182,7 @@ class SlurmPlanner:
     def why_no_inventory(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> str | None:
         return None  # the pools' VMs and the controller are Ansible's hosts
 
-    def why_no_discovery(self, plan: ClusterPlan) -> str | None:
+    def why_no_discovery(self, plan: ClusterPlan, suggest: Suggest = placeholder) -> str | None:
         return None
 
     def tune_notes(self, plan: ClusterPlan, stack: str, suggest: Suggest = placeholder) -> list[str]:
