@@ -363,3 +363,45 @@ def test_a_switch_citing_an_unknown_source_is_refused(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("source: onprem-qm8700", "source: onprem-nowhere"))
     with pytest.raises(CatalogError, match="switch qm8700: unknown source id 'onprem-nowhere'"):
         load_catalog(data)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        pytest.param(
+            "        RESTART_BM: Replace\n",
+            "        RESTART_BM: NoAction\n",
+            "RESTART_BM -> NoAction disagrees with the XID catalog",
+            id="a-draining-bucket-told-no-action",
+        ),
+        pytest.param(
+            "        IGNORE: NoAction\n",
+            "        IGNORE: Reboot\n",
+            "IGNORE -> Reboot disagrees with the XID catalog",
+            id="an-application-bucket-told-to-reboot",
+        ),
+        pytest.param(
+            "        IGNORE: NoAction\n",
+            "        RESET: NoAction\n",
+            "'RESET' is not an XID action bucket",
+            id="unknown-bucket",
+        ),
+        pytest.param(
+            '      xid_reason: "NvidiaXID{xid}Error"\n',
+            '      xid_reason: "NvidiaXIDError"\n',
+            "xid_reason needs xid_list and an {xid} field",
+            id="reason-without-the-number",
+        ),
+    ],
+)
+def test_the_catalog_refuses_an_eks_repair_that_contradicts_the_xid_table(
+    tmp_path: Path, old: str, new: str, problem: str
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "kubernetes.yaml"
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+    with pytest.raises(CatalogError, match=re.escape(problem)):
+        load_catalog(data)

@@ -13,14 +13,14 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import cache as _cache
 from .changes import RISKS, ChangeRule, ConditionalReplace, PlatformEffect, UpdatePolicy
 from .collectives import CollectivesData, collective_problems
-from .health import HealthData, NodeThresholds, Xid
+from .health import NO_DRAIN_ACTIONS, HealthData, NodeThresholds, Xid, XidAction, XidList
 from .models import (
     Accelerator,
     Constants,
@@ -331,6 +331,25 @@ def _check(cat: Catalog) -> None:
         cited(sw, f"switch {sw.id}")
     for k in cat.kubernetes.values():
         cited(k, f"kubernetes {k.service}")
+        nh = k.node_health
+        if nh is not None:
+            cited(nh, f"kubernetes {k.service} node_health")
+            for bucket in sorted(set(nh.repair_actions) - set(get_args(XidAction))):
+                problems.append(f"kubernetes {k.service} node_health: {bucket!r} is not an XID action bucket")
+            for bucket, action in nh.repair_actions.items():
+                if (bucket in NO_DRAIN_ACTIONS) != (action == "NoAction"):
+                    problems.append(
+                        f"kubernetes {k.service} node_health: {bucket} -> {action} disagrees with the XID catalog, "
+                        "whose buckets other than the application's drain the node"
+                    )
+            if nh.xid_list is not None and nh.xid_list not in get_args(XidList):
+                problems.append(f"kubernetes {k.service} node_health: xid_list {nh.xid_list!r} is not a health tool")
+            if (nh.xid_reason is None) != (nh.xid_list is None) or (
+                nh.xid_reason is not None and "{xid}" not in nh.xid_reason
+            ):
+                problems.append(f"kubernetes {k.service} node_health: xid_reason needs xid_list and an {{xid}} field")
+            if nh.repair_actions and (nh.xid_reason is None or nh.repair_wait_minutes is None):
+                problems.append(f"kubernetes {k.service} node_health: repair_actions need xid_reason and a wait")
         if not all(levels and levels[-1] == "kubernetes.io/hostname" for levels in k.topology.values()):
             problems.append(f"kubernetes {k.service}: every topology must end with kubernetes.io/hostname")
         if ("nvlink" in k.topology) != (k.nvlink_level is not None) or (

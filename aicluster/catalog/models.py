@@ -790,6 +790,71 @@ class NodeTaint(_Record):
     effect: Literal["NoSchedule", "NoExecute"]
 
 
+# EKS's repair actions (NodeRepairConfigOverrides.repairAction: "Replace | Reboot | NoAction")
+RepairAction = Literal["Replace", "Reboot", "NoAction"]
+
+
+class NodeHealthService(Sourced):
+    """What a managed Kubernetes service watches on GPU nodes itself and how it repairs them."""
+
+    auto_repair: Annotated[
+        Literal["node-group", "node-pool", "always"],
+        Field(
+            description="Where managed node repair is turned on: a node group setting (EKS nodeRepairConfig, off by "
+            "default), a node pool setting (GKE management.auto_repair, on by default), or always on (AKS)."
+        ),
+    ]
+    repair_triggers: Annotated[
+        str,
+        Field(description="What the managed repair acts on, as the service documents it (e.g. `NotReady ~10 min`)."),
+    ]
+    agent_addon: Annotated[
+        str | None,
+        Field(
+            description="The service's node health agent, as an add-on aicluster turns on (e.g. "
+            "`eks-node-monitoring-agent`); null: the service runs its own or none."
+        ),
+    ] = None
+    gpu_condition: Annotated[
+        str | None,
+        Field(
+            description="The node condition the service's own agent sets on a GPU fault (e.g. "
+            "`AcceleratedHardwareReady`); null: none."
+        ),
+    ] = None
+    xid_list: Annotated[
+        str | None,
+        Field(
+            description="The health.yaml `listed_by` tag of the XIDs the service's agent treats as fatal (e.g. "
+            "`eks-fatal`); null: not recorded."
+        ),
+    ] = None
+    xid_reason: Annotated[
+        str | None,
+        Field(
+            description="The condition reason its agent gives a fatal XID, `{xid}` standing for the number (e.g. "
+            "`NvidiaXID{xid}Error`); null: the repair cannot be told per XID."
+        ),
+    ] = None
+    repair_actions: Annotated[
+        dict[str, RepairAction],
+        Field(
+            description="XID immediate-action bucket -> the repair the service is told to take (EKS "
+            "nodeRepairConfigOverrides); buckets not listed keep the service's default."
+        ),
+    ] = {}
+    repair_wait_minutes: Annotated[
+        int | None, Field(ge=1, description="Minutes a node stays unhealthy before the repair (EKS: 10).")
+    ] = None
+    gpu_checks_skip_own_driver: Annotated[
+        bool,
+        Field(
+            description="The service's GPU checks do not run on node pools whose GPU driver it does not install "
+            "(AKS --gpu-driver none)."
+        ),
+    ] = False
+
+
 class KubernetesService(Sourced):
     """A cloud's managed Kubernetes control plane: what it offers, costs, and labels its nodes with."""
 
@@ -868,6 +933,10 @@ class KubernetesService(Sourced):
             description="Node label whose value names one multi-node NVLink domain (a level of topology `nvlink`, "
             "e.g. `cloud.google.com/gce-topology-subblock`); null: no NVLink topology."
         ),
+    ] = None
+    node_health: Annotated[
+        NodeHealthService | None,
+        Field(description="What the service watches on GPU nodes and how it repairs them; null: not recorded."),
     ] = None
 
 

@@ -529,6 +529,35 @@ class PlannedAddon(_Plan):
     why: str  # what it does for this cluster
 
 
+class RepairOverride(_Plan):
+    """One XID's repair, as the service's managed node repair is told it (EKS nodeRepairConfigOverrides)."""
+
+    xid: int
+    condition: str  # the condition the service's agent sets (EKS: AcceleratedHardwareReady)
+    reason: str  # the reason it gives this XID (EKS: NvidiaXID79Error)
+    action: Literal["Replace", "Reboot", "NoAction"]
+    wait_minutes: int
+
+
+class PlannedNodeHealth(_Plan):
+    """How the GPU nodes are watched and repaired: Node Problem Detector with the catalog's XID table (a permanent
+    condition for the XIDs that drain a Slurm node, events for the others; a GPU count check per pool), and the
+    service's own agent and managed repair."""
+
+    xid_condition: str  # the NPD condition a draining XID sets (e.g. GpuXidCritical)
+    count_condition: str  # the NPD condition a GPU count below the pool's sets
+    drain_xids: tuple[int, ...]  # catalog XIDs that drain (health.yaml; Xid.drains)
+    event_xids: tuple[int, ...]  # the other catalog XIDs: an event each
+    gpus_per_pool: dict[str, int]  # GPU pool -> GPUs a node must show
+    auto_repair: Literal["node-group", "node-pool", "always"]
+    repair_triggers: str
+    agent_addon: str | None = None  # the service's health agent aicluster turns on (EKS add-on)
+    service_condition: str | None = None  # the condition the service itself sets on a GPU fault
+    service_gpu_checks: bool = True  # False: the service's own GPU checks do not run on these pools (AKS driver none)
+    repair_overrides: tuple[RepairOverride, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
 class PlannedKubernetes(_Plan):
     """A managed control plane in the cloud of the stack's pools, the pools as node groups, the add-ons and Kueue."""
 
@@ -571,6 +600,8 @@ class PlannedKubernetes(_Plan):
     node_image_arm64: str | None = None  # what Arm (Grace) GPU node groups boot; None: the cluster has none
     # the Kueue topology level (node label) whose value names one NVLink domain; None: no rack-scale node groups
     nvlink_level: str | None = None
+    # GPU node health and repair; None: no GPU node groups
+    health: PlannedNodeHealth | None = None
 
     def node_image_of(self, group: PlannedNodeGroup) -> str:
         """The image the group's nodes boot: the service's Arm image on Grace nodes (the planner refuses an Arm group

@@ -95,6 +95,16 @@ class KubernetesAddons(pulumi.ComponentResource):
             return k8s.core.v1.ResourceQuota(rname, metadata=meta, spec=obj["spec"], opts=opts)
         if kind == "DaemonSet":  # a manifest add-on (GKE's GPUDirect installers): core API, no CRD to wait for
             return k8s.apps.v1.DaemonSet(rname, metadata=meta, spec=obj["spec"], opts=opts)
+        # Node Problem Detector's (schedulers/kubernetes/health.py): core and RBAC API
+        if kind == "ServiceAccount":
+            return k8s.core.v1.ServiceAccount(rname, metadata=meta, opts=opts)
+        if kind == "ConfigMap":
+            return k8s.core.v1.ConfigMap(rname, metadata=meta, data=obj["data"], opts=opts)
+        if kind == "ClusterRoleBinding":
+            binding: pulumi.CustomResource = k8s.rbac.v1.ClusterRoleBinding(
+                rname, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
+            )
+            return binding
         owner = installed_by(obj)
         deps = [self.releases[owner]] if owner in self.releases else []
         spec: dict[str, Any] = dict(obj.get("spec", {}))

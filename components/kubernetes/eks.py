@@ -17,6 +17,7 @@ import pulumi_aws as aws
 import yaml
 
 from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
+from aicluster.plan.models import PlannedNodeHealth
 
 from ..aws import AwsBase
 from ..aws.gpu_pool import capacity_reservation, imds_v2, interfaces, root_volume
@@ -91,6 +92,32 @@ def taints(group: PlannedNodeGroup) -> list[aws.eks.NodeGroupTaintArgs]:
     return [aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=TAINT_EFFECTS[t.effect]) for t in group.taints]
 
 
+def node_repair(health: PlannedNodeHealth | None, gpu: bool = True) -> aws.eks.NodeGroupNodeRepairConfigArgs | None:
+    """EKS node auto repair (off unless set) for a node group, when the plan's health says the service repairs per
+    node group; a GPU group also gets the plan's per-XID repairs (each fatal XID of the node monitoring agent, the
+    repair its catalog bucket asks for, after the service's wait)."""
+    if health is None or health.auto_repair != "node-group":
+        return None
+    overrides = [
+        aws.eks.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs(
+            node_monitoring_condition=o.condition,
+            node_unhealthy_reason=o.reason,
+            min_repair_wait_time_mins=o.wait_minutes,
+            repair_action=o.action,
+        )
+        for o in (health.repair_overrides if gpu else ())
+    ]
+    return aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True, node_repair_config_overrides=overrides or None)
+
+
+def agent_configuration(k: PlannedKubernetes) -> str:
+    """The node monitoring agent add-on's configuration values: its DCGM server, which has no tolerations of its own,
+    tolerates the GPU node groups' taints (the agent itself tolerates every taint)."""
+    seen = {(t.key, t.effect) for g in k.node_groups if g.accelerator_kind == "gpu" for t in g.all_taints()}
+    tolerations = [{"key": key, "operator": "Exists", "effect": effect} for key, effect in sorted(seen)]
+    return json.dumps({"dcgmAgent": {"tolerations": tolerations}}, sort_keys=True)
+
+
 def kubeconfig(cluster_name: str, region: str, endpoint: str, ca_data: str) -> str:
     """A kubeconfig whose user runs `aws eks get-token`: whoever holds it still needs an AWS identity with
     access to the cluster (no token is stored in it)."""
@@ -128,6 +155,9 @@ class AwsEksCluster(pulumi.ComponentResource):
     built as the Slurm pools' is (every EFA card, placement group, capacity block + reservation, IMDSv2, encrypted
     gp3 root) but with no image and no user data, so that EKS supplies its accelerated AMI and its bootstrap.
     Changing a template recycles the group's nodes (EKS rolls them, one at a time).
+
+    Node health: every node group has EKS node auto repair on, and the node monitoring agent add-on sets the
+    conditions it acts on; a GPU group's repair is told per XID what the catalog's bucket asks for (`node_repair`).
     """
 
     cluster_name: pulumi.Output[str]
@@ -274,9 +304,21 @@ class AwsEksCluster(pulumi.ComponentResource):
                 id=system_lt.id, version=system_lt.latest_version.apply(str)
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            node_repair_config=node_repair(k.health, gpu=False),
             region=region,
             opts=pulumi.ResourceOptions.merge(child, group_deps),
         )
+        if k.health is not None and k.health.agent_addon is not None:
+            # the service's node health agent: the conditions node auto repair acts on (AcceleratedHardwareReady)
+            aws.eks.Addon(
+                f"{name}-node-monitoring",
+                cluster_name=cluster.name,
+                addon_name=k.health.agent_addon,
+                configuration_values=agent_configuration(k),
+                resolve_conflicts_on_create="OVERWRITE",
+                region=region,
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[system])),
+            )
 
         self.node_group_names = {SYSTEM_GROUP: system.node_group_name}
         for g in k.node_groups:
@@ -338,6 +380,8 @@ class AwsEksCluster(pulumi.ComponentResource):
                 # the pool's rollout.max_unavailable: nodes an update (a new AMI, launch template or version) takes at
                 # once, within EKS's limit of 100 (the catalog's max_unavailable_per_group)
                 update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=g.max_unavailable),
+                # node auto repair, with the catalog's repair per XID (an accelerator group; GPU: the plan's health)
+                node_repair_config=node_repair(k.health, gpu=g.accelerator_kind == "gpu"),
                 region=region,
                 opts=pulumi.ResourceOptions.merge(pool_opts, group_deps),
             )

@@ -199,3 +199,43 @@ def test_kubeconfig_authenticates_with_aws_eks_get_token() -> None:
     assert user["apiVersion"] == "client.authentication.k8s.io/v1beta1"
     assert user["command"] == "aws"
     assert user["args"] == ["eks", "get-token", "--cluster-name", "eks-p5", "--region", "us-east-1"]
+
+
+# ---------------------------------------------------------------------------------------------------- node health
+
+ADDON = "aws:eks/addon:Addon"
+
+
+def test_gpu_group_repairs_each_fatal_xid_as_the_catalogs_bucket_asks(p5: Built, catalog: Catalog) -> None:
+    repair = gpu_group(p5)["nodeRepairConfig"]
+    assert repair["enabled"] is True
+    told = {o["nodeUnhealthyReason"]: o for o in repair["nodeRepairConfigOverrides"]}
+    assert catalog.health is not None
+    fatal = {x.xid: x for x in catalog.health.xids if "eks-fatal" in x.listed_by and x.action is not None}
+    # every XID the node monitoring agent makes fatal and the catalog gives a bucket, and no other
+    assert set(told) == {f"NvidiaXID{n}Error" for n in fatal}
+    assert {o["nodeMonitoringCondition"] for o in told.values()} == {"AcceleratedHardwareReady"}
+    assert {o["minRepairWaitTimeMins"] for o in told.values()} == {10}
+    # a GPU reset is a reboot; a full power cycle (fallen off the bus) is a new instance; 63 does not drain
+    assert told["NvidiaXID79Error"]["repairAction"] == "Replace"
+    assert told["NvidiaXID48Error"]["repairAction"] == "Reboot"
+    assert told["NvidiaXID63Error"]["repairAction"] == "NoAction"
+    for n, x in fatal.items():
+        assert (told[f"NvidiaXID{n}Error"]["repairAction"] == "NoAction") == (not x.drains), n
+
+
+def test_system_group_is_repaired_without_gpu_overrides(p5: Built) -> None:
+    repair = p5.one(NODE_GROUP, "-system").inputs["nodeRepairConfig"]
+    assert repair == {"enabled": True}
+
+
+def test_node_monitoring_agent_addon_tolerates_the_gpu_taint(p5: Built) -> None:
+    import json
+
+    agent = p5.one(ADDON).inputs
+    assert agent["addonName"] == "eks-node-monitoring-agent"
+    values = json.loads(agent["configurationValues"])
+    taints = {(t["key"], t["effect"]) for t in values["dcgmAgent"]["tolerations"]}
+    group = next(g for g in p5.plan.kubernetes.node_groups if g.accelerator_kind == "gpu")  # type: ignore[union-attr]
+    assert {(t.key, t.effect) for t in group.all_taints()} <= taints
+    assert {t["operator"] for t in values["dcgmAgent"]["tolerations"]} == {"Exists"}

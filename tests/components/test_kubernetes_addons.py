@@ -48,8 +48,9 @@ def test_one_helm_release_per_addon_with_the_rendered_values(aks: tuple[ClusterP
     plan, capture = aks
     assert plan.kubernetes is not None
     releases = {r.inputs["name"]: r for r in of_type(capture, RELEASE)}
-    assert set(releases) == {a.id for a in plan.kubernetes.addons}
-    for addon in plan.kubernetes.addons:
+    helm = [a for a in plan.kubernetes.addons if a.kind == "helm"]
+    assert set(releases) == {a.id for a in helm}
+    for addon in helm:
         inputs = releases[addon.id].inputs
         assert inputs["version"] == addon.version
         assert inputs["namespace"] == addon.namespace
@@ -136,7 +137,7 @@ def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> 
     (provider,) = of_type(capture, "pulumi:providers:kubernetes")
     daemonsets = {r.inputs["metadata"]["name"]: r for r in of_type(capture, "kubernetes:apps/v1:DaemonSet")}
     expected = {o["metadata"]["name"]: o for o in kubernetes_objects(plan) if o["kind"] == "DaemonSet"}
-    assert set(daemonsets) == set(expected) == {"nccl-tcpxo-installer", "device-injector"}
+    assert set(daemonsets) == set(expected) == {"nccl-tcpxo-installer", "device-injector", "node-problem-detector-8gpu"}
     for name, r in daemonsets.items():
         assert r.provider is not None
         assert r.provider.startswith(provider.urn)
@@ -162,6 +163,35 @@ def test_rack_scale_stack_gets_the_dra_release_its_prerequisites_and_an_nvlink_t
     assert "cloud.google.com/gce-topology-subblock" in [lv["nodeLabel"] for lv in topology.inputs["spec"]["levels"]]
     assert releases["kueue"].urn in topology.dependencies
     # the Arm gIB installer is a typed DaemonSet; the other releases keep creating their namespace
-    (ds,) = of_type(capture, "kubernetes:apps/v1:DaemonSet")
-    assert ds.inputs["metadata"]["name"] == "nccl-rdma-installer-arm64"
+    daemonsets = {r.inputs["metadata"]["name"] for r in of_type(capture, "kubernetes:apps/v1:DaemonSet")}
+    # A4X: 4 GPUs a node, so Node Problem Detector's count check expects 4
+    assert daemonsets == {"nccl-rdma-installer-arm64", "node-problem-detector-4gpu"}
     assert releases["kueue"].inputs["createNamespace"] is True
+
+
+def test_node_problem_detector_objects_are_typed_core_and_rbac_objects_on_the_clusters_provider(
+    aks: tuple[ClusterPlan, Capture],
+) -> None:
+    plan, capture = aks
+    (provider,) = of_type(capture, "pulumi:providers:kubernetes")
+    expected = {o["kind"]: o for o in kubernetes_objects(plan) if "node-problem-detector" in o["metadata"]["name"]}
+    assert set(expected) == {"ServiceAccount", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}
+    (account,) = of_type(capture, "kubernetes:core/v1:ServiceAccount")
+    (binding,) = of_type(capture, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    (config,) = of_type(capture, "kubernetes:core/v1:ConfigMap")
+    (npd,) = [r for r in of_type(capture, "kubernetes:apps/v1:DaemonSet") if r.name.endswith("-8gpu")]
+    assert binding.inputs["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:node-problem-detector",
+    }
+    assert binding.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": account.inputs["metadata"]["name"], "namespace": "kube-system"}
+    ]
+    assert config.inputs["data"] == expected["ConfigMap"]["data"]
+    assert npd.inputs["spec"] == expected["DaemonSet"]["spec"]
+    for r in (account, binding, config, npd):
+        assert r.provider is not None
+        assert r.provider.startswith(provider.urn)
+    # no Helm release: upstream publishes manifests
+    assert "node-problem-detector" not in {r.inputs["name"] for r in of_type(capture, RELEASE)}

@@ -223,8 +223,10 @@ def test_diff_shows_a_version_upgrade_out_of_extended_support_and_a_resized_node
 
 def test_diff_shows_the_endpoint_and_addon_versions_that_change() -> None:
     base, head = _eks_preview(), _eks_preview(endpoint="public")
-    head["kubernetes"]["addons"][2]["version"] = "0.20.0"  # a catalog upgrade of Kueue
-    del head["kubernetes"]["addons"][3]
+    addons = head["kubernetes"]["addons"]
+    (kueue,) = [a for a in addons if a["id"] == "kueue"]
+    kueue["version"] = "0.20.0"  # a catalog upgrade of Kueue
+    addons.remove(next(a for a in addons if a["id"] == "jobset"))
     assert _diff_section(base, head) == [
         "- control plane Amazon EKS (eks-p5)",
         "  - endpoint: private → public",

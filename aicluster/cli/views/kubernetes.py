@@ -11,7 +11,7 @@ from ..console import out
 from .format import money, where
 
 if TYPE_CHECKING:
-    from aicluster.plan import ClusterPlan, PlannedNodeGroup
+    from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup
 
 
 def _taints(g: PlannedNodeGroup, service: str) -> str:
@@ -107,8 +107,40 @@ def kubernetes_notes(plan: ClusterPlan) -> list[str]:
         ),
         f"pods: {k.pod_cidr or 'VPC addresses (VPC CNI)'}; services: {k.service_cidr}; secrets encrypted with "
         f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
+        *_health_notes(k),
     ]
     return notes
+
+
+REPAIR_SETTING = {"node-group": "on every node group", "node-pool": "on the node pools", "always": "always on"}
+
+
+def _health_notes(k: PlannedKubernetes) -> list[str]:
+    """What watches the GPU nodes and what repairs them (the plan's node health)."""
+    h = k.health
+    if h is None:
+        return []
+    detector = (
+        f"GPU node health: Node Problem Detector sets {h.xid_condition} on the {len(h.drain_xids)} XIDs that drain "
+        f"a node (the XID catalog; an event for the {len(h.event_xids)} others) and {h.count_condition} when a "
+        "node shows fewer GPUs than its pool; a condition cordons nothing by itself (a GPU the device plugin sees "
+        "fail leaves the node's allocatable GPUs)"
+    )
+    repair = f"repair: {k.service_name} node auto-repair {REPAIR_SETTING[h.auto_repair]}, acting on {h.repair_triggers}"
+    if h.agent_addon is not None:
+        repair += f"; the {h.agent_addon} add-on sets {h.service_condition}"
+    if h.repair_overrides:
+        told = {a: sum(o.action == a for o in h.repair_overrides) for a in ("Reboot", "Replace", "NoAction")}
+        repair += (
+            f", and the repair is told per XID from its catalog bucket: {told['Reboot']} reboot, "
+            f"{told['Replace']} replace, {told['NoAction']} no action"
+        )
+    if not h.service_gpu_checks and h.service_condition is not None:
+        repair += (
+            f"; {k.service_name}'s own GPU checks ({h.service_condition}) skip these pools, whose driver the GPU "
+            "Operator installs"
+        )
+    return [detector, repair]
 
 
 def print_kubernetes(plan: ClusterPlan) -> None:

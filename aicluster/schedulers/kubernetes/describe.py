@@ -13,8 +13,9 @@ from aicluster.schedulers.base import Suggest, placeholder
 KUBECONFIG = "kubeconfig"
 ACCEPTANCE = "nccl-acceptance.yaml"
 
-# Add-ons that do on a Kubernetes node what the Slurm path's roles (nvidia, efa, infiniband, nccl) do on a VM.
-NODE_ADDONS = ("gpu-operator", "network-operator", "efa-device-plugin", "dra-driver-gpu")
+# Add-ons that do on a Kubernetes node what the Slurm path's roles (nvidia, efa, infiniband, nccl) and its node
+# health checker do on a VM.
+NODE_ADDONS = ("gpu-operator", "network-operator", "efa-device-plugin", "dra-driver-gpu", "node-problem-detector")
 
 
 def _kube(plan: ClusterPlan) -> PlannedKubernetes:

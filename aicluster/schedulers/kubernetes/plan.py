@@ -24,8 +24,10 @@ from aicluster.plan.models import (
     PlannedKubernetes,
     PlannedNetwork,
     PlannedNodeGroup,
+    PlannedNodeHealth,
     PlannedNvlinkDomain,
     PlannedPool,
+    RepairOverride,
     Taint,
 )
 from aicluster.plan.nvlink import cluster_domains
@@ -73,6 +75,12 @@ GPU_OPERATOR_OPERANDS = {
 # Services whose GPU node image ships the NVIDIA driver and container toolkit, so the operator must install neither
 # (EKS's AL2023_x86_64_NVIDIA). AKS pools skip the AKS driver (--gpu-driver none): the operator installs it there.
 IMAGE_SHIPS_DRIVER = frozenset({"eks"})
+
+
+# The conditions Node Problem Detector sets on a GPU node (aicluster's names; render's node-problem-detector config)
+XID_CONDITION = "GpuXidCritical"
+COUNT_CONDITION = "GpuCountMismatch"
+NPD_ADDON = "node-problem-detector"
 
 
 def gpu_operator_operands(service: str) -> dict[str, bool]:
@@ -136,6 +144,11 @@ def _addons(
             "runs NVIDIA's ComputeDomain controller and kubelet plugin on the rack-scale nodes: a job's ComputeDomain "
             "gets an IMEX domain over the nodes its pods land on, and each pod an IMEX channel for multi-node NVLink",
         ),
+        NPD_ADDON: (
+            gpu,
+            f"watches the GPU nodes' kernel log for the XIDs the catalog drains on (condition {XID_CONDITION}, an "
+            f"event for the others) and checks each node's GPU count against its pool's ({COUNT_CONDITION})",
+        ),
         "kueue": (True, "queues jobs and admits them by quota, placing them by network topology"),
         "jobset": (True, "runs multi-node training jobs (and the NCCL acceptance test) as one unit"),
     }
@@ -157,6 +170,50 @@ def _addons(
                 )
             )
     return out
+
+
+def _node_health(
+    ctx: PlanCtx, svc: KubernetesService, groups: Sequence[PlannedNodeGroup], pools: Sequence[PlannedPool]
+) -> PlannedNodeHealth | None:
+    """The GPU nodes' health checks and repair: the catalog's XID table split into the XIDs that drain (a Slurm node
+    is drained on them, so a Kubernetes node gets a condition) and the others (an event); each GPU pool's GPU count;
+    the service's agent and managed repair, told per XID what the XID's bucket asks for where the service takes
+    that (EKS). None: no GPU node groups, or the catalog records no health data for the service."""
+    nh, data = svc.node_health, ctx.catalog.health
+    gpu_pools = dict.fromkeys(g.pool for g in groups if g.accelerator_kind == "gpu")
+    if not gpu_pools or nh is None or data is None:
+        return None
+    per_node = {p.name: p.accelerators_per_node for p in pools}
+    overrides = []
+    if nh.xid_list is not None and nh.xid_reason is not None and nh.repair_wait_minutes is not None:
+        assert nh.gpu_condition is not None, f"{svc.name}: per-XID repair needs the agent's condition"
+        for x in data.xids:
+            action = nh.repair_actions.get(x.action or "")
+            if nh.xid_list in x.listed_by and action is not None:
+                overrides.append(
+                    RepairOverride(
+                        xid=x.xid,
+                        condition=nh.gpu_condition,
+                        reason=nh.xid_reason.format(xid=x.xid),
+                        action=action,
+                        wait_minutes=nh.repair_wait_minutes,
+                    )
+                )
+    return PlannedNodeHealth(
+        xid_condition=XID_CONDITION,
+        count_condition=COUNT_CONDITION,
+        drain_xids=tuple(x.xid for x in data.xids if x.drains),
+        event_xids=tuple(x.xid for x in data.xids if not x.drains),
+        gpus_per_pool={p: per_node[p] for p in gpu_pools},
+        auto_repair=nh.auto_repair,
+        repair_triggers=nh.repair_triggers,
+        agent_addon=nh.agent_addon,
+        service_condition=nh.gpu_condition,
+        # the service's own GPU checks skip pools whose driver it does not install (AKS: the GPU Operator's there)
+        service_gpu_checks=not (nh.gpu_checks_skip_own_driver and gpu_operator_operands(svc.service)["driver"]),
+        repair_overrides=tuple(overrides),
+        sources=tuple(dict.fromkeys((nh.source, *nh.field_sources.values()))),
+    )
 
 
 def _taint(t: NodeTaint) -> Taint:
@@ -481,6 +538,7 @@ def plan_kubernetes(
         ),
         node_image_arm64=svc.node_image_arm64 if any(g.cpu_arch == "arm64" for g in groups) else None,
         nvlink_level=svc.nvlink_level if rack_scale else None,
+        health=_node_health(ctx, svc, groups, pools),
     )
 
 

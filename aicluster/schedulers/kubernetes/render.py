@@ -30,8 +30,9 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 from aicluster.render.nccl import acceptance_busbw
 
+from .health import npd_objects
 from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
-from .plan import DRA_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
+from .plan import DRA_ADDON, NPD_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -550,6 +551,8 @@ def manifest_objects(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, A
     nodes whose GKE accelerator is one of the node groups that need it (pools of the add-on's fabric), tolerating
     their GPU taint."""
     kube = _kube(plan)
+    if addon.id == NPD_ADDON:  # its own objects, from the plan's node health (health.py)
+        return npd_objects(plan, addon)
     if addon.kind != "manifest" or addon.id not in MANIFEST_PODS:
         raise ValueError(f"add-on {addon.id!r} is not a manifest aicluster knows how to render")
     fabric, arch = MANIFEST_FABRICS[addon.id]

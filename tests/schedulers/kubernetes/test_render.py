@@ -19,6 +19,7 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.render.nccl import acceptance_busbw
+from aicluster.schedulers.kubernetes.plan import NPD_ADDON
 from aicluster.schedulers.kubernetes.render import (
     ACCEPTANCE_NAME,
     GKE_NETWORK_API,
@@ -152,8 +153,8 @@ def walk(values: Any, chart: Any, path: str = "") -> list[str]:
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
 def test_core_objects_validate_against_the_clusters_kubernetes_version(stack: str) -> None:
     plan = stack_plan(stack)
-    core = [o for o in kubernetes_objects(plan) if o["apiVersion"] in ("v1", "apps/v1")]
-    assert {o["kind"] for o in core} <= {"Namespace", "DaemonSet"}
+    core = [o for o in kubernetes_objects(plan) if o["apiVersion"] in ("v1", "apps/v1", "rbac.authorization.k8s.io/v1")]
+    assert {o["kind"] for o in core} <= {"Namespace", "DaemonSet", "ServiceAccount", "ConfigMap", "ClusterRoleBinding"}
     assert "Namespace" in {o["kind"] for o in core}
     for obj in core:
         kubernetes_validate.validate(obj, kube_version(plan), strict=True)
@@ -562,7 +563,12 @@ def _a3_ultra(catalog: Catalog) -> ClusterPlan:
 
 
 def _daemonsets(plan: ClusterPlan) -> dict[str, dict[str, Any]]:
-    return {o["metadata"]["name"]: o for o in kubernetes_objects(plan) if o["kind"] == "DaemonSet"}
+    """The fabric installers' DaemonSets (Node Problem Detector's have their own tests, test_health.py)."""
+    return {
+        o["metadata"]["name"]: o
+        for o in kubernetes_objects(plan)
+        if o["kind"] == "DaemonSet" and not o["metadata"]["name"].startswith(NPD_ADDON)
+    }
 
 
 def _ds_pod(ds: dict[str, Any]) -> dict[str, Any]:
@@ -579,7 +585,7 @@ def test_a3_mega_gets_the_tcpxo_installer_and_the_nri_injector() -> None:
     plan = stack_plan("gke-a3mega")
     assert plan.kubernetes is not None
     manifests = {a.id: a for a in plan.kubernetes.addons if a.kind == "manifest"}
-    assert set(manifests) == {"nccl-tcpxo-installer", "nri-device-injector"}
+    assert set(manifests) == {"nccl-tcpxo-installer", "nri-device-injector", NPD_ADDON}
     ds = _daemonsets(plan)
     assert set(ds) == {"nccl-tcpxo-installer", "device-injector"}  # upstream's names
     tcpxo = manifests["nccl-tcpxo-installer"]
@@ -626,7 +632,7 @@ def test_a3_mega_gets_the_tcpxo_installer_and_the_nri_injector() -> None:
 def test_a3_ultra_gets_the_rdma_installer_only(catalog: Catalog) -> None:
     plan = _a3_ultra(catalog)
     assert plan.kubernetes is not None
-    assert [a.id for a in plan.kubernetes.addons if a.kind == "manifest"] == ["nccl-rdma-installer"]
+    assert [a.id for a in plan.kubernetes.addons if a.kind == "manifest"] == ["nccl-rdma-installer", NPD_ADDON]
     (ds,) = _daemonsets(plan).values()
     assert ds["metadata"]["name"] == "nccl-rdma-installer"
     pod = _ds_pod(ds)
