@@ -529,6 +529,18 @@ class PlannedAddon(_Plan):
     why: str  # what it does for this cluster
 
 
+class PlannedMaintenanceWindow(_Plan):
+    """The cluster's recurring maintenance window in the service's own terms (GKE's recurring window, AKS's planned
+    maintenance): the one weekly UTC window the pools with `rollout.strategy: window` share. It times the service's
+    automatic upgrades only; a change `pulumi up` makes reaches the nodes when you run it."""
+
+    days: tuple[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"], ...]
+    start: Annotated[str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]  # HH:MM, UTC
+    hours: Annotated[int, Field(ge=1, le=24)]
+    pools: tuple[str, ...]  # the pools that asked for it
+    source: str  # the catalog source of how the service holds it
+
+
 class PlannedKubernetes(_Plan):
     """A managed control plane in the cloud of the stack's pools, the pools as node groups, the add-ons and Kueue."""
 
@@ -571,6 +583,8 @@ class PlannedKubernetes(_Plan):
     node_image_arm64: str | None = None  # what Arm (Grace) GPU node groups boot; None: the cluster has none
     # the Kueue topology level (node label) whose value names one NVLink domain; None: no rack-scale node groups
     nvlink_level: str | None = None
+    # the cloud-side window of the pools with rollout strategy `window`; None: none asked, or the service has none
+    maintenance_window: PlannedMaintenanceWindow | None = None
 
     def node_image_of(self, group: PlannedNodeGroup) -> str:
         """The image the group's nodes boot: the service's Arm image on Grace nodes (the planner refuses an Arm group
