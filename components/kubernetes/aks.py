@@ -24,6 +24,7 @@ from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedMaintenanceWin
 from ..azure import AzureBase
 from ..azure.aliases import azure_component_opts
 from ..azure.audit import RETENTION_DAYS as COMPLIANCE_RETENTION_DAYS
+from ..azure.locks import delete_lock
 from ..outputs import pool_outputs
 from ..tags import tagging
 
@@ -249,6 +250,7 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
             properties=azure.keyvault.KeyPropertiesArgs(kty=azure.keyvault.JsonWebKeyType.RSA, key_size=2048),
             opts=child,
         )
+        delete_lock(f"{name}-kms", vault, "key vault (the etcd key it holds)", self)  # the key inherits the lock
         roles = [
             _role(f"{name}-kms-crypto-user", KEY_VAULT_CRYPTO_USER, key.id, identity.principal_id, child),
             _role(
@@ -339,6 +341,7 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
             retention_in_days=retention,
             opts=child,
         )
+        delete_lock(f"{name}-logs", workspace, "Log Analytics workspace (the control plane's audit log)", self)
         azure.monitor.DiagnosticSetting(
             f"{name}-audit",
             name="aicluster-control-plane",
