@@ -119,7 +119,10 @@ def update_policies() -> list[str]:
         "",
         "What changing a field does to a deployed cluster, per platform, as `aicluster diff` and `aicluster preview "
         "--base` classify it (aicluster/catalog/data/update_policies.yaml, observed on the example stacks of "
-        "tests/changes/field_matrix.py with the change rules of aicluster/catalog/data/changes/). *applied live*: "
+        "tests/changes/field_matrix.py with the change rules of aicluster/catalog/data/changes/; each cell there "
+        "records the example and the exact change tried, and the sources of the rules that decide it; every pool, "
+        "storage and scheduler field has a row). *refused*: `validate` refuses the edited stack (the YAML says "
+        "why). *applied live*: "
         "updated in place, nothing recreated; *new nodes only*: nodes started later get it, running ones keep the old "
         "configuration; *removes nodes*: the jobs on them are killed; *rolls the nodes*: running nodes are "
         "recreated by the platform's rolling update; *replaces the nodes*: the group is deleted and created again; "

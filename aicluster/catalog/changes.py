@@ -99,6 +99,13 @@ class PlatformEffect(_Record):
     effect: Annotated[Effect, Field(description="The most costly outcome of the change's steps.")]
     sources: Annotated[tuple[str, ...], Field(description="Sources of the change rules that decide it.")] = ()
     note: Annotated[str, Field(description="For a refused change: what validate says.")] = ""
+    tried: Annotated[
+        str,
+        Field(
+            description="How it was observed: the example stack and the fields changed there, with their values "
+            "(`p5-small: pools[h100].market on-demand -> spot`)."
+        ),
+    ] = ""
 
 
 class UpdatePolicy(_Record):

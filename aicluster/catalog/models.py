@@ -853,6 +853,32 @@ class NodeHealthService(Sourced):
             "(AKS --gpu-driver none)."
         ),
     ] = False
+class MaintenanceWindowRule(_Record):
+    """The managed service's own recurring maintenance window: when its automatic upgrades (a new node image or
+    patch version) may take nodes. It never holds back a change `pulumi up` makes: that runs when you run it."""
+
+    scope: Annotated[
+        Literal["cluster"],
+        Field(description="`cluster`: one window per cluster, which every node pool and the control plane share."),
+    ]
+    resource: Annotated[
+        str,
+        Field(
+            description="What holds the window, in the SDK's terms (e.g. `Cluster.maintenancePolicy.recurringWindow`)."
+        ),
+    ]
+    weekdays: Annotated[
+        Literal["any", "one-or-all"],
+        Field(
+            description="The weekday sets one window may recur on: `any` (an RRULE BYDAY list), `one-or-all` (a "
+            "weekly schedule names one day; a daily one, all seven)."
+        ),
+    ]
+    min_hours: Annotated[
+        int | None,
+        Field(ge=1, description="Least maintenance time the window must leave open in any `per_days` days."),
+    ] = None
+    per_days: Annotated[int | None, Field(ge=7, description="The rolling period `min_hours` is counted over.")] = None
 
 
 class KubernetesService(Sourced):
@@ -937,6 +963,13 @@ class KubernetesService(Sourced):
     node_health: Annotated[
         NodeHealthService | None,
         Field(description="What the service watches on GPU nodes and how it repairs them; null: not recorded."),
+    ] = None
+    maintenance_window: Annotated[
+        MaintenanceWindowRule | None,
+        Field(
+            description="The service's recurring maintenance window for its automatic upgrades; null: it has none "
+            "(EKS managed node groups update only when asked), so a pool's window holds only by when you deploy."
+        ),
     ] = None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from aicluster.catalog import UpdatePolicy
 
-from . import _MISSING, leaves
+from . import _MISSING, Leaf, leaves
 
 _NAMED_LISTS = ("pools", "storage", "workloads", "sites")
 
@@ -43,8 +43,10 @@ def _field(path: str) -> tuple[str, str | None]:
     head, _, rest = path.partition(".")
     if head in _NAMED_LISTS and rest:
         name, _, tail = rest.partition(".")
-        return re.sub(r"\[\d+\]", "[]", f"{head}[].{tail}" if tail else f"{head}[]"), name
-    return re.sub(r"\[\d+\]", "[]", path), None
+        field = re.sub(r"\[\d+\]", "[]", f"{head}[].{tail}" if tail else f"{head}[]")
+        return (field.removesuffix("[]") if tail else field), name
+    # an element of a list of values (`authorized_networks[1]`) is a change of the list
+    return re.sub(r"\[\d+\]", "[]", path).removesuffix("[]"), None
 
 
 def _platform(cluster: Mapping[str, Any], field: str, name: str | None) -> str:
@@ -58,8 +60,15 @@ def _platform(cluster: Mapping[str, Any], field: str, name: str | None) -> str:
     return f"{provider}-{(cluster.get('scheduler') or {}).get('kind', 'slurm')}"  # as the update policies name it
 
 
-def _change(field: str, old: Any, new: Any, rows: Sequence[UpdatePolicy]) -> UpdatePolicy | None:
-    """The recorded row for this change: by direction where the field has more than one (nodes, capacity)."""
+def _arrow(change: str) -> tuple[str, str] | None:
+    """`capacity block -> on-demand` as the two values it names (`capacity-block`, `on-demand`)."""
+    parts = change.split(" -> ")
+    return (parts[0].replace(" ", "-"), parts[1].replace(" ", "-")) if len(parts) == 2 else None
+
+
+def _change(field: str, old: Any, new: Any, rows: Sequence[UpdatePolicy], platform: str) -> UpdatePolicy | None:
+    """The recorded row for this change: by direction where the field has more than one (nodes, capacity), by the
+    values a row names (`on-demand -> spot`), else the one row tried on this platform."""
     mine = [r for r in rows if r.field == field]
     numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (old, new))
     if len(mine) > 1 and numbers:
@@ -67,7 +76,24 @@ def _change(field: str, old: Any, new: Any, rows: Sequence[UpdatePolicy]) -> Upd
         return next((r for r in mine if r.change in word), None)
     if field == "scheduler.version":
         return next((r for r in mine if r.change == "upgrade"), None) if str(new) > str(old) else None
+    if len(mine) > 1:
+        named = [r for r in mine if _arrow(r.change) == (str(old), str(new))]
+        tried = [r for r in mine if platform in r.effects]
+        mine = named or tried
     return mine[0] if len(mine) == 1 else None
+
+
+def _expanded(leaf: Leaf) -> list[Leaf]:
+    """A section added or removed inside a pool, file system or the scheduler (`rollout`, `controller`) as the
+    fields it sets, since each has its own policy; a whole pool or file system (`pools.h100`) stays one change."""
+    head, _, rest = leaf.path.partition(".")
+    whole = head in _NAMED_LISTS and "." not in rest
+    for value, missing_old in ((leaf.new, True), (leaf.old, False)):
+        other = leaf.old if missing_old else leaf.new
+        if not whole and isinstance(value, Mapping) and other is _MISSING and value:
+            subs = leaves({}, value, leaf.path) if missing_old else leaves(value, {}, leaf.path)
+            return [x for sub in subs for x in _expanded(sub)]
+    return [leaf]
 
 
 def field_changes(
@@ -75,11 +101,11 @@ def field_changes(
 ) -> list[FieldChange]:
     """Each changed leaf of the cluster's config, with the effect its platform records for it."""
     out = []
-    for leaf in leaves(_by_name(base), _by_name(head)):
+    for leaf in (x for changed in leaves(_by_name(base), _by_name(head)) for x in _expanded(changed)):
         field, name = _field(leaf.path)
         display = leaf.path if name is None else leaf.path.replace(f".{name}", f"[{name}]", 1)
         platform = _platform(head if leaf.new is not _MISSING else base, field, name)
-        row = _change(field, leaf.old, leaf.new, policies)
+        row = _change(field, leaf.old, leaf.new, policies, platform)
         effect = row.effects[platform].effect if row is not None and platform in row.effects else ""
         out.append(
             FieldChange(

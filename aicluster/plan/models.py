@@ -556,6 +556,16 @@ class PlannedNodeHealth(_Plan):
     service_gpu_checks: bool = True  # False: the service's own GPU checks do not run on these pools (AKS driver none)
     repair_overrides: tuple[RepairOverride, ...] = ()
     sources: tuple[str, ...] = ()
+class PlannedMaintenanceWindow(_Plan):
+    """The cluster's recurring maintenance window in the service's own terms (GKE's recurring window, AKS's planned
+    maintenance): the one weekly UTC window the pools with `rollout.strategy: window` share. It times the service's
+    automatic upgrades only; a change `pulumi up` makes reaches the nodes when you run it."""
+
+    days: tuple[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"], ...]
+    start: Annotated[str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]  # HH:MM, UTC
+    hours: Annotated[int, Field(ge=1, le=24)]
+    pools: tuple[str, ...]  # the pools that asked for it
+    source: str  # the catalog source of how the service holds it
 
 
 class PlannedKubernetes(_Plan):
@@ -602,6 +612,8 @@ class PlannedKubernetes(_Plan):
     nvlink_level: str | None = None
     # GPU node health and repair; None: no GPU node groups
     health: PlannedNodeHealth | None = None
+    # the cloud-side window of the pools with rollout strategy `window`; None: none asked, or the service has none
+    maintenance_window: PlannedMaintenanceWindow | None = None
 
     def node_image_of(self, group: PlannedNodeGroup) -> str:
         """The image the group's nodes boot: the service's Arm image on Grace nodes (the planner refuses an Arm group

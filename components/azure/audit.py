@@ -8,6 +8,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from .aliases import azure_component_opts
+from .locks import delete_lock
 
 # Activity-log categories (who changed what, security and policy events); all of them are kept.
 CATEGORIES = (
@@ -47,6 +48,7 @@ class AzureAuditLog(pulumi.ComponentResource):
             retention_in_days=RETENTION_DAYS,
             opts=child,
         )
+        delete_lock(f"{name}-logs", workspace, "Log Analytics workspace (the activity log it keeps)", self)
         azure.monitor.SubscriptionDiagnosticSetting(
             f"{name}-activity",
             name=f"aicluster-{args['cluster']}",

@@ -10,6 +10,7 @@ import pulumi_azure_native as azure
 from aicluster.plan import PlannedFilesystem
 
 from .aliases import azure_component_opts
+from .locks import delete_lock
 
 # A 30-minute weekly window in which Azure may patch the file system: Sunday 02:00 UTC.
 MAINTENANCE_TIME_UTC = "02:00"
@@ -46,6 +47,7 @@ class AzureManagedLustre(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        delete_lock(f"{name}-amlfs", amlfs, "Azure Managed Lustre file system", self)
         self.mgs_address = amlfs.client_info.apply(lambda c: c.mgs_address)
         self.mount_command = amlfs.client_info.apply(lambda c: c.mount_command)
         self.register_outputs({"mgs_address": self.mgs_address, "mount_command": self.mount_command})

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_azure_native as azure
 
 from .aliases import azure_component_opts
+from .locks import delete_lock
 from .lustre import AzureFilesystemArgs
 
 GIB = 2**30
@@ -26,6 +27,8 @@ class AzureNetAppFiles(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         rg = args["resource_group_name"]
         account = azure.netapp.Account(f"{name}-account", resource_group_name=rg, location=fs.region, opts=child)
+        # the account's lock covers its capacity pool and volume (a lock is inherited by child resources)
+        delete_lock(f"{name}-account", account, "NetApp account (its capacity pool and volume)", self)
         pool = azure.netapp.CapacityPool(
             f"{name}-pool",
             resource_group_name=rg,

@@ -19,11 +19,12 @@ import pulumi
 import pulumi_azure_native as azure
 import yaml
 
-from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
+from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedMaintenanceWindow, PlannedNodeGroup, PlannedPool
 
 from ..azure import AzureBase
 from ..azure.aliases import azure_component_opts
 from ..azure.audit import RETENTION_DAYS as COMPLIANCE_RETENTION_DAYS
+from ..azure.locks import delete_lock
 from ..outputs import pool_outputs
 from ..tags import tagging
 
@@ -162,6 +163,30 @@ def agent_pool_args(k: PlannedKubernetes, group: PlannedNodeGroup, pool: Planned
     }
 
 
+WEEKDAYS = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday", "fri": "Friday"}
+WEEKDAYS |= {"sat": "Saturday", "sun": "Sunday"}
+# The planned-maintenance configuration that times the node OS channel's upgrades. The cluster sets no upgrade
+# channel (the API's default is none: no automatic Kubernetes upgrades, so no aksManagedAutoUpgradeSchedule), and
+# its node OS channel is the API's default, NodeImage: a weekly node image that AKS rolls through the agent pools'
+# surge settings, which is what a pool's window must hold back.
+NODE_OS_SCHEDULE = "aksManagedNodeOSUpgradeSchedule"
+
+
+def maintenance_window_args(window: PlannedMaintenanceWindow) -> azure.containerservice.MaintenanceWindowArgs:
+    """The pools' shared weekly window as AKS planned maintenance: weekly on its one day, or daily when it is every
+    day (the planner refuses other day sets: an AKS schedule names one weekday), in UTC."""
+    if len(window.days) == len(WEEKDAYS):
+        schedule = azure.containerservice.ScheduleArgs(daily=azure.containerservice.DailyScheduleArgs(interval_days=1))
+    else:
+        assert len(window.days) == 1, "the planner gives AKS one day or all seven"
+        schedule = azure.containerservice.ScheduleArgs(
+            weekly=azure.containerservice.WeeklyScheduleArgs(day_of_week=WEEKDAYS[window.days[0]], interval_weeks=1)
+        )
+    return azure.containerservice.MaintenanceWindowArgs(
+        schedule=schedule, start_time=window.start, duration_hours=window.hours, utc_offset="+00:00"
+    )
+
+
 class AzureKubernetesCluster(pulumi.ComponentResource):
     """An AKS cluster that keeps each scale set's InfiniBand network whole and exposes nothing it need not:
 
@@ -178,6 +203,8 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
       egress through the network's NAT gateway (no public load balancer for egress, no node public IPs);
     - one System pool of CPU nodes across two zones; one User pool per planned node group (see `agent_pool_args`);
     - control-plane audit logs (kube-audit-admin, kube-apiserver) to a Log Analytics workspace.
+    - where pools have `rollout.strategy: window`: their shared window as the node OS upgrade schedule (planned
+      maintenance, aksManagedNodeOSUpgradeSchedule), so AKS's weekly node image reaches their nodes only in it.
     Tags come from the cluster and pool transformations.
     """
 
@@ -223,6 +250,7 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
             properties=azure.keyvault.KeyPropertiesArgs(kty=azure.keyvault.JsonWebKeyType.RSA, key_size=2048),
             opts=child,
         )
+        delete_lock(f"{name}-kms", vault, "key vault (the etcd key it holds)", self)  # the key inherits the lock
         roles = [
             _role(f"{name}-kms-crypto-user", KEY_VAULT_CRYPTO_USER, key.id, identity.principal_id, child),
             _role(
@@ -313,6 +341,7 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
             retention_in_days=retention,
             opts=child,
         )
+        delete_lock(f"{name}-logs", workspace, "Log Analytics workspace (the control plane's audit log)", self)
         azure.monitor.DiagnosticSetting(
             f"{name}-audit",
             name="aicluster-control-plane",
@@ -322,6 +351,16 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
             logs=[azure.monitor.DiagnosticsLogSettingsArgs(category=c, enabled=True) for c in AUDIT_CATEGORIES],
             opts=child,
         )
+
+        if k.maintenance_window is not None:
+            azure.containerservice.MaintenanceConfiguration(
+                f"{name}-node-os-window",
+                config_name=NODE_OS_SCHEDULE,
+                resource_group_name=rg,
+                resource_name_=cluster.name,
+                maintenance_window=maintenance_window_args(k.maintenance_window),
+                opts=child,
+            )
 
         pools = {p.name: p for p in plan.pools}
         self.agent_pool_names = {}

@@ -7,6 +7,9 @@ pool's VMs (components/gcp/gpu_pool.py).
   multi-networking when a pool has GPU NIC VPCs, VPC-native pod and service ranges from the plan, Kubernetes
   secrets encrypted with a Cloud KMS key (application-layer secrets encryption), control-plane and workload logs,
   Workload Identity, release channel REGULAR (standard support) or EXTENDED (extended support).
+- Maintenance window: where pools have `rollout.strategy: window`, their shared window becomes the cluster's
+  recurring window (GKE has one per cluster; the planner refuses pools that ask for different ones, and a window
+  with less than GKE's 48 hours in 32 days); otherwise a daily window from 03:00 UTC.
 - Upgrades: a cluster on a release channel cannot turn node auto-upgrade off (the API answers "Auto_upgrade
   cannot be false when release_channel REGULAR is set"), and a node upgrade drains the node, which kills the
   training job on it. So node pools keep auto-upgrade on, as GKE requires, and the cluster carries a maintenance
@@ -38,7 +41,14 @@ import pulumi
 import pulumi_gcp as gcp
 import yaml
 
-from aicluster.plan import ClusterPlan, PlannedNodeGroup, PlannedPool, Taint, gcp_labels
+from aicluster.plan import (
+    ClusterPlan,
+    PlannedMaintenanceWindow,
+    PlannedNodeGroup,
+    PlannedPool,
+    Taint,
+    gcp_labels,
+)
 from aicluster.schedulers.kubernetes.render import gke_accelerator
 
 from ..gcp import GcpBase
@@ -91,6 +101,36 @@ class GkeClusterArgs(TypedDict):
     vpc_ids: Mapping[str, pulumi.Output[str]]  # GcpNic.vpc -> network self link ("" = host)
     subnet_ids: Mapping[tuple[str, int], pulumi.Output[str]]  # (subnet role, index) -> subnetwork self link
     service_account_email: pulumi.Input[str]
+
+
+RRULE_DAYS = {"mon": "MO", "tue": "TU", "wed": "WE", "thu": "TH", "fri": "FR", "sat": "SA", "sun": "SU"}
+# the first date of the recurring window: its date only starts the recurrence (the SDK's own example uses a past date)
+WINDOW_EPOCH = datetime.datetime(2019, 1, 1, tzinfo=datetime.UTC)
+
+
+def maintenance_window(window: PlannedMaintenanceWindow | None) -> dict[str, Any]:
+    """The cluster's maintenance window: the pools' shared weekly window as GKE's recurring window (RFC3339 Zulu
+    start and end, an RRULE of the days), else a daily window from 03:00 UTC (GKE's 4 hours)."""
+    if window is None:
+        return {
+            "daily_maintenance_window": gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
+                start_time="03:00"
+            )
+        }
+    hh, mm = (int(x) for x in window.start.split(":"))
+    start = WINDOW_EPOCH.replace(hour=hh, minute=mm)
+    end = start + datetime.timedelta(hours=window.hours)
+
+    def zulu(t: datetime.datetime) -> str:
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return {
+        "recurring_window": gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+            start_time=zulu(start),
+            end_time=zulu(end),
+            recurrence="FREQ=WEEKLY;BYDAY=" + ",".join(RRULE_DAYS[d] for d in window.days),
+        )
+    }
 
 
 def master_cidr(plan: ClusterPlan, learned: list[str]) -> str:
@@ -215,9 +255,7 @@ class GkeCluster(pulumi.ComponentResource):
                 workload_pool=pulumi.Output.from_input(args["project"]).apply(lambda p: f"{p}.svc.id.goog")
             ),
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
-                daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
-                    start_time="03:00"
-                ),
+                **maintenance_window(k.maintenance_window),
                 maintenance_exclusions=[
                     gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
                         exclusion_name="no-node-upgrades-during-training",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aicluster.catalog import load_catalog
-from tests.changes.field_matrix import EDITS, PLATFORMS, FieldEdit, observe
+from tests.changes.field_matrix import EDITS, PLATFORMS, FieldEdit, observe, tried
 
 pytestmark = pytest.mark.slow
 
@@ -22,6 +22,7 @@ def test_the_recorded_update_policy_is_what_the_rules_say(edit: FieldEdit, tmp_p
     found, sources, note = observe(edit, tmp_path)
     expected = policy.effects[edit.platform]
     assert (found, tuple(sources), note) == (expected.effect, expected.sources, expected.note)
+    assert tried(edit) == expected.tried
 
 
 def test_every_recorded_policy_is_tried() -> None:

@@ -22,6 +22,7 @@ from aicluster.plan.models import (
     KueueTopology,
     PlannedAddon,
     PlannedKubernetes,
+    PlannedMaintenanceWindow,
     PlannedNetwork,
     PlannedNodeGroup,
     PlannedNodeHealth,
@@ -420,6 +421,7 @@ def plan_kubernetes(
         )
     groups = _node_groups(ctx, svc, pools, resources)
     _check_compute_domains(ctx, svc, sched.version, pools)
+    maintenance = _maintenance_window(ctx, svc, {g.pool for g in groups})
     taken = {a.namespace: a.name for a in ctx.catalog.addons.values()}
     if sched.namespace == "default" or sched.namespace.startswith("kube-") or sched.namespace in taken:
         owner = taken.get(sched.namespace, "Kubernetes itself")
@@ -533,12 +535,98 @@ def plan_kubernetes(
                     svc.source_of("versions"),
                     svc.source_of("topology"),
                     *((svc.source_of("nvlink_level"), svc.source_of("dra_min_version")) if rack_scale else ()),
+                    *((maintenance.source,) if maintenance else ()),
                 )
             )
         ),
         node_image_arm64=svc.node_image_arm64 if any(g.cpu_arch == "arm64" for g in groups) else None,
         nvlink_level=svc.nvlink_level if rack_scale else None,
         health=_node_health(ctx, svc, groups, pools),
+        maintenance_window=maintenance,
+    )
+
+
+WEEK = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _describe_window(days: Sequence[str], start: str, hours: int) -> str:
+    return f"{', '.join(days)} {start} UTC for {hours} h"
+
+
+def _maintenance_window(ctx: PlanCtx, svc: KubernetesService, grouped: set[str]) -> PlannedMaintenanceWindow | None:
+    """The cluster's own maintenance window, from the pools whose rollout strategy is `window`: the catalog says how
+    the service holds one (one per cluster, which weekday sets, the least time it must leave open). Pools that ask
+    for different windows are refused: the service has one for the whole cluster, and picking one would roll the
+    other pool outside its window. A service with none (EKS) gets a warning: the window then holds only by when
+    `pulumi up` runs."""
+    asked = [
+        (i, p.name, p.rollout.window)
+        for i, p in enumerate(ctx.spec.pools)
+        if p.rollout.strategy == "window" and p.rollout.window is not None and p.name in grouped
+    ]
+    if not asked:
+        return None
+    rule = svc.maintenance_window
+    first_i, first_pool, first = asked[0]
+    days = tuple(d for d in WEEK if d in first.days)
+    names = ", ".join(name for _, name, _ in asked)
+    if rule is None:
+        ctx.warnings.append(
+            f"{svc.name} has no maintenance window of its own (its node groups change only when an update is asked "
+            f"for): the window of pool(s) {names} ({_describe_window(days, first.start, first.hours)}) holds only if "
+            "you run `pulumi up` for a change that recreates their nodes inside it; `aicluster diff` marks such "
+            "changes as rollouts"
+        )
+        return None
+    ok = True
+    for i, _name, w in asked[1:]:
+        other = tuple(d for d in WEEK if d in w.days)
+        if (other, w.start, w.hours) != (days, first.start, first.hours):
+            ok = False
+            ctx.problem(
+                ("pools", i, "rollout", "window"),
+                f"{svc.name} has one maintenance window per cluster ({rule.resource}), and pool {first_pool} asks for "
+                f"{_describe_window(days, first.start, first.hours)}: give every pool with strategy window the same "
+                "window, or use strategy drain-first for this one",
+                _describe_window(other, w.start, w.hours),
+            )
+    path = ("pools", first_i, "rollout", "window")
+    if rule.weekdays == "one-or-all" and 1 < len(days) < len(WEEK):
+        ok = False
+        ctx.problem(
+            (*path, "days"),
+            f"{svc.name}'s maintenance schedule ({rule.resource}) recurs weekly on one day or daily on every day: "
+            "give one day, or all seven",
+            list(days),
+        )
+    if rule.min_hours is not None and rule.per_days is not None:
+        # a period of per_days days holds each weekday at least per_days // 7 times
+        least = len(days) * first.hours * (rule.per_days // 7)
+        if least < rule.min_hours:
+            ok = False
+            need = math.ceil(rule.min_hours / (rule.per_days // 7))
+            ctx.problem(
+                path,
+                f"{svc.name} needs at least {rule.min_hours} hours of maintenance window in any {rule.per_days} days "
+                f"({rule.resource}), and this one leaves {least}: make days x hours at least {need} (e.g. two days "
+                f"of {max(4, math.ceil(need / 2))} hours)",
+                _describe_window(days, first.start, first.hours),
+            )
+    others = [p.name for p in ctx.spec.pools if p.name in grouped and p.rollout.strategy != "window"]
+    if ok and others:
+        ctx.warnings.append(
+            f"{svc.name}'s maintenance window is the whole cluster's ({rule.resource}): the automatic upgrades of "
+            f"pool(s) {', '.join(others)} and of the control plane also wait for "
+            f"{_describe_window(days, first.start, first.hours)}"
+        )
+    if not ok:
+        return None
+    return PlannedMaintenanceWindow(
+        days=days,
+        start=first.start,
+        hours=first.hours,
+        pools=tuple(name for _, name, _ in asked),
+        source=svc.source_of("maintenance_window"),
     )
 
 
