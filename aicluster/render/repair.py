@@ -1,0 +1,67 @@
+"""The repair configuration (`aicluster-repair.json` beside slurm.conf) that `aicluster-repair` reads on the Slurm
+controller. Schema: `aicluster.repair.config.RepairConfig`.
+
+A pure function of the plan and the catalog:
+- the action per drain reason code: every XID whose immediate-action bucket data/health.yaml gives a repair for,
+  and the checks' own codes (`Catalog.health.repair_actions`);
+- the guard rails' defaults (circuit breaker share, repeat-offender count and window, repair timeout), from the
+  same catalog section;
+- each owned host with a Redfish BMC (`redfish://host[/redfish/v1/Systems/ID]`, reached with https): its user name
+  and the root-only file the controller's role writes its password to, named after the Pulumi secret's key
+  (`aicluster:bmcPassword` -> /etc/aicluster/bmc/bmcPassword). IPMI BMCs are left out: their nodes' power cycles
+  are held for a person. The password itself is never here.
+"""
+
+from __future__ import annotations
+
+from aicluster.catalog import Catalog, load_catalog
+from aicluster.plan import ClusterPlan
+from aicluster.repair.config import Bmc, RepairConfig
+
+CONFIG_FILE = "aicluster-repair.json"
+BMC_SECRET_DIR = "/etc/aicluster/bmc"
+
+
+def password_file(secret_key: str) -> str:
+    """The file the BMC password of a Pulumi secret key lands in on the controller."""
+    return f"{BMC_SECRET_DIR}/{secret_key.partition(':')[2] or secret_key}"
+
+
+def bmcs(plan: ClusterPlan) -> dict[str, Bmc]:
+    out = {}
+    for pool in plan.pools:
+        for host in pool.onprem.hosts if pool.onprem is not None else ():
+            if not (host.bmc and host.bmc.startswith("redfish://") and host.bmc_username and host.bmc_secret):
+                continue
+            out[host.name] = Bmc(
+                url="https://" + host.bmc.removeprefix("redfish://"),
+                username=host.bmc_username,
+                password_file=password_file(host.bmc_secret),
+            )
+    return out
+
+
+def repair_config(
+    plan: ClusterPlan,
+    catalog: Catalog | None = None,
+    scontrol: str = "/usr/bin/scontrol",
+    conf_dir: str = "/etc/slurm",
+) -> RepairConfig:
+    catalog = catalog or load_catalog()
+    data = catalog.health
+    limits = data.repair.limits if data is not None and data.repair is not None else None
+    return RepairConfig(
+        cluster=plan.name,
+        scontrol=scontrol,
+        log_file="/var/log/slurm/aicluster-repair.log",
+        burst_config=f"{conf_dir}/aicluster-burst.json",
+        actions=dict(data.repair_actions()) if data is not None else {},
+        bmcs=bmcs(plan),
+        **(limits.model_dump(exclude={"source", "field_sources"}) if limits is not None else {}),
+    )
+
+
+def repair_json(
+    plan: ClusterPlan, catalog: Catalog | None = None, scontrol: str = "/usr/bin/scontrol", conf_dir: str = "/etc/slurm"
+) -> str:
+    return repair_config(plan, catalog, scontrol, conf_dir).model_dump_json(indent=2) + "\n"
