@@ -34,7 +34,7 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.files import DirectoryBusy, lock_directory, write_atomic
 from aicluster.plan import ClusterPlan, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
-from aicluster.render import burst, nccl
+from aicluster.render import burst, nccl, repair
 from aicluster.schedulers.base import Suggest, placeholder
 from aicluster.schedulers.slurm import render as slurm
 from aicluster.spec.base import clip
@@ -328,6 +328,14 @@ def inventory(
                     "slurm_burst_providers": providers,
                     "slurm_burst_requirements": burst_requirements(providers),
                 }
+        # aicluster-repair replaces a node of a group Pulumi keeps at its size through that group: its name is
+        # known only from the stack outputs
+        fixed = burst.fixed_node_sets(plan, outputs, stack_config or {})
+        if fixed:
+            conf = slurm.DEFAULT_SETTINGS.conf_dir
+            slurm_files[f"{conf}/{repair.CONFIG_FILE}"] = repair.repair_json(
+                plan, catalog, slurm.DEFAULT_SETTINGS.scontrol, conf, node_sets=fixed
+            )
     fs_out = outputs.get("filesystems", {})
     group_vars["all"] = {
         "cluster": plan.name,

@@ -6,6 +6,8 @@ A pure function of the plan and the catalog:
   and the checks' own codes (`Catalog.health.repair_actions`);
 - the guard rails' defaults (circuit breaker share, repeat-offender count and window, repair timeout), from the
   same catalog section;
+- the groups Pulumi keeps at their size (the cloud pools that do not burst), when `aicluster inventory` knows
+  them from the stack outputs (aicluster.render.burst.fixed_node_sets): a node of one is replaced through its group;
 - each owned host with a Redfish BMC (`redfish://host[/redfish/v1/Systems/ID]`, reached with https): its user name
   and the root-only file the controller's role writes its password to, named after the Pulumi secret's key
   (`aicluster:bmcPassword` -> /etc/aicluster/bmc/bmcPassword). IPMI BMCs are left out: their nodes' power cycles
@@ -14,6 +16,9 @@ A pure function of the plan and the catalog:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from aicluster.burst.config import AwsNodeSet, AzureNodeSet, GcpNodeSet
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan
 from aicluster.repair.config import Bmc, RepairConfig
@@ -46,6 +51,7 @@ def repair_config(
     catalog: Catalog | None = None,
     scontrol: str = "/usr/bin/scontrol",
     conf_dir: str = "/etc/slurm",
+    node_sets: Sequence[AwsNodeSet | GcpNodeSet | AzureNodeSet] = (),
 ) -> RepairConfig:
     catalog = catalog or load_catalog()
     data = catalog.health
@@ -57,11 +63,16 @@ def repair_config(
         burst_config=f"{conf_dir}/aicluster-burst.json",
         actions=dict(data.repair_actions()) if data is not None else {},
         bmcs=bmcs(plan),
+        node_sets=list(node_sets),
         **(limits.model_dump(exclude={"source", "field_sources"}) if limits is not None else {}),
     )
 
 
 def repair_json(
-    plan: ClusterPlan, catalog: Catalog | None = None, scontrol: str = "/usr/bin/scontrol", conf_dir: str = "/etc/slurm"
+    plan: ClusterPlan,
+    catalog: Catalog | None = None,
+    scontrol: str = "/usr/bin/scontrol",
+    conf_dir: str = "/etc/slurm",
+    node_sets: Sequence[AwsNodeSet | GcpNodeSet | AzureNodeSet] = (),
 ) -> str:
-    return repair_config(plan, catalog, scontrol, conf_dir).model_dump_json(indent=2) + "\n"
+    return repair_config(plan, catalog, scontrol, conf_dir, node_sets).model_dump_json(indent=2) + "\n"

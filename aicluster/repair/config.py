@@ -185,7 +185,9 @@ def load(path: Path) -> RepairConfig:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+            loc = [p for p in err["loc"] if p != "[key]"]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+            where += " (the key)" if "[key]" in err["loc"] else ""
             if err["type"] == "extra_forbidden":
                 problems.append(f"{path}: {where or '(top level)'}: not a field of the configuration (remove it)")
                 continue
@@ -197,7 +199,7 @@ def load(path: Path) -> RepairConfig:
                     value = scheme + sep + "***@" + rest.split("@", 1)[1]
             shown = repr(value)
             shown = shown if len(shown) <= 120 else shown[:117] + "..."
-            message = err["msg"]
+            message = str(err["msg"]).removeprefix("Value error, ")
             if err["type"] == "string_pattern_mismatch":
                 message = PATTERN_HELP.get(str(err.get("ctx", {}).get("pattern")), message)
             given = "" if err["type"] == "missing" else f"got {shown}; "

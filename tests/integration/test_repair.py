@@ -206,6 +206,11 @@ def test_circuit_breaker_and_repeat_offender_hold(
     for node in faulty:
         drain(ctl, node, format_reason("XID95", "GPU 0000:3a:00 Uncontained ECC error (RESET_GPU)"))
 
+    # --dry-run: what would be done is logged, nothing changes
+    assert main(["--config", str(config), "--dry-run"]) == 0
+    assert [show(ctl, n)[1] for n in faulty] == [show(ctl, "dgx-010")[1]] * 4
+    assert all("REBOOT_REQUESTED" not in show(ctl, n)[0] for n in faulty)
+
     assert main(["--config", str(config)]) == 0
     rebooting = [n for n in faulty if "REBOOT_REQUESTED" in show(ctl, n)[0]]
     assert rebooting == ["dgx-010", "dgx-011"]
