@@ -313,6 +313,7 @@ def inventory(
     slurm_files: dict[str, str] = {}
     burst_missing: str | None = None
     burst_vars: dict[str, Any] = {}
+    repair_vars: dict[str, Any] = {}
     if ctl is not None:  # the files the controller's and the nodes' Slurm roles install
         slurm_files = slurm.files(plan, slurm_version, catalog=catalog)
         try:
@@ -336,6 +337,13 @@ def inventory(
             slurm_files[f"{conf}/{repair.CONFIG_FILE}"] = repair.repair_json(
                 plan, catalog, slurm.DEFAULT_SETTINGS.scontrol, conf, node_sets=fixed
             )
+        # what the slurm_repair role installs: the SDK of each cloud whose nodes it replaces (burst or fixed
+        # groups), and the BMC passwords' secret keys (the role reads their values; they are never here)
+        clouds = sorted({p.provider for p in burst.burst_pools(plan)} | {s.provider for s in fixed})
+        repair_vars = {
+            "slurm_repair_requirements": burst_requirements(clouds),
+            "slurm_repair_bmc_secrets": repair.bmc_secrets(plan),
+        }
     fs_out = outputs.get("filesystems", {})
     group_vars["all"] = {
         "cluster": plan.name,
@@ -346,6 +354,7 @@ def inventory(
         "slurm_files": slurm_files,
         **({"burst_config_missing": burst_missing} if burst_missing else {}),
         **burst_vars,
+        **repair_vars,
         "filesystems": [
             {
                 "name": fs.name,

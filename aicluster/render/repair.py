@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from aicluster.burst.config import AwsNodeSet, AzureNodeSet, GcpNodeSet
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan
+from aicluster.plan.models import OnpremHost
 from aicluster.repair.config import Bmc, RepairConfig
 
 CONFIG_FILE = "aicluster-repair.json"
@@ -32,12 +33,24 @@ def password_file(secret_key: str) -> str:
     return f"{BMC_SECRET_DIR}/{secret_key.partition(':')[2] or secret_key}"
 
 
+def _redfish_hosts(plan: ClusterPlan) -> list[OnpremHost]:
+    return [
+        host
+        for pool in plan.pools
+        for host in (pool.onprem.hosts if pool.onprem is not None else ())
+        if host.bmc and host.bmc.startswith("redfish://") and host.bmc_username and host.bmc_secret
+    ]
+
+
+def bmc_secrets(plan: ClusterPlan) -> list[str]:
+    """The config keys of the Pulumi secrets the controller's role writes to password files (never their values)."""
+    return sorted({host.bmc_secret for host in _redfish_hosts(plan) if host.bmc_secret})
+
+
 def bmcs(plan: ClusterPlan) -> dict[str, Bmc]:
     out = {}
-    for pool in plan.pools:
-        for host in pool.onprem.hosts if pool.onprem is not None else ():
-            if not (host.bmc and host.bmc.startswith("redfish://") and host.bmc_username and host.bmc_secret):
-                continue
+    for host in _redfish_hosts(plan):
+        if host.bmc and host.bmc_username and host.bmc_secret:
             out[host.name] = Bmc(
                 url="https://" + host.bmc.removeprefix("redfish://"),
                 username=host.bmc_username,
