@@ -210,5 +210,10 @@ def load(path: Path) -> RepairConfig:
 def json_schema() -> dict[str, object]:
     schema = RepairConfig.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://aicluster.dev/schema/aicluster-repair.schema.json"
     schema["title"] = CONFIG_NAME
     return schema
+
+
+if __name__ == "__main__":  # `python -m aicluster.repair.config` prints the schema (`make schema` writes it)
+    print(json.dumps(json_schema(), indent=2))

@@ -106,3 +106,18 @@ def test_a_missing_file_says_where_it_comes_from(tmp_path: Path, capsys: pytest.
     assert "nope.json: not found (`aicluster inventory` renders it with the Slurm files; or pass --config)" in (
         capsys.readouterr().err
     )
+
+
+def test_the_published_schema_is_current_and_accepts_the_rendered_configuration() -> None:
+    import jsonschema
+
+    from aicluster.catalog import load_catalog
+    from aicluster.render.repair import repair_json
+    from aicluster.repair.config import json_schema
+    from tests.helpers import hybrid_site_cluster, plan_of
+
+    root = Path(__file__).resolve().parents[2]
+    published = json.loads((root / "schema" / "aicluster-repair.schema.json").read_text())
+    assert published == json_schema(), "run `make schema` and commit the result"
+    rendered = json.loads(repair_json(plan_of(load_catalog(), hybrid_site_cluster())))
+    jsonschema.validate(rendered, published, cls=jsonschema.Draft202012Validator)
