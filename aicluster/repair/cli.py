@@ -8,9 +8,13 @@ One pass, under the state directory's lock:
    drained again with a new code (the boot check found a fault: it is a candidate again), or taken over by
    someone else's reason; one still not back after repair_timeout_s is held.
 3. Candidates: our reason (not HELD, not REPAIR), DRAIN with no job left: IDLE, DOWN or UNKNOWN, not COMPLETING.
-   The action is config.actions[code] (a code not there is held), by platform: a cloud node (Slurm's CLOUD state)
-   is replaced; an owned one is rebooted through Slurm (reset_gpu, reboot), power-cycled through its Redfish BMC
-   (power_cycle; held without a BMC), or held (replace: hardware is not replaced by a program).
+   The action is config.actions[code] (a code not there is held), by platform: a burst node (one of
+   burst_config's node sets) is replaced: its instance deleted through its group, the node powered down, so Slurm
+   powers it up on a new one. Otherwise reset_gpu and reboot are a Slurm reboot (`scontrol reboot ASAP
+   nextstate=RESUME`; the per-GPU `nvidia-smi -r` runs only on the node, so a reboot is the portable reset), or a
+   BMC power cycle when the owned node's slurmd does not answer; power_cycle and replace are, on a cloud node of
+   one of config.node_sets, a replacement through its group, on an owned node a Redfish power cycle (held without
+   a BMC; an owned replace is held: hardware is not replaced by a program).
 4. Guard rails: a node repaired repeat_count times within repeat_window_s is held (repeat offender), before the
    circuit breaker is asked; a repair starts only while the nodes in repair (the state's repairs in flight, and
    Slurm's nodes with a REPAIR reason or a reboot pending) stay within max_share_in_repair of all nodes. Holds
@@ -185,6 +189,8 @@ class Repairer:
         if name in self.burst_nodes:  # a new instance at the next power-up: the whole node is new
             return "replace", ""
         if wanted in ("reset_gpu", "reboot"):
+            if "NOT_RESPONDING" in states and "CLOUD" not in states and name in self.config.bmcs:
+                return "power_cycle", ""  # slurmd does not answer: a Slurm reboot would never reach the node
             return "reboot", ""
         if "CLOUD" in states:
             if name in self.group_of:
@@ -297,8 +303,15 @@ class Repairer:
 
     def report(self, state: State, records: dict[str, dict[str, str]], in_repair: set[str], limit: int,
                out: Outcome) -> dict[str, object]:  # fmt: skip
-        held = {n: {"since": s.held.since, "why": s.held.why, "repairs_in_window": len(s.history)}
-                for n, s in sorted(state.nodes.items()) if s.held is not None}  # fmt: skip
+        held: dict[str, dict[str, object]] = {
+            n: {"since": s.held.since, "why": s.held.why, "repairs_in_window": len(s.history)}
+            for n, s in sorted(state.nodes.items()) if s.held is not None
+        }  # fmt: skip
+        for name, rec in sorted(records.items()):  # Slurm's HELD reasons too: a lost state file forgets none
+            reason = parse_reason(own_reason(rec.get("Reason", "")))
+            if reason is not None and reason.code == HELD and name not in held:
+                history = state.nodes[name].history if name in state.nodes else []
+                held[name] = {"since": None, "why": reason.detail.split("; ", 1)[0], "repairs_in_window": len(history)}
         return {
             "time": self.now,
             "nodes": len(records),

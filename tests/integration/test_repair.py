@@ -255,3 +255,5 @@ def test_circuit_breaker_and_repeat_offender_hold(
     assert sorted(rep["circuit_breaker"]["in_repair"]) == ["dgx-012", "dgx-013"]
     assert rep["circuit_breaker"]["waiting"] == ["dgx-014"]
     assert "REBOOT_REQUESTED" not in show(ctl, "dgx-014")[0]
+    # the held node is still named, from its reason in Slurm
+    assert rep["repeat_offenders"] == ["dgx-010"]
