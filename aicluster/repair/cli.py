@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aicluster.burst.cloud import replace_instances
+from aicluster.burst.cloud import CloudError, replace_instances
 from aicluster.burst.common import AnyNodeSet, Opener, SafeFormatter, default_opener
 from aicluster.burst.config import BurstConfig
 from aicluster.burst.config import ConfigError as BurstConfigError
@@ -169,9 +169,11 @@ class Repairer:
             ns.history.append(self.now)  # an attempt counts: a BMC that fails every minute ends held, not hammered
             try:
                 self.start(name, action, reason.code, text, states)
-            except (SlurmError, RedfishError, OSError) as exc:
-                log.error("node %s: %s failed: %s", name, action, exc)
-                out.errors.append(f"{name}: {action}: {exc}")
+            except Exception as exc:  # this node only (Slurm, the BMC, the cloud refused): the others go on
+                exc_text = str(exc) if isinstance(exc, SlurmError | RedfishError | OSError | CloudError) else (
+                    f"{type(exc).__name__}: {exc}")  # fmt: skip
+                log.error("node %s: %s failed: %s", name, action, exc_text)
+                out.errors.append(f"{name}: {action}: {exc_text}")
                 continue
             ns.open = OpenRepair(action, self.now, reason.code, text)
             in_repair.add(name)

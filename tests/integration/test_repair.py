@@ -192,6 +192,18 @@ def test_repair_repairs_its_own_drains_and_leaves_the_others(
     assert rep["repaired_now"] == []
     assert sorted(rep["circuit_breaker"]["in_repair"]) == ["dgx-000", "dgx-001", "p5-002"]
 
+    # a replacement the cloud cannot do (no instance at the node's address): logged, exit status 1, the fault's
+    # reason back on the node for the next pass, and the pass went on with the others
+    fault = format_reason("GPU_COUNT", "expected 8 GPUs, nvidia-smi lists 6")
+    drain(ctl, "p5-003", fault)
+    ctl.run("scontrol", "update", "nodename=p5-003", "nodeaddr=10.99.0.3")
+    drain(ctl, "dgx-005", format_reason("XID119", "GPU 0000:3a:00 GSP RPC timeout (RESET_GPU)"))
+    assert main(["--config", str(config)]) == 1
+    rep = report(tmp_path)
+    assert rep["errors"] == ["p5-003: replace: group fixed: 0 live instances at the node's address ['10.99.0.3']"]
+    assert show(ctl, "p5-003")[1] == fault
+    assert rep["repaired_now"] == ["dgx-005"]
+
 
 @pytest.mark.parametrize("controller", [HYBRID_SITE], indirect=True)
 def test_circuit_breaker_and_repeat_offender_hold(
