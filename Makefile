@@ -58,6 +58,7 @@ schema: $(STAMP)  ## regenerate the published JSON schema and the spec reference
 	$(BIN)/aicluster schema -o schema/cluster.schema.json
 	$(BIN)/python -m aicluster.docs > docs/spec-reference.md
 	$(BIN)/python -m aicluster.burst.config > schema/aicluster-burst.schema.json
+	$(BIN)/python -m aicluster.repair.config > schema/aicluster-repair.schema.json
 
 bench: $(STAMP)  ## benchmarks print figures; they never assert timings
 	$(BIN)/python benchmarks/preview_scale.py

@@ -34,7 +34,7 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.files import DirectoryBusy, lock_directory, write_atomic
 from aicluster.plan import ClusterPlan, PlannedNvlinkDomain, PlannedPool
 from aicluster.plan.registry import SCHEDULERS
-from aicluster.render import burst, nccl
+from aicluster.render import burst, nccl, repair
 from aicluster.schedulers.base import Suggest, placeholder
 from aicluster.schedulers.slurm import render as slurm
 from aicluster.spec.base import clip
@@ -313,6 +313,7 @@ def inventory(
     slurm_files: dict[str, str] = {}
     burst_missing: str | None = None
     burst_vars: dict[str, Any] = {}
+    repair_vars: dict[str, Any] = {}
     if ctl is not None:  # the files the controller's and the nodes' Slurm roles install
         slurm_files = slurm.files(plan, slurm_version, catalog=catalog)
         try:
@@ -328,6 +329,21 @@ def inventory(
                     "slurm_burst_providers": providers,
                     "slurm_burst_requirements": burst_requirements(providers),
                 }
+        # aicluster-repair replaces a node of a group Pulumi keeps at its size through that group: its name is
+        # known only from the stack outputs
+        fixed = burst.fixed_node_sets(plan, outputs, stack_config or {})
+        if fixed:
+            conf = slurm.DEFAULT_SETTINGS.conf_dir
+            slurm_files[f"{conf}/{repair.CONFIG_FILE}"] = repair.repair_json(
+                plan, catalog, slurm.DEFAULT_SETTINGS.scontrol, conf, node_sets=fixed
+            )
+        # what the slurm_repair role installs: the SDK of each cloud whose nodes it replaces (burst or fixed
+        # groups), and the BMC passwords' secret keys (the role reads their values; they are never here)
+        clouds = sorted({p.provider for p in burst.burst_pools(plan)} | {s.provider for s in fixed})
+        repair_vars = {
+            "slurm_repair_requirements": burst_requirements(clouds),
+            "slurm_repair_bmc_secrets": repair.bmc_secrets(plan),
+        }
     fs_out = outputs.get("filesystems", {})
     group_vars["all"] = {
         "cluster": plan.name,
@@ -338,6 +354,7 @@ def inventory(
         "slurm_files": slurm_files,
         **({"burst_config_missing": burst_missing} if burst_missing else {}),
         **burst_vars,
+        **repair_vars,
         "filesystems": [
             {
                 "name": fs.name,

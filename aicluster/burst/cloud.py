@@ -70,6 +70,15 @@ class Group(Protocol):
         ...
 
 
+def replace_instances(group: Group, instance_ids: list[str]) -> None:
+    """Replace instances of a group that keeps its size (a Pulumi-managed pool, not a burst one): delete them, which
+    lowers the desired size by as many, and set it back, so the group launches as many new ones (on AWS a
+    terminate with ShouldDecrementDesiredCapacity=False does both at once; two calls work on every provider)."""
+    desired = group.capacity().desired
+    group.remove(instance_ids)
+    group.resize(desired)
+
+
 # provider -> (module, class): a provider is one module with a class that has
 # `connect(node_set, cluster, timeout_s, operation_timeout_s)`: each API request's connect/read timeout (tried twice
 # at most) and the longest wait for a long-running operation (a resize), after which it counts as failed

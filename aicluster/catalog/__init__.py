@@ -393,6 +393,10 @@ def _check(cat: Catalog) -> None:
                     f"{typ.accelerator_count}"
                 )
         cited(cat.health.rules, "health rules")
+        if cat.health.repair is not None:
+            for r in cat.health.repair.actions:
+                cited(r, f"health repair {r.kind} {r.code}")
+            cited(cat.health.repair.limits, "health repair limits")
     if cat.monitoring is not None:
         for key, rec in cat.monitoring.records().items():
             cited(rec, f"monitoring {key}")

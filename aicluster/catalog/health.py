@@ -8,7 +8,7 @@ This module imports nothing of the project (layering rule: the catalog is a leaf
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -83,10 +83,55 @@ class HealthRules(Sourced):
     nvlink_inactive_max: Annotated[int, Field(ge=0, description="Inactive NVLink links per GPU.")]
 
 
+# What aicluster-repair does with a drained node (aicluster/repair): see data/health.yaml's `repair` section.
+RepairAction = Literal["reset_gpu", "reboot", "power_cycle", "replace", "hold"]
+
+
+class RepairRule(Sourced):
+    code: Annotated[
+        str,
+        Field(pattern=r"^[A-Z][A-Z0-9_]{0,31}$",
+              description="An XID bucket (e.g. `RESTART_BM`) or a drain reason code (e.g. `GPU_COUNT`)."),
+    ]  # fmt: skip
+    kind: Annotated[Literal["bucket", "check"], Field(description="`bucket`: an XID action; `check`: a reason code.")]
+    action: Annotated[RepairAction, Field(description="What the repair program does (e.g. `power_cycle`).")]
+    note: Annotated[str | None, Field(description="Why, where the action alone does not say.")] = None
+
+
+class RepairLimits(Sourced):
+    max_share_in_repair: Annotated[
+        float, Field(gt=0, le=1, description="Circuit breaker: the most of the cluster's nodes in repair at once.")
+    ]
+    repeat_count: Annotated[
+        int, Field(ge=1, description="Repeat offender: this many repairs within the window hold the node.")
+    ]
+    repeat_window_s: Annotated[float, Field(gt=0, description="The repeat-offender window, seconds (7 days).")]
+    repair_timeout_s: Annotated[
+        float, Field(gt=0, description="A repair not finished after this long holds the node, seconds.")
+    ]
+
+
+class RepairData(_Record):
+    actions: tuple[RepairRule, ...]
+    limits: RepairLimits
+
+    @model_validator(mode="after")
+    def _unique(self) -> RepairData:
+        keys = [(r.kind, r.code) for r in self.actions]
+        if len(keys) != len(set(keys)):
+            raise ValueError("health repair actions: a code appears twice")
+        buckets = set(get_args(XidAction))
+        bad = [r.code for r in self.actions if r.kind == "bucket" and r.code not in buckets]
+        if bad:
+            raise ValueError(f"health repair actions: {bad} are not XID buckets ({sorted(buckets)})")
+        return self
+
+
 class HealthData(_Record):
     xids: tuple[Xid, ...]
     thresholds: tuple[NodeThresholds, ...]
     rules: HealthRules
+    repair: RepairData | None = None
 
     @model_validator(mode="after")
     def _unique(self) -> HealthData:
@@ -100,3 +145,15 @@ class HealthData(_Record):
 
     def thresholds_for(self, provider: str, instance_type: str) -> NodeThresholds | None:
         return next((t for t in self.thresholds if (t.provider, t.instance_type) == (provider, instance_type)), None)
+
+    def repair_actions(self) -> dict[str, RepairAction]:
+        """Drain reason code -> repair action: every XID whose bucket has a rule (`XID79` -> `power_cycle`), and the
+        checks' codes. A code missing here is held by the repair program."""
+        if self.repair is None:
+            return {}
+        buckets = {r.code: r.action for r in self.repair.actions if r.kind == "bucket"}
+        out: dict[str, RepairAction] = {
+            f"XID{x.xid}": buckets[x.action] for x in self.xids if x.action is not None and x.action in buckets
+        }
+        out.update({r.code: r.action for r in self.repair.actions if r.kind == "check"})
+        return out

@@ -20,6 +20,9 @@ from .reasons import format_reason, parse_reason
 from .slurm import Scontrol, SlurmError
 
 STATE_FILE = "state.json"
+# reasons aicluster-repair writes on a node it holds for a person (repeat offender, no automatic repair): no check
+# clears them, not even the boot layer
+HELD_CODES = frozenset({"HELD"})
 
 
 def log(message: str) -> None:
@@ -53,6 +56,8 @@ def decide(
     draining = [f for f in findings if f.drain]
     if current and ours is None:
         return ("keep", f"drained by someone else ({current}); left alone")
+    if ours is not None and ours.code in HELD_CODES:  # aicluster-repair held it for a person: a person resumes it
+        return ("keep", f"held for a person ({current}); left alone")
     reason_cleared = ours is not None and (
         layer == "boot" or ours.code in cleared or check_of(ours.code, ours.detail) in passed
     )

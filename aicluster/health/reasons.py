@@ -5,6 +5,10 @@
     code    = [A-Z][A-Z0-9_]{0,31}          (e.g. XID79, GPU_COUNT, ROW_REMAP_PENDING, IB_RATE, CHECK_FAILED)
     detail  = printable ASCII without "=", at most MAX_DETAIL characters
 
+Two codes belong to aicluster-repair (aicluster/repair): `REPAIR <action> <CODE> <detail>` while it repairs the
+node (the boot layer's first check after the reboot or power cycle clears it), and `HELD <why>; <CODE> <detail>`
+for a node it holds for a person, which no check ever clears.
+
 `format_reason` makes one (cleaning the detail so that it is one printable line scontrol takes as one argument);
 `parse_reason` reads one back, ignoring the ` [user@time]` suffix `scontrol show node` appends. A reason that
 does not start with PREFIX is someone else's and is never touched.

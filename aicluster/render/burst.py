@@ -97,6 +97,23 @@ def _node_sets(
     raise BurstConfigUnknown(f"pool {pool.name}: {pool.provider} pools cannot burst (no cloud group to resize)")
 
 
+def fixed_node_sets(
+    plan: ClusterPlan, outputs: Mapping[str, Any], stack_config: Mapping[str, Any]
+) -> list[AwsNodeSet | GcpNodeSet | AzureNodeSet]:
+    """The groups of the cloud pools Pulumi keeps at their size (every cloud pool that does not burst), in the
+    bursting configuration's form, for aicluster-repair's replacements; a pool whose group is not known yet (not
+    deployed, offline) or that has none (TPU slices) is left out: its nodes' replacements are held."""
+    out: list[AwsNodeSet | GcpNodeSet | AzureNodeSet] = []
+    for pool in plan.pools:
+        if pool.burst or pool.onprem is not None:
+            continue
+        try:
+            out += _node_sets(pool, outputs, stack_config)
+        except (BurstConfigUnknown, ValidationError):
+            continue
+    return out
+
+
 def burst_pools(plan: ClusterPlan) -> list[PlannedPool]:
     """The cloud pools Slurm powers up and down (a stack with a site: the plan marks them `burst`)."""
     return [p for p in plan.pools if p.burst]

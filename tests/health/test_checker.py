@@ -300,3 +300,27 @@ def test_with_drain_off_it_reports_only(node: FakeNode) -> None:
 def test_a_node_of_another_pool_gets_only_the_common_checks(node: FakeNode) -> None:
     node.record("gpus.csv", "garbage\n")  # a CPU node has no nvidia-smi to ask
     assert main(["--layer", "periodic", "--config", str(node.root / "health.json"), "--node", "login-001"]) == 0
+
+
+@pytest.mark.parametrize("layer", ["boot", "periodic", "prolog"])
+def test_a_node_held_by_repair_is_never_resumed_by_a_check(node: FakeNode, layer: str) -> None:
+    """aicluster-repair holds a node for a person (repeat offender, no automatic repair): a healthy check, even the
+    first one after a reboot, leaves it drained with its reason."""
+    held = "aicluster-health:HELD repeat offender: 5 repairs in 7 d (limit 5); XID79 GPU 0000:3a:00"
+    node.set_node("IDLE+DRAIN", held)
+    (node.root / "boot_id").write_text("6a1f0e0c-boot-0009\n")
+    assert check(node, layer) == 0
+    assert node.updates() == []
+    assert node.node() == {"state": "IDLE+DRAIN", "reason": held}
+
+
+def test_a_node_repair_rebooted_is_resumed_by_its_boot_check(node: FakeNode) -> None:
+    """The repair program marks the node REPAIR while it reboots or power-cycles it; slurmd's first health check
+    after the boot (the boot layer) resumes it when the node is healthy, and only that one."""
+    assert check(node, "boot") == 0
+    node.set_node("IDLE+DRAIN", "aicluster-health:REPAIR power_cycle XID79 GPU 0000:3a:00 GPU has fallen off the bus")
+    assert check(node, "periodic") == 0  # the same boot: still in repair
+    assert node.updates() == []
+    (node.root / "boot_id").write_text("6a1f0e0c-boot-0010\n")
+    assert check(node, "periodic") == 0
+    assert node.updates() == [["update", f"nodename={NODE}", "state=RESUME"]]

@@ -62,7 +62,7 @@ def test_every_role_has_its_api_and_argument_specs() -> None:
     roles = sorted(p for p in (PLAYBOOKS / "roles").iterdir() if p.is_dir())
     assert {r.name for r in roles} == {
         "validate", "base", "nvidia", "efa", "infiniband", "gcp_gpudirect", "tpu", "nccl",
-        "slurm_common", "slurm_controller", "slurm_burst", "slurm_compute", "acceptance", "nvidia_imex",
+        "slurm_common", "slurm_controller", "slurm_burst", "slurm_repair", "slurm_compute", "acceptance", "nvidia_imex",
     }  # fmt: skip
     for role in roles:
         defaults = yaml.safe_load((role / "defaults/main.yml").read_text()) or {}

@@ -106,6 +106,8 @@ from aicluster.plan.models import hostlist
 from aicluster.render import render
 from aicluster.render.health import CONFIG_FILE as HEALTH_CONFIG
 from aicluster.render.health import health_json
+from aicluster.render.repair import CONFIG_FILE as REPAIR_CONFIG
+from aicluster.render.repair import repair_json
 
 Version = tuple[int, int]
 TopologyPlugin = Literal["tree", "block"]
@@ -153,6 +155,8 @@ class SlurmSettings:
     suspend_program: str = "/bin/true"
     resume_timeout_s: int = 900
     health_check_interval_s: int = 300
+    # `scontrol reboot` (aicluster-repair's reboots) runs it on the node once idle; Slurm refuses a reboot without it
+    reboot_program: str = "/usr/sbin/reboot"
     device_dir: str = "/dev"  # where gres.conf finds /dev/nvidia0.. (the test points it at fake devices)
     topology: TopologyPlugin | None = None  # None: tree before Slurm 23.11, block from 23.11
     # Sites: where aicluster's console scripts (aicluster-resume, aicluster-suspend) are installed on the controller
@@ -810,4 +814,5 @@ def files(
         paths["epilog"]: epilog_sh(plan, settings),
         paths["healthcheck"]: healthcheck_sh(plan, settings),
         f"{conf}/{HEALTH_CONFIG}": health_json(plan, catalog, settings.scontrol),
+        f"{conf}/{REPAIR_CONFIG}": repair_json(plan, catalog, settings.scontrol, conf),
     }

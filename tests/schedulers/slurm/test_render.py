@@ -362,6 +362,7 @@ def test_controller_and_paths_come_from_the_settings() -> None:
             "epilog.sh",
             "healthcheck.sh",
             "aicluster-health.json",
+            "aicluster-repair.json",
         )
     }
     assert "--config /x/etc/aicluster-health.json" in files(cp, settings=settings)["/x/etc/prolog.sh"]

@@ -1,0 +1,5 @@
+import sys
+
+from aicluster.repair.cli import main
+
+sys.exit(main())
