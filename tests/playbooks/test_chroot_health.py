@@ -1,9 +1,10 @@
 """The slurm_health role applied for real to a Debian bookworm root filesystem (the harness of test_chroot.py): a p5
 compute node gets aicluster-health where the Slurm scripts call it, in its virtual environment (pydantic from wheels
 downloaded once: the root filesystem needs no package index), its state directory and the configuration slurm_common
-writes; a second run changes nothing. Then the installed checker runs inside the root (chroot) on a fake node
-(tests/health/fakes.py: recorded nvidia-smi and dmesg outputs, a recorded /sys tree, a stand-in scontrol) with the
-rendered configuration's pools and XID table: the boot layer passes, an XID 79 in the kernel log drains the node."""
+writes; a check-mode run before writes nothing, a second run changes nothing. Then the installed checker runs inside
+the root (chroot) on a fake node (tests/health/fakes.py: recorded nvidia-smi and dmesg outputs, a recorded /sys
+tree, a stand-in scontrol) with the rendered configuration's pools and XID table: the boot layer passes, an XID 79
+in the kernel log drains the node."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ def test_health_role_installs_the_checker_the_slurm_scripts_call_and_it_judges_t
             "--tags", "validate,slurm_common,slurm_health",
             *extra_vars(f"slurm_common_munge_key={munge_key()}", f"aicluster_programs_wheel_dir={wheels}"),
         ]  # fmt: skip
+        # `aicluster tune --check` on a fresh node: what would change, nothing written (the pip module needs the
+        # python3-packaging that the check only pretends to install)
+        only = [*args[:2], "--tags", "slurm_health", *args[4:]]
+        check = run_playbook(inv, *only, "--check", collections=collections_path)
+        assert check.rc == 0, check.output[-4000:]
+        assert "changed: [h100-000] => (item=aicluster-health)" in check.output
+        assert not (rootfs / "opt/aicluster").exists()
+
         first = run_playbook(inv, *args, collections=collections_path)
         assert first.rc == 0, first.output[-4000:]
         assert first.recap(HOST)["changed"] > 0

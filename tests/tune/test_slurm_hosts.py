@@ -1,5 +1,6 @@
-"""`aicluster tune --tags slurm` (less slurm_health) against real SSH hosts (network namespaces running sshd over a Debian root
-filesystem with Debian's Slurm 22.05 and munge packages): the controller and two compute nodes of p5-small.
+"""`aicluster tune` with the Slurm tags (but slurm_health) against real SSH hosts (network namespaces running sshd
+over a Debian root filesystem with Debian's Slurm 22.05 and munge packages): the controller and two compute nodes of
+p5-small.
 
 Each host starts with a munge key of its own, as each machine's package install makes one. Tuning gives every
 compute node the controller's key (slurp through delegate_to), writes the inventory's Slurm files, prepares the
