@@ -41,35 +41,38 @@ from aicluster.spec.base import clip
 
 # What an output value is when it is not known (offline preview) or must not be written (a secret).
 HIDDEN = frozenset({"<computed>", "[secret]"})
-# The project's own pins, which the slurm_burst role installs on the controller (aicluster is on no package index):
-# pyproject.toml of the checkout the inventory is rendered from, else the installed distribution's metadata.
+# The project's own pins, which the aicluster_programs role installs with aicluster's programs on the nodes (aicluster
+# is on no package index): pyproject.toml of the checkout the inventory is rendered from, else the installed
+# distribution's metadata.
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-BURST_BASE_REQUIREMENT = "pydantic"  # aicluster/burst/config.py; the cloud SDKs are the extras named by provider
+# What every node program needs (aicluster/burst, aicluster/health: the standard library and pydantic); the cloud
+# SDKs of the bursting programs are the extras named by provider.
+PROGRAM_BASE_REQUIREMENT = "pydantic"
 
 
-def burst_requirements(providers: list[str], pyproject: Path = PYPROJECT) -> list[str]:
-    """The pinned requirements of the bursting programs for these providers: pydantic and each cloud's extra,
+def program_requirements(extras: list[str], pyproject: Path = PYPROJECT) -> list[str]:
+    """The pinned requirements of a node program: pydantic and the named extras (a bursting provider's SDK),
     exactly as pyproject.toml pins them (never re-typed here)."""
     base: list[str]
-    extras: dict[str, list[str]]
+    optional: dict[str, list[str]]
     if pyproject.is_file():
         project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
         base = list(project["dependencies"])
-        extras = {k: list(v) for k, v in project.get("optional-dependencies", {}).items()}
+        optional = {k: list(v) for k, v in project.get("optional-dependencies", {}).items()}
     else:
-        base, extras = [], {}
+        base, optional = [], {}
         for req in importlib.metadata.requires("aicluster") or []:
             spec, _, marker = req.partition(";")
             found = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
-            (extras.setdefault(found[1], []) if found else base).append(spec.strip())
-    pydantic = [r for r in base if re.match(rf"{BURST_BASE_REQUIREMENT}\s*[=<>~!]", r)]
-    missing = [p for p in providers if p not in extras]
+            (optional.setdefault(found[1], []) if found else base).append(spec.strip())
+    pydantic = [r for r in base if re.match(rf"{PROGRAM_BASE_REQUIREMENT}\s*[=<>~!]", r)]
+    missing = [e for e in extras if e not in optional]
     if len(pydantic) != 1 or missing:
         raise ValueError(
-            f"{pyproject}: expected one pinned {BURST_BASE_REQUIREMENT} in [project] dependencies and an extra per "
+            f"{pyproject}: expected one pinned {PROGRAM_BASE_REQUIREMENT} in [project] dependencies and an extra per "
             f"bursting provider in [project.optional-dependencies] (missing: {', '.join(missing) or 'none'})"
         )
-    return [*pydantic, *(r for p in providers for r in extras[p])]
+    return [*pydantic, *(r for e in extras for r in optional[e])]
 
 
 def group_name(kind: str, name: str) -> str:
@@ -327,7 +330,7 @@ def inventory(
                 providers = sorted({p.provider for p in burst.burst_pools(plan)})
                 burst_vars = {
                     "slurm_burst_providers": providers,
-                    "slurm_burst_requirements": burst_requirements(providers),
+                    "slurm_burst_requirements": program_requirements(providers),
                 }
         # aicluster-repair replaces a node of a group Pulumi keeps at its size through that group: its name is
         # known only from the stack outputs
@@ -341,7 +344,7 @@ def inventory(
         # groups), and the BMC passwords' secret keys (the role reads their values; they are never here)
         clouds = sorted({p.provider for p in burst.burst_pools(plan)} | {s.provider for s in fixed})
         repair_vars = {
-            "slurm_repair_requirements": burst_requirements(clouds),
+            "slurm_repair_requirements": program_requirements(clouds),
             "slurm_repair_bmc_secrets": repair.bmc_secrets(plan),
         }
     fs_out = outputs.get("filesystems", {})
@@ -355,6 +358,8 @@ def inventory(
         **({"burst_config_missing": burst_missing} if burst_missing else {}),
         **burst_vars,
         **repair_vars,
+        # what the slurm_health role installs on every Slurm node: aicluster-health needs pydantic only
+        **({"slurm_health_requirements": program_requirements([])} if ctl is not None else {}),
         "filesystems": [
             {
                 "name": fs.name,

@@ -63,6 +63,12 @@ IB_PORT = {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "400 Gb/sec 
 @dataclass
 class FakeNode:
     root: Path
+    # where the checker sees `root`: the same path, or the path inside a chroot whose directory `root` is in
+    at: Path | None = None
+
+    def seen(self, path: Path) -> Path:
+        """`path` (under root) as the checker sees it."""
+        return path if self.at is None else self.at / path.relative_to(self.root)
 
     @property
     def tools(self) -> Path:
@@ -103,14 +109,14 @@ class FakeNode:
         cfg: dict[str, Any] = {
             "version": 1,
             "tools": {
-                "nvidia_smi": str(self.tools / "nvidia-smi"),
-                "dmesg": str(self.tools / "dmesg"),
-                "scontrol": str(self.tools / "scontrol"),
+                "nvidia_smi": str(self.seen(self.tools / "nvidia-smi")),
+                "dmesg": str(self.seen(self.tools / "dmesg")),
+                "scontrol": str(self.seen(self.tools / "scontrol")),
             },
-            "sys_root": str(self.sys),
-            "mounts_file": str(self.root / "mounts"),
-            "boot_id_file": str(self.root / "boot_id"),
-            "state_dir": str(self.root / "state"),
+            "sys_root": str(self.seen(self.sys)),
+            "mounts_file": str(self.seen(self.root / "mounts")),
+            "boot_id_file": str(self.seen(self.root / "boot_id")),
+            "state_dir": str(self.seen(self.root / "state")),
             "timeout_s": 5,
             "max_output_bytes": 1 << 20,
             "pools": {
@@ -122,7 +128,7 @@ class FakeNode:
                     "ib_device_prefix": "mlx5_ib",
                     "ib_ports": 8,
                     "ib_rate_gbps": 400,
-                    "mounts": [{"path": str(self.root / "scratch")}],
+                    "mounts": [{"path": str(self.seen(self.root / "scratch"))}],
                 }
             },
             "xids": {
@@ -137,17 +143,18 @@ class FakeNode:
         return path
 
 
-def healthy_node(root: Path) -> FakeNode:
-    """An H100 node (8 GPUs, 8 NDR ports, a writable scratch mount) that passes every check."""
-    node = FakeNode(root)
+def healthy_node(root: Path, at: Path | None = None, python: str = sys.executable) -> FakeNode:
+    """An H100 node (8 GPUs, 8 NDR ports, a writable scratch mount) that passes every check. `at`: where the checker
+    sees `root` (inside a chroot); `python`: the interpreter of the stand-in scontrol there."""
+    node = FakeNode(root, at)
     node.tools.mkdir()
     node.out.mkdir()
     (root / "scratch").mkdir()
     for name, text in {
-        "nvidia-smi": NVIDIA_SMI.format(d=node.out),
-        "dmesg": DMESG.format(d=node.out),
+        "nvidia-smi": NVIDIA_SMI.format(d=node.seen(node.out)),
+        "dmesg": DMESG.format(d=node.seen(node.out)),
         "scontrol": SCONTROL.format(
-            python=sys.executable, state=str(root / "node.json"), log=str(root / "scontrol.log")
+            python=python, state=str(node.seen(root / "node.json")), log=str(node.seen(root / "scontrol.log"))
         ),
     }.items():
         (node.tools / name).write_text(text)
@@ -163,7 +170,8 @@ def healthy_node(root: Path) -> FakeNode:
     for i in range(8):
         node.ib_port(f"mlx5_ib{i}")
     node.ib_port("mlx5_an0", rate="100 Gb/sec (4X EDR)")  # the Ethernet NIC: not an IB port of the pool
-    (root / "mounts").write_text(f"proc /proc proc rw,nosuid 0 0\ntmpfs {root / 'scratch'} tmpfs rw,relatime 0 0\n")
+    scratch = node.seen(root / "scratch")
+    (root / "mounts").write_text(f"proc /proc proc rw,nosuid 0 0\ntmpfs {scratch} tmpfs rw,relatime 0 0\n")
     (root / "boot_id").write_text("6a1f0e0c-boot-0001\n")
     node.set_node("IDLE")
     node.config()

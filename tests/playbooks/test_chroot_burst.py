@@ -66,7 +66,7 @@ def test_burst_role_installs_the_programs_and_the_sync_timer_and_a_second_run_ch
         args = [
             "--limit", host,
             "--tags", "validate,slurm_common,slurm_controller,slurm_burst",
-            *extra_vars(f"slurm_common_munge_key={munge_key()}", f"slurm_burst_wheel_dir={wheels}"),
+            *extra_vars(f"slurm_common_munge_key={munge_key()}", f"aicluster_programs_wheel_dir={wheels}"),
         ]  # fmt: skip
         first = run_playbook(inv, *args, collections=collections_path)
         assert first.rc == 0, first.output[-4000:]

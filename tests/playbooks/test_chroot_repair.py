@@ -52,7 +52,7 @@ def test_repair_role_installs_the_program_the_password_files_and_the_timer(
         wheels = wheels_for(all_vars["slurm_repair_requirements"])
         secrets = json.dumps({"slurm_repair_bmc_passwords": {"aicluster:bmcPassword": PASSWORD}})
         args = ["--limit", host, "--tags", "validate,slurm_repair",
-                *extra_vars(f"slurm_repair_wheel_dir={wheels}"), "-e", secrets]  # fmt: skip
+                *extra_vars(f"aicluster_programs_wheel_dir={wheels}"), "-e", secrets]  # fmt: skip
         first = run_playbook(inv, *args, collections=collections_path)
         assert first.rc == 0, first.output[-4000:]
         assert first.recap(host)["changed"] > 0

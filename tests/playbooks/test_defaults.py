@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from aicluster.burst.config import BurstConfig
+from aicluster.health.config import HealthConfig
 from tests.playbooks.conftest import PLAYBOOKS, ansible_env, tool
 
 
@@ -101,6 +102,23 @@ def test_burst_state_dir_is_the_one_the_configuration_names(
     tmp_path: Path, slurm_files: dict[str, str], expected: str
 ) -> None:
     assert templated(tmp_path, "slurm_burst", "slurm_burst_state_dir", {"slurm_files": slurm_files}) == expected
+
+
+@pytest.mark.parametrize(
+    ("slurm_files", "expected"),
+    [
+        pytest.param(
+            {"/etc/slurm/aicluster-health.json": '{"version": 1, "state_dir": "/srv/health"}'},
+            "/srv/health",
+            id="the-configurations-state-dir",
+        ),
+        pytest.param({}, HealthConfig.model_fields["state_dir"].default, id="the-checkers-default"),
+    ],
+)
+def test_health_state_dir_is_the_one_the_configuration_names(
+    tmp_path: Path, slurm_files: dict[str, str], expected: str
+) -> None:
+    assert templated(tmp_path, "slurm_health", "slurm_health_state_dir", {"slurm_files": slurm_files}) == expected
 
 
 def run_role_locally(tmp_path: Path, role: str, variables: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -202,3 +220,29 @@ def test_gib_installer_follows_the_plans_architecture(tmp_path: Path, cpu_arch: 
 def test_every_role_takes_the_catalogs_nvidia_ids(tmp_path: Path, accelerator: str) -> None:
     for role, pattern in (("base", "base_nvidia_accelerator_pattern"), ("nccl", "nccl_accelerator_pattern")):
         assert templated(tmp_path, role, f"'{accelerator}' is match({pattern})", {}) is True
+
+
+def test_health_role_does_nothing_on_a_cluster_without_slurm(tmp_path: Path) -> None:
+    proc = run_role_locally(tmp_path, "slurm_health", {"scheduler": "kubernetes"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "changed=0" in proc.stdout
+    assert "Check the health checker's inventory" not in proc.stdout  # ended before its first check
+
+
+@pytest.mark.parametrize(
+    ("variables", "missing"),
+    [
+        pytest.param({"slurm_files": {"/etc/slurm/aicluster-health.json": "{}"}}, "no slurm_health_requirements",
+                     id="an-inventory-from-before-the-role"),
+        pytest.param({"slurm_files": {}, "slurm_health_requirements": ["pydantic==2.14.3"]},
+                     "no /etc/slurm/aicluster-health.json in slurm_files", id="no-checker-configuration"),
+    ],
+)  # fmt: skip
+def test_health_role_refuses_an_inventory_without_what_it_installs(
+    tmp_path: Path, variables: dict[str, Any], missing: str
+) -> None:
+    proc = run_role_locally(tmp_path, "slurm_health", {"scheduler": "slurm", **variables})
+    assert proc.returncode != 0
+    assert f"the Slurm scripts run aicluster-health, but the inventory has {missing}" in proc.stdout
+    assert "`aicluster inventory STACK`" in proc.stdout
+    assert "--skip-tags slurm_health" in proc.stdout

@@ -156,32 +156,29 @@ def test_the_inventory_names_the_providers_and_the_pyproject_pins_the_burst_role
 
 
 def test_burst_requirements_come_from_the_installed_metadata_without_a_checkout(tmp_path: Path) -> None:
-    from aicluster.inventory import burst_requirements
+    from aicluster.inventory import program_requirements
 
-    from_checkout = burst_requirements(["azure", "aws"])
+    from_checkout = program_requirements(["azure", "aws"])
     assert from_checkout[0].startswith("pydantic==")
-    assert burst_requirements(["azure", "aws"], tmp_path / "pyproject.toml") == from_checkout
+    assert program_requirements(["azure", "aws"], tmp_path / "pyproject.toml") == from_checkout
 
 
 def test_burst_requirements_name_the_missing_extra(tmp_path: Path) -> None:
-    from aicluster.inventory import burst_requirements
+    from aicluster.inventory import program_requirements
 
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[project]\ndependencies = ["pydantic==2.14.3"]\n[project.optional-dependencies]\naws = []\n')
     with pytest.raises(ValueError, match=r"an extra per bursting provider .* \(missing: gcp\)"):
-        burst_requirements(["aws", "gcp"], pyproject)
+        program_requirements(["aws", "gcp"], pyproject)
 
 
-def test_the_burst_role_installs_where_slurm_conf_points(root: Path) -> None:
+def test_the_burst_role_installs_the_programs_slurm_conf_names(root: Path) -> None:
+    """Where: tests/playbooks/test_programs.py (the shared aicluster_programs role's bin_dir is burst_bin_dir)."""
     import yaml
 
-    from aicluster.schedulers.slurm.render import DEFAULT_SETTINGS, RESUME_PROGRAM, SUSPEND_PROGRAM
+    from aicluster.schedulers.slurm.render import RESUME_PROGRAM, SUSPEND_PROGRAM
 
-    role = root / "playbooks/roles/slurm_burst"
-    defaults = yaml.safe_load((role / "defaults/main.yml").read_text())
-    assert defaults["slurm_burst_bin_dir"].replace("{{ slurm_burst_prefix }}", defaults["slurm_burst_prefix"]) == (
-        DEFAULT_SETTINGS.burst_bin_dir
-    )
-    tasks = (role / "tasks/install.yml").read_text()
-    assert f"'{RESUME_PROGRAM}': 'resume'" in tasks
-    assert f"'{SUSPEND_PROGRAM}': 'suspend'" in tasks
+    defaults = yaml.safe_load((root / "playbooks/roles/slurm_burst/defaults/main.yml").read_text())
+    programs = defaults["slurm_burst_programs"]
+    assert programs[RESUME_PROGRAM] == "aicluster.burst.resume"
+    assert programs[SUSPEND_PROGRAM] == "aicluster.burst.suspend"

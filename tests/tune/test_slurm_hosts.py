@@ -1,5 +1,6 @@
-"""`aicluster tune --tags slurm` against real SSH hosts (network namespaces running sshd over a Debian root
-filesystem with Debian's Slurm 22.05 and munge packages): the controller and two compute nodes of p5-small.
+"""`aicluster tune` with the Slurm tags (but slurm_health) against real SSH hosts (network namespaces running sshd
+over a Debian root filesystem with Debian's Slurm 22.05 and munge packages): the controller and two compute nodes of
+p5-small.
 
 Each host starts with a munge key of its own, as each machine's package install makes one. Tuning gives every
 compute node the controller's key (slurp through delegate_to), writes the inventory's Slurm files, prepares the
@@ -81,8 +82,10 @@ def tune(project: Path, env: dict[str, str], hosts: Path) -> subprocess.Complete
             str(hosts),
             "--limit",
             ",".join([CONTROLLER, *COMPUTES]),
+            # the Slurm roles of `--tags slurm` but slurm_health: the node health checker needs python3-venv and
+            # pydantic, which these hosts (no route out) cannot get; tests/playbooks/test_chroot_health.py has it
             "--tags",
-            "slurm",
+            "slurm_common,slurm_controller,slurm_burst,slurm_compute",
             *extra,
         ],
         cwd=project,

@@ -159,11 +159,12 @@ class SlurmSettings:
     reboot_program: str = "/usr/sbin/reboot"
     device_dir: str = "/dev"  # where gres.conf finds /dev/nvidia0.. (the test points it at fake devices)
     topology: TopologyPlugin | None = None  # None: tree before Slurm 23.11, block from 23.11
-    # Sites: where aicluster's console scripts (aicluster-resume, aicluster-suspend) are installed on the controller
+    # Sites: where the slurm_burst role installs aicluster-resume and aicluster-suspend on the controller (through
+    # the aicluster_programs role: its aicluster_programs_bin_dir)
     burst_bin_dir: str = "/opt/aicluster/bin"
     scontrol: str = "/usr/bin/scontrol"  # for the burst programs: slurmctld runs them with no PATH
-    # where the slurm_health role installs aicluster-health on every node (Prolog, Epilog and HealthCheckProgram
-    # call it; its configuration is aicluster-health.json beside slurm.conf)
+    # where the slurm_health role installs aicluster-health on every compute node (the same aicluster_programs_bin_dir;
+    # Prolog, Epilog and HealthCheckProgram call it; its configuration is aicluster-health.json beside slurm.conf)
     health_bin_dir: str = "/opt/aicluster/bin"
     # SlurmdParameters (None: not written). A test machine sets `config_overrides`, so that slurmd registers a node
     # with the CPUs and memory slurm.conf gives it rather than draining it for having less.

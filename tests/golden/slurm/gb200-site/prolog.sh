@@ -20,7 +20,8 @@ drain() {
 
 # aicluster-health --layer prolog: that layer's checks (aicluster/health/checks.py LAYER_CHECKS); on a
 # fault it drains the node itself with an aicluster-health: reason (never replacing someone else's) and exits 1.
-# A node without it (installed by no role yet) keeps only the checks below, and says so in slurmd's log.
+# A node tuned without the slurm_health role (which installs it) keeps only the checks below, and says so in
+# slurmd's log.
 if command -v aicluster-health >/dev/null 2>&1; then
   aicluster-health --layer prolog --config /etc/slurm/aicluster-health.json || exit 1
 else
