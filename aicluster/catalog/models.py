@@ -853,6 +853,8 @@ class NodeHealthService(Sourced):
             "(AKS --gpu-driver none)."
         ),
     ] = False
+
+
 class MaintenanceWindowRule(_Record):
     """The managed service's own recurring maintenance window: when its automatic upgrades (a new node image or
     patch version) may take nodes. It never holds back a change `pulumi up` makes: that runs when you run it."""

@@ -556,6 +556,8 @@ class PlannedNodeHealth(_Plan):
     service_gpu_checks: bool = True  # False: the service's own GPU checks do not run on these pools (AKS driver none)
     repair_overrides: tuple[RepairOverride, ...] = ()
     sources: tuple[str, ...] = ()
+
+
 class PlannedMaintenanceWindow(_Plan):
     """The cluster's recurring maintenance window in the service's own terms (GKE's recurring window, AKS's planned
     maintenance): the one weekly UTC window the pools with `rollout.strategy: window` share. It times the service's
