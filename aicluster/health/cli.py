@@ -114,7 +114,7 @@ def act(config: HealthConfig, layer: Layer, node: str, findings: list[Finding], 
         return 1 if what == "drain" else 0
     try:
         if what == "drain" and arg is not None:
-            scontrol.drain(node, arg)
+            scontrol.drain(node, arg, reboot_issued=node_state is not None and node_state.reboot_issued)
             log(f"{node}: drained: {arg}")
             return 1
         scontrol.resume(node)

@@ -6,8 +6,9 @@
     detail  = printable ASCII without "=", at most MAX_DETAIL characters
 
 Two codes belong to aicluster-repair (aicluster/repair): `REPAIR <action> <CODE> <detail>` while it repairs the
-node (the boot layer's first check after the reboot or power cycle clears it), and `HELD <why>; <CODE> <detail>`
-for a node it holds for a person, which no check ever clears.
+node (the boot layer's first check after the reboot or power cycle clears it; after a Slurm reboot, nextstate=RESUME
+clears it at the registration), and `HELD <why>; <CODE> <detail>` for a node it holds for a person, which no check
+ever clears.
 
 `format_reason` makes one (cleaning the detail so that it is one printable line scontrol takes as one argument);
 `parse_reason` reads one back, ignoring the ` [user@time]` suffix `scontrol show node` appends. A reason that

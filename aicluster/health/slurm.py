@@ -31,6 +31,11 @@ class NodeState:
     def down(self) -> bool:
         return self.state.split("+")[0] == "DOWN"
 
+    @property
+    def reboot_issued(self) -> bool:
+        """Slurm rebooted the node and waits for it to register: slurmd's health check at boot runs now."""
+        return "REBOOT_ISSUED" in self.flags
+
 
 def parse_show_node(text: str) -> NodeState:
     """`scontrol show node NAME` (multi-line form: the reason is alone on its line)."""
@@ -68,9 +73,17 @@ class Scontrol:
     def show(self, node: str) -> NodeState:
         return parse_show_node(self._run("show", "node", node))
 
-    def drain(self, node: str, reason: str) -> None:
+    def drain(self, node: str, reason: str, *, reboot_issued: bool = False) -> None:
+        """Drain `node` with `reason`. `reboot_issued`: the node is DOWN+REBOOT_ISSUED, waiting to register after a
+        `scontrol reboot` (slurmd runs its health check before it registers). Slurm (22.05, observed) takes a drain
+        then, but the registration that ends the reboot clears it (nextstate=RESUME: IDLE, no reason; DOWN: DOWN,
+        which ReturnToService=2 returns to service at the next ping). So the reboot is ended first with RESUME (the
+        node becomes IDLE+NOT_RESPONDING: not schedulable until it registers) and the drain given after it; the
+        registration then keeps it: IDLE+DRAIN with this reason."""
         if "=" in reason or not reason.isprintable() or "\n" in reason:
             raise ValueError(f"not a reason scontrol takes: {reason!r}")
+        if reboot_issued:
+            self._run("update", f"nodename={node}", "state=RESUME")
         self._run("update", f"nodename={node}", "state=DRAIN", f"reason={reason}")
 
     def resume(self, node: str) -> None:

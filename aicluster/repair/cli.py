@@ -223,8 +223,12 @@ class Repairer:
         reason = format_reason(REPAIR, detail)
         log.warning("node %s: %s (was: %s)", name, action, text)
         if action == "reboot":
-            # the per-GPU reset (nvidia-smi -r) runs only on the node with its GPUs idle; a reboot resets them all
-            # and slurmd's first health check (the boot layer) checks the node again before it takes a job
+            # the per-GPU reset (nvidia-smi -r) runs only on the node with its GPUs idle; a reboot resets them all.
+            # slurmd's health check at boot (the boot layer) runs before the node registers. Healthy: the
+            # registration ends the reboot with nextstate=RESUME (IDLE, no reason), no person needed. Still
+            # faulty: the check ends the reboot itself (RESUME) and drains after it, because Slurm 22.05 clears a
+            # drain given while it waits for the reboot (aicluster/health/slurm.py drain); the node stays drained
+            # with the fault's reason, and the next pass closes this repair and takes the node up again.
             self.slurm.run("reboot", "ASAP", "nextstate=RESUME", f"reason={reason}", name)
             return
         self.set_reason(name, reason)  # marked first: a concurrent health check must not resume it mid-way

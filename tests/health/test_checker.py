@@ -324,3 +324,17 @@ def test_a_node_repair_rebooted_is_resumed_by_its_boot_check(node: FakeNode) -> 
     (node.root / "boot_id").write_text("6a1f0e0c-boot-0010\n")
     assert check(node, "periodic") == 0
     assert node.updates() == [["update", f"nodename={NODE}", "state=RESUME"]]
+
+
+def test_a_fault_found_while_slurm_waits_for_the_reboot_ends_the_reboot_then_drains(node: FakeNode) -> None:
+    """After `scontrol reboot`, slurmd's check at boot runs before the node registers (DOWN+DRAIN+REBOOT_ISSUED);
+    a drain given then is cleared by the registration (Slurm 22.05, tests/integration/test_repair_reboot.py), so
+    the reboot is ended first (RESUME) and the drain given after it."""
+    node.set_node("DOWN+DRAIN+REBOOT_ISSUED", "aicluster-health:REPAIR reboot XID48 GPU 0000:3a:00 : reboot issued")
+    shutil.copy(DATA / "dmesg-xid48.txt", node.out / "dmesg.txt")
+    (node.root / "boot_id").write_text("6a1f0e0c-boot-0011\n")
+    assert check(node, "periodic") == 1
+    resume, drain = node.updates()
+    assert resume == ["update", f"nodename={NODE}", "state=RESUME"]
+    assert drain[:3] == ["update", f"nodename={NODE}", "state=DRAIN"]
+    assert parse_reason(drain[3].removeprefix("reason=")).code == "XID48"  # type: ignore[union-attr]

@@ -469,6 +469,7 @@ def test_a_node_without_aicluster_health_keeps_the_shell_checks(tmp_path: Path) 
     assert done.returncode == 1
     assert "aicluster-health not installed; its checks are skipped" in done.stderr
     assert (tmp_path / "scontrol.log").read_text() == (
+        "show node h100-001\n"
         "update nodename=h100-001 state=drain reason=aicluster-health:GPU_COUNT healthcheck: expected 8 GPUs, "
         "nvidia-smi lists 7\n"
     )
@@ -803,7 +804,8 @@ def test_healthcheck_wants_the_nvlink_domain_whole(
         assert not log.exists()
     else:
         assert done.returncode == 1
-        assert log.read_text() == f"update nodename=gb200-020 state=drain reason={reason}\n"
+        # (the state read first: a node Slurm waits for after a reboot would get RESUME before the drain)
+        assert log.read_text() == f"show node gb200-020\nupdate nodename=gb200-020 state=drain reason={reason}\n"
 
 
 def test_healthcheck_of_8_gpu_pools_is_unchanged() -> None:
@@ -831,3 +833,23 @@ def test_sites_with_nvlink_domains_use_blocks_and_no_partition_spans_the_wan(cat
     assert [p["PartitionName"] for p in parts] == ["gb200", "p5"]
     assert [p["PartitionName"] for p in parts if p.get("Default") == "YES"] == ["gb200"]
     assert [b.name for b in blocks(cp)] == [d.id for d in cp.nvlink_domains]
+
+
+def test_the_health_check_ends_a_reboot_slurm_waits_for_before_it_drains(tmp_path: Path) -> None:
+    """slurmd's check at boot runs before the node registers after `scontrol reboot` (DOWN+REBOOT_ISSUED); the
+    registration would clear a drain given then (Slurm 22.05: tests/integration/test_repair_reboot.py), so the
+    shell check too ends the reboot (RESUME) before it drains."""
+    bin_dir = fake_bin(tmp_path, **{
+        "nvidia-smi": 'for i in 0 1 2 3 4 5 6; do echo "GPU $i: NVIDIA H100"; done',
+        "scontrol": f'echo "$*" >> {tmp_path}/scontrol.log\n'
+                    '[ "$1" = show ] && echo "NodeName=$3 State=DOWN+DRAIN+REBOOT_ISSUED NextState=RESUME"',
+    })  # fmt: skip
+    (bin_dir / "aicluster-health").unlink()
+    done = run_script(healthcheck_sh(stack_plan("p5-small")), tmp_path, "h100-001", bin_dir)
+    assert done.returncode == 1
+    assert (tmp_path / "scontrol.log").read_text().splitlines() == [
+        "show node h100-001",
+        "update nodename=h100-001 state=resume",
+        "update nodename=h100-001 state=drain reason=aicluster-health:GPU_COUNT healthcheck: expected 8 GPUs, "
+        "nvidia-smi lists 7",
+    ]

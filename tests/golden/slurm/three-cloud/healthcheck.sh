@@ -14,6 +14,11 @@ drain() {
   local message
   message="$(printf '%s' "healthcheck: ${2//=/:}" | tr -c '[:print:]' ' ' | cut -c1-200)"
   echo "aicluster healthcheck: ${node}: $1 ${message}" >&2
+  # slurmd's check at boot, before the node registers after `scontrol reboot` (DOWN+REBOOT_ISSUED): the
+  # registration would clear a drain given now, so the reboot is ended first (aicluster/health/slurm.py drain)
+  if scontrol show node "${node}" 2>/dev/null | grep -q 'State=[^ ]*REBOOT_ISSUED'; then
+    scontrol update nodename="${node}" state=resume
+  fi
   scontrol update nodename="${node}" state=drain reason="aicluster-health:$1 ${message}"
   exit 1
 }
