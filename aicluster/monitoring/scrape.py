@@ -15,12 +15,9 @@ import yaml
 
 from aicluster.catalog import MonitoringData
 from aicluster.plan.models import ClusterPlan
+from aicluster.render.monitoring import kubernetes_jobs
 
 from .rules import DCGM_JOB, NODE_JOB, SLURM_JOB, Group
-
-# GPU Operator's dcgm-exporter pods carry this label (app=nvidia-dcgm-exporter).
-DCGM_POD_LABEL = "nvidia-dcgm-exporter"
-POOL_NODE_LABEL = "aicluster_io_pool"  # aicluster.io/pool as Prometheus's node meta label spells it
 
 
 def _dump(doc: Any) -> str:
@@ -66,39 +63,23 @@ def _file_job(name: str) -> dict[str, Any]:
     }
 
 
-def _kubernetes_jobs(mon: MonitoringData) -> list[dict[str, Any]]:
-    ex = mon.exporters
-    node = {
-        "job_name": NODE_JOB,
-        "kubernetes_sd_configs": [{"role": "node"}],
-        "relabel_configs": [
-            {
-                "source_labels": ["__meta_kubernetes_node_address_InternalIP"],
-                "regex": "(.+)",
-                "replacement": f"$1:{ex.node_exporter_port}",
-                "target_label": "__address__",
-            },
-            {"source_labels": ["__meta_kubernetes_node_name"], "target_label": "node"},
-            {"source_labels": [f"__meta_kubernetes_node_label_{POOL_NODE_LABEL}"], "target_label": "pool"},
-        ],
-    }
-    dcgm = {
-        "job_name": DCGM_JOB,
-        "kubernetes_sd_configs": [{"role": "pod"}],
-        "relabel_configs": [
-            {"source_labels": ["__meta_kubernetes_pod_label_app"], "regex": DCGM_POD_LABEL, "action": "keep"},
-            {
-                "source_labels": ["__meta_kubernetes_pod_container_port_number"],
-                "regex": str(ex.dcgm_exporter_port),
-                "action": "keep",
-            },
-            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"},
-        ],
-    }
-    return [node, dcgm]
+def remote_write(plan: ClusterPlan, url: str) -> dict[str, Any]:
+    """The remote_write entry for the plan's managed workspace, signed as the service requires (AMP: SigV4 in the
+    workspace's region, with the instance role's credentials)."""
+    m = plan.monitoring
+    entry: dict[str, Any] = {"url": url}
+    if m.write_auth == "sigv4":
+        entry["sigv4"] = {"region": m.region}
+    return entry
 
 
-def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], target_files: dict[str, str]) -> str:
+def prometheus_yml(
+    plan: ClusterPlan,
+    mon: MonitoringData,
+    groups: list[Group],
+    target_files: dict[str, str],
+    remote_write_url: str | None = None,
+) -> str:
     ex = mon.exporters
     jobs = [_file_job(job) for job in (NODE_JOB, DCGM_JOB, SLURM_JOB) if f"targets/{job}.yml" in target_files]
     doc = {
@@ -110,13 +91,15 @@ def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], 
         "rule_files": [f"rules/{g.file}.yml" for g in groups],
         "scrape_configs": jobs,
     }
+    if remote_write_url is not None:
+        doc["remote_write"] = [remote_write(plan, remote_write_url)]
     head = (
         f"# Prometheus for the aicluster cluster {plan.name} ({plan.scheduler}), written by `aicluster monitoring`.\n"
         "# Paths are relative to this file: keep rules/ and targets/ next to it.\n"
     )
     text = head + _dump(doc)
     if plan.kubernetes is not None:
-        alt = _dump({"scrape_configs": _kubernetes_jobs(mon)})
+        alt = _dump({"scrape_configs": kubernetes_jobs(plan.monitoring)})
         text += (
             "# Kubernetes: the target files hold the plan's node names, which the cloud does not use; fill them\n"
             "# from `kubectl get nodes -L aicluster.io/pool -o wide`, or, with a Prometheus built with kubernetes_sd\n"
