@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from aicluster.catalog import Catalog, MonitoringData
 from aicluster.plan.models import ClusterPlan, PlannedPool
-from aicluster.render.monitoring import DCGM_JOB as DCGM_JOB
-from aicluster.render.monitoring import NODE_JOB as NODE_JOB
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB
 
 # The Prometheus job names prometheus.yml gives the exporters (rules and tests select on them); the exporters' are
 # shared with the Kubernetes jobs (aicluster.render.monitoring).

@@ -15,9 +15,9 @@ import yaml
 
 from aicluster.catalog import MonitoringData
 from aicluster.plan.models import ClusterPlan
-from aicluster.render.monitoring import kubernetes_jobs
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB, kubernetes_jobs
 
-from .rules import DCGM_JOB, NODE_JOB, SLURM_JOB, Group
+from .rules import SLURM_JOB, Group
 
 
 def _dump(doc: Any) -> str:

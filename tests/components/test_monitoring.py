@@ -45,7 +45,7 @@ def stack(name: str, **changes: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", ["p5-small", "eks-p5", "gke-a3mega", "aks-nd-h100"])
 def test_self_hosted_stacks_make_no_managed_prometheus(build: Build, name: str) -> None:
-    b = build(stack(name))
+    b = build(stack(name, monitoring={"prometheus": "self-hosted"}))
     assert [r.type for r in b.capture.resources if r.type in MANAGED_TYPES] == []
     for cluster in b.of_type(GKE):
         assert cluster.inputs.get("monitoringConfig") is None

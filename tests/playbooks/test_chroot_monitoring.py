@@ -1,8 +1,9 @@
 """The monitoring roles applied for real to a Debian bookworm root filesystem (the chroot harness of
 test_chroot.py): Debian's prometheus-node-exporter and prometheus from the archive, the files `aicluster inventory`
 renders, `promtool check config` on what was installed, and a second run that changes nothing. dcgm-exporter is not
-in Debian: its role runs with a stand-in binary (what an image would carry) and must write the counters and the unit
-that runs it; without a binary it must stop with the message that says how to provide one."""
+in Debian: by default its role writes only the counters and says the exporter is not installed; told to run a binary
+that is not there it stops with the message that says how to provide one; with a stand-in binary (what an image would
+carry) it writes the unit that runs it."""
 
 from __future__ import annotations
 
@@ -65,6 +66,17 @@ def test_prometheus_and_node_exporter_on_the_controller_and_a_second_run_changes
         assert second.recap("llm-dev-slurmctld")["changed"] == 0, second.output[-4000:]
         print(f"\nmonitoring chroot apply: first run {first.seconds:.1f} s, second run {second.seconds:.1f} s")
 
+        # managed, before `up`: the inventory says the workspace is not known yet, and the role stops there
+        waiting = run_playbook(
+            inv,
+            *args,
+            "-e",
+            "prometheus_remote_write_missing='the workspace address is a stack output; run pulumi up'",
+            collections=collections_path,
+        )
+        assert waiting.rc != 0
+        assert "the workspace address is a stack output; run pulumi up" in waiting.output
+
 
 def test_dcgm_exporter_runs_a_provided_binary_with_the_inventorys_counters(
     rootfs_tarball: Path, collections_path: Path, tmp_path: Path
@@ -72,8 +84,15 @@ def test_dcgm_exporter_runs_a_provided_binary_with_the_inventorys_counters(
     with fresh_rootfs(rootfs_tarball, tmp_path / "rootfs") as rootfs:
         inv, _ = chroot_inventory("p5-small", "h100-000", rootfs, tmp_path)
         everyone = read_yaml((inv / "group_vars" / "all.yml").read_text())
-        args = ["--limit", "h100-000", "--tags", "dcgm_exporter", *_vars()]
+        not_installed = run_playbook(
+            inv, "--limit", "h100-000", "--tags", "dcgm_exporter", *_vars(), collections=collections_path
+        )
+        assert not_installed.rc == 0, not_installed.output[-4000:]
+        # the counters only (the play's message, hidden with ok results here, says the exporter is not installed)
+        assert (rootfs / "etc/dcgm-exporter/aicluster-counters.csv").read_text() == everyone["dcgm_exporter_counters"]
+        assert not (rootfs / "etc/systemd/system/dcgm-exporter.service").exists()
 
+        args = ["--limit", "h100-000", "--tags", "dcgm_exporter", *_vars("dcgm_exporter_source=binary")]
         refused = run_playbook(inv, *args, collections=collections_path)
         assert refused.rc != 0
         assert "no executable dcgm-exporter at /usr/local/bin/dcgm-exporter" in refused.output
