@@ -203,12 +203,13 @@ PROMETHEUS_FILES = re.compile(r"^(prometheus\.yml|rules/[^/]+\.yml|targets/[^/]+
 
 
 def _monitoring_vars(
-    plan: ClusterPlan, outputs: Mapping[str, Any], catalog: Catalog
+    plan: ClusterPlan, outputs: Mapping[str, Any], catalog: Catalog, addresses: Mapping[str, str]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(all, slurm_controller) group_vars of the monitoring roles: the exporters' ports and dcgm-exporter's counters
     for every node; the controller's Prometheus files, rendered by aicluster.monitoring as `aicluster monitoring`
     writes them, with the managed workspace's remote_write when the stack asks for one (its URL is a stack output:
-    until `up` has run, `prometheus_remote_write_missing` says so and the prometheus role stops there)."""
+    until `up` has run, `prometheus_remote_write_missing` says so and the prometheus role stops there). Nodes whose
+    address the inventory knows (`addresses`, checked) are scraped at it; the others by name."""
     from aicluster.monitoring import render as monitoring_files
     from aicluster.monitoring.scrape import counters_csv
 
@@ -230,7 +231,7 @@ def _monitoring_vars(
                 f"monitoring.prometheus is managed: the controller's Prometheus writes to the {m.service_name} "
                 "workspace, whose address is a stack output; run `pulumi up`, then render the inventory again"
             )
-    files = monitoring_files(plan, catalog, remote_write_url=url)
+    files = monitoring_files(plan, catalog, remote_write_url=url, addresses=addresses)
     controller["prometheus_files"] = {k: v for k, v in files.items() if PROMETHEUS_FILES.match(k)}
     return every, controller
 
@@ -367,7 +368,10 @@ def inventory(
                     "slurm_burst_requirements": burst_requirements(providers),
                 }
     fs_out = outputs.get("filesystems", {})
-    monitoring_all, monitoring_controller = _monitoring_vars(plan, outputs, catalog)
+    reached = {**from_stack, **addresses}  # as ansible_host has them (a bad one is refused below)
+    if ctl is not None and "ansible_host" in children["slurm_controller"]["hosts"][plan.controller_host()]:
+        reached[plan.controller_host()] = children["slurm_controller"]["hosts"][plan.controller_host()]["ansible_host"]
+    monitoring_all, monitoring_controller = _monitoring_vars(plan, outputs, catalog, reached)
     if ctl is not None:
         group_vars["slurm_controller"].update(monitoring_controller)
     group_vars["all"] = {

@@ -9,6 +9,7 @@ instead (Debian's Prometheus is built without kubernetes_sd, so the active confi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -24,16 +25,31 @@ def _dump(doc: Any) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=120)
 
 
-def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
-    """targets/<job>.yml: file_sd groups per pool (Slurm stacks; Kubernetes finds its targets itself)."""
+def _target(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 address goes in brackets
+
+
+def targets(plan: ClusterPlan, mon: MonitoringData, addresses: Mapping[str, str] | None = None) -> dict[str, str]:
+    """targets/<job>.yml: file_sd groups per pool (Slurm stacks; Kubernetes finds its targets itself). A node whose
+    address is known (`addresses`: node name -> address, as the inventory has them) is scraped there, in a group of
+    its own labelled with its name; the others by name, in their pool's group."""
     ex = mon.exporters
+    known = addresses or {}
 
     def groups(port: int, gpu_only: bool) -> list[dict[str, Any]]:
-        found = []
+        found: list[dict[str, Any]] = []
         for pool in plan.pools:
             if gpu_only and pool.accelerator_kind != "gpu":
                 continue
-            found.append({"targets": [f"{n}:{port}" for n in pool.node_names()], "labels": {"pool": pool.name}})
+            names = pool.node_names()
+            by_name = [_target(n, port) for n in names if n not in known]
+            if by_name:
+                found.append({"targets": by_name, "labels": {"pool": pool.name}})
+            found += [
+                {"targets": [_target(known[n], port)], "labels": {"pool": pool.name, "node": n}}
+                for n in names
+                if n in known
+            ]
         return found
 
     files = {
@@ -42,17 +58,25 @@ def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
     }
     if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
         host = plan.controller_host()
+        at = known.get(host, host)
+        named = {"node": host} if host in known else {}
         files[f"targets/{NODE_JOB}.yml"].append(
-            {"targets": [f"{host}:{ex.node_exporter_port}"], "labels": {"pool": "controller"}}
+            {"targets": [_target(at, ex.node_exporter_port)], "labels": {"pool": "controller", **named}}
         )
-        files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [f"{host}:{ex.slurm_exporter_port}"], "labels": {}}]
+        files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [_target(at, ex.slurm_exporter_port)], "labels": named}]
     return {path: _dump(doc) for path, doc in files.items() if doc}
 
 
 def _node_from_address() -> dict[str, Any]:
-    """`node`: the target's host name, without the port (the rules and dashboards group by it). A new dict for
-    each job: a shared one would be dumped as a YAML anchor."""
-    return {"source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node"}
+    """`node`: the target's host name, without the port (the rules and dashboards group by it), unless its target
+    group names it (a node scraped at its address). A new dict for each job: a shared one would be dumped as a YAML
+    anchor."""
+    return {
+        "source_labels": ["node", "__address__"],
+        "separator": ";",
+        "regex": ";(.+):[0-9]+",
+        "target_label": "node",
+    }
 
 
 def _file_job(name: str) -> dict[str, Any]:

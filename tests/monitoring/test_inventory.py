@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from aicluster.catalog import Catalog
-from aicluster.inventory import inventory, read_yaml
+from aicluster.inventory import inventory, read_yaml, stack_addresses
 from aicluster.monitoring import render
 from aicluster.monitoring.scrape import counters_csv
 from tests.conftest import IN_CI, KUBERNETES_STACKS, ROOT, SLURM_STACKS
@@ -47,7 +47,7 @@ def test_every_slurm_stack_renders_the_monitoring_roles_variables(catalog: Catal
     assert every["dcgm_exporter_counters"] == counters_csv()
     assert every["monitoring_prometheus"] == plan.monitoring.prometheus
     controller = group_vars(files, "slurm_controller")
-    written = render(plan, catalog)
+    written = render(plan, catalog, addresses=stack_addresses(plan))  # owned hosts are scraped at their address
     expected = {k: v for k, v in written.items() if k == "prometheus.yml" or k.split("/")[0] in ("rules", "targets")}
     assert controller["prometheus_files"] == expected
     # a managed stack's controller writes to a workspace the offline preview cannot name yet (p5-large)
@@ -66,12 +66,18 @@ def test_kubernetes_stacks_have_no_inventory_to_carry_them(catalog: Catalog, sta
 def test_managed_writes_to_the_workspace_the_outputs_name(catalog: Catalog, tmp_path: Path) -> None:
     plan = plan_of(catalog, cluster(monitoring={"prometheus": "managed"}))
     outputs = {"monitoring": {"service": "amazon-managed-prometheus", "remote_write_url": URL}}
-    files = inventory(plan, outputs, {}, "pulumi stack output", catalog=catalog)
+    addresses = {"h100-000": "10.0.1.5", "h100-001": "fd00::7"}
+    files = inventory(plan, outputs, addresses, "pulumi stack output", catalog=catalog)
     controller = group_vars(files, "slurm_controller")
     assert "prometheus_remote_write_missing" not in controller
     config = yaml.safe_load(controller["prometheus_files"]["prometheus.yml"])
     assert config["remote_write"] == [{"url": URL, "sigv4": {"region": "us-east-1"}}]
     assert group_vars(files, "all")["monitoring_prometheus"] == "managed"
+    # nodes the inventory has an address for are scraped there, named; the others by name
+    node_targets = yaml.safe_load(controller["prometheus_files"]["targets/node.yml"])
+    assert {"targets": ["10.0.1.5:9100"], "labels": {"pool": "h100", "node": "h100-000"}} in node_targets
+    assert {"targets": ["[fd00::7]:9100"], "labels": {"pool": "h100", "node": "h100-001"}} in node_targets
+    assert {"targets": ["h100-002:9100", "h100-003:9100"], "labels": {"pool": "h100"}} in node_targets
 
     promtool = shutil.which("promtool")
     if promtool is None:
