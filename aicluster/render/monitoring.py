@@ -52,11 +52,9 @@ def kubernetes_jobs(m: PlannedMonitoring) -> list[dict[str, Any]]:
 
 
 def scraper_configuration(plan: ClusterPlan) -> str:
-    """The Prometheus configuration an AMP scraper runs on the stack's EKS cluster (its global interval and the
-    kubernetes_sd jobs; AMP takes no rule_files here: rules go to a rule group namespace)."""
+    """The Prometheus configuration an AMP scraper runs on the stack's EKS cluster: the scrape interval and the
+    kubernetes_sd jobs, nothing more (a scraper takes a subset of Prometheus's configuration; rules belong to the
+    workspace, not here)."""
     m = plan.monitoring
-    doc = {
-        "global": {"scrape_interval": f"{m.scrape_interval_s}s", "external_labels": {"cluster": plan.name}},
-        "scrape_configs": kubernetes_jobs(m),
-    }
+    doc = {"global": {"scrape_interval": f"{m.scrape_interval_s}s"}, "scrape_configs": kubernetes_jobs(m)}
     return yaml.safe_dump(doc, sort_keys=False, width=120)

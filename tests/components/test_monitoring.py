@@ -80,7 +80,7 @@ def test_eks_gets_an_amp_scraper_on_its_subnets_with_an_access_entry(build: Buil
     assert eks["securityGroupIds"]
     config = yaml.safe_load(scraper.inputs["scrapeConfiguration"])
     assert [j["job_name"] for j in config["scrape_configs"]] == ["node", "dcgm-exporter"]
-    assert config["global"]["external_labels"] == {"cluster": b.plan.name}
+    assert config["global"] == {"scrape_interval": f"{b.plan.monitoring.scrape_interval_s}s"}
     entry = b.one(ACCESS_ENTRY)
     assert entry.inputs["userName"] == "aps-collector-user"
     assert [r.name for r in b.of_type(ROLE_POLICY) if r.name.endswith("-prometheus-write")] == []  # no node writes
