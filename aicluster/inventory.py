@@ -200,6 +200,45 @@ def _nvlink_vars(domain: PlannedNvlinkDomain, address: Mapping[str, str]) -> dic
     }
 
 
+# What of `aicluster monitoring`'s files the controller's Prometheus reads (not the promtool tests, the dashboards
+# or dcgm-exporter's counters, which go to the GPU nodes on their own).
+PROMETHEUS_FILES = re.compile(r"^(prometheus\.yml|rules/[^/]+\.yml|targets/[^/]+\.yml)$")
+
+
+def _monitoring_vars(
+    plan: ClusterPlan, outputs: Mapping[str, Any], catalog: Catalog, addresses: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(all, slurm_controller) group_vars of the monitoring roles: the exporters' ports and dcgm-exporter's counters
+    for every node; the controller's Prometheus files, rendered by aicluster.monitoring as `aicluster monitoring`
+    writes them, with the managed workspace's remote_write when the stack asks for one (its URL is a stack output:
+    until `up` has run, `prometheus_remote_write_missing` says so and the prometheus role stops there). Nodes whose
+    address the inventory knows (`addresses`, checked) are scraped at it; the others by name."""
+    from aicluster.monitoring import render as monitoring_files
+    from aicluster.monitoring.scrape import counters_csv
+
+    m = plan.monitoring
+    every = {
+        "monitoring_prometheus": m.prometheus,
+        "node_exporter_port": m.node_exporter_port,
+        "dcgm_exporter_port": m.dcgm_exporter_port,
+        "dcgm_exporter_counters": counters_csv(),
+    }
+    if plan.controller is None:
+        return every, {}
+    url = None
+    controller: dict[str, Any] = {}
+    if m.collector == "remote-write":
+        url = known(outputs.get("monitoring", {})).get("remote_write_url")
+        if not url:
+            controller["prometheus_remote_write_missing"] = (
+                f"monitoring.prometheus is managed: the controller's Prometheus writes to the {m.service_name} "
+                "workspace, whose address is a stack output; run `pulumi up`, then render the inventory again"
+            )
+    files = monitoring_files(plan, catalog, remote_write_url=url, addresses=addresses)
+    controller["prometheus_files"] = {k: v for k, v in files.items() if PROMETHEUS_FILES.match(k)}
+    return every, controller
+
+
 def stack_addresses(plan: ClusterPlan) -> dict[str, str]:
     """Node name -> address the stack itself gives: owned hosts (pools[].hosts) and an on-prem controller host."""
     found = {h.name: h.address for p in plan.pools if p.onprem is not None for h in p.onprem.hosts}
@@ -348,6 +387,12 @@ def inventory(
             "slurm_repair_bmc_secrets": repair.bmc_secrets(plan),
         }
     fs_out = outputs.get("filesystems", {})
+    reached = {**from_stack, **addresses}  # as ansible_host has them (a bad one is refused below)
+    if ctl is not None and "ansible_host" in children["slurm_controller"]["hosts"][plan.controller_host()]:
+        reached[plan.controller_host()] = children["slurm_controller"]["hosts"][plan.controller_host()]["ansible_host"]
+    monitoring_all, monitoring_controller = _monitoring_vars(plan, outputs, catalog, reached)
+    if ctl is not None:
+        group_vars["slurm_controller"].update(monitoring_controller)
     group_vars["all"] = {
         "cluster": plan.name,
         "scheduler": plan.scheduler,
@@ -360,6 +405,7 @@ def inventory(
         **repair_vars,
         # what the slurm_health role installs on every Slurm node: aicluster-health needs pydantic only
         **({"slurm_health_requirements": program_requirements([])} if ctl is not None else {}),
+        **monitoring_all,
         "filesystems": [
             {
                 "name": fs.name,

@@ -162,7 +162,7 @@ class AiCluster(pulumi.ComponentResource):
                 merged[key].update(part.get(key, {}))
             if "sites" in part:  # only stacks with sites output them
                 merged.setdefault("sites", {}).update(part["sites"])
-            for key in ("controller", "audit", "kubernetes", "kubeconfig"):
+            for key in ("controller", "audit", "kubernetes", "kubeconfig", "monitoring"):
                 if key in part:
                     merged[key] = part[key]
             handles.update(part.get("network_handles", {}))

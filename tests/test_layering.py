@@ -121,7 +121,8 @@ RULES = [
     # a pure plan -> files renderer, as the inventory: the plan's models and the catalog's thresholds only
     pytest.param(
         "aicluster/monitoring",
-        ("aicluster.monitoring", "aicluster.catalog", "aicluster.plan.models"),
+        # the Kubernetes scrape jobs are shared with the AMP scraper component (aicluster.render.monitoring)
+        ("aicluster.monitoring", "aicluster.catalog", "aicluster.plan.models", "aicluster.render.monitoring"),
         id="monitoring-renders-the-plan",
     ),
 ]

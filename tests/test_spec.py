@@ -35,7 +35,7 @@ def test_spec_is_frozen() -> None:
         pytest.param(
             cluster(nme="x"),
             'stacks/Pulumi.t.yaml: nme: got "nme"; unknown key; allowed keys: name, tags, sites, pools, storage, '
-            'scheduler, budgets, compliance, pricing, network, access, workloads (did you mean "name"?)',
+            'scheduler, budgets, compliance, pricing, network, access, monitoring, workloads (did you mean "name"?)',
             id="unknown-top-level-key",
         ),
         pytest.param(

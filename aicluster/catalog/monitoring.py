@@ -7,7 +7,7 @@ Prometheus rules. This module imports nothing of the project (layering rule: the
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -78,6 +78,44 @@ class FilesystemRules(Sourced):
         return self
 
 
+Collector = Literal["remote-write", "amp-scraper", "gke-managed-collection", "aks-metrics-addon"]
+SchedulerKind = Literal["slurm", "kubernetes"]
+
+
+class ManagedPrometheus(Sourced):
+    """A cloud's managed Prometheus service and how each scheduler's metrics reach it (`monitoring.prometheus:
+    managed`); a scheduler with no collector is refused with the reason in `refused`."""
+
+    service: Annotated[str, Field(description="Service id (e.g. `amazon-managed-prometheus`).")]
+    name: Annotated[str, Field(description="The service's name as its vendor writes it.")]
+    collectors: Annotated[
+        dict[SchedulerKind, Collector],
+        Field(description="Scheduler -> how metrics reach the service (e.g. `slurm: remote-write`)."),
+    ]
+    refused: Annotated[
+        dict[SchedulerKind, str],
+        Field(default_factory=dict, description="Scheduler -> why the cloud offers it no managed option."),
+    ]
+    remote_write_action: Annotated[
+        str | None, Field(description="The IAM action a remote-writing identity needs (e.g. `aps:RemoteWrite`).")
+    ] = None
+    remote_write_auth: Annotated[
+        Literal["sigv4"] | None,
+        Field(description="How Prometheus authenticates its remote_write (`sigv4`: AWS Signature v4, its region)."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _each_once(self) -> ManagedPrometheus:
+        both = set(self.collectors) & set(self.refused)
+        missing = {"slurm", "kubernetes"} - set(self.collectors) - set(self.refused)
+        if both or missing:
+            raise ValueError(
+                f"managed_prometheus {self.service}: give each scheduler either a collector or a refusal "
+                f"(both: {sorted(both)}; neither: {sorted(missing)})"
+            )
+        return self
+
+
 class MonitoringData(_Record):
     """Everything in data/monitoring.yaml."""
 
@@ -86,6 +124,10 @@ class MonitoringData(_Record):
     gpu_memory: GpuMemoryRules
     fabric: FabricRules
     filesystem: FilesystemRules
+    managed_prometheus: Annotated[
+        dict[str, ManagedPrometheus],
+        Field(default_factory=dict, description="Provider -> its managed Prometheus (none: no option)."),
+    ]
 
     def records(self) -> dict[str, Sourced]:
         return {
@@ -94,4 +136,5 @@ class MonitoringData(_Record):
             "gpu_memory": self.gpu_memory,
             "fabric": self.fabric,
             "filesystem": self.filesystem,
+            **{f"managed_prometheus {p}": m for p, m in self.managed_prometheus.items()},
         }

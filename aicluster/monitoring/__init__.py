@@ -13,6 +13,8 @@ A pure `plan -> files` function: it reads the plan and the catalog's thresholds,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import yaml
 
 from aicluster.catalog import Catalog
@@ -31,13 +33,20 @@ def _yaml(doc: object) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=1 << 16, allow_unicode=True)  # an expression on one line
 
 
-def render(plan: ClusterPlan, catalog: Catalog) -> dict[str, str]:
-    """Relative path -> text of every file the monitoring directory holds."""
+def render(
+    plan: ClusterPlan,
+    catalog: Catalog,
+    remote_write_url: str | None = None,
+    addresses: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Relative path -> text of every file the monitoring directory holds. `remote_write_url`: the managed workspace
+    the controller's Prometheus writes to (a stack output, known after `pulumi up`); `addresses`: node name ->
+    address, to scrape the nodes whose names do not resolve (`aicluster inventory` passes both)."""
     mon = monitoring_data(catalog)
     found = groups(plan, catalog)
-    target_files = targets(plan, mon)
+    target_files = targets(plan, mon, addresses)
     head = _HEAD.format(name=plan.name)
-    files = {"prometheus.yml": prometheus_yml(plan, mon, found, target_files)}
+    files = {"prometheus.yml": prometheus_yml(plan, mon, found, target_files, remote_write_url)}
     files.update(target_files)
     for g in found:
         files[f"rules/{g.file}.yml"] = head + _yaml(g.rules_doc())

@@ -13,8 +13,9 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
 
 from aicluster.plan.models import ClusterPlan
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB
 
-from .rules import DCGM_JOB, NODE_JOB, SLURM_JOB
+from .rules import SLURM_JOB
 
 _DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 

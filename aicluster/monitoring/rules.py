@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 
 from aicluster.catalog import Catalog, MonitoringData
 from aicluster.plan.models import ClusterPlan, PlannedPool
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB
 
-# The Prometheus job names prometheus.yml gives the exporters (rules and tests select on them).
-DCGM_JOB, NODE_JOB, SLURM_JOB = "dcgm-exporter", "node", "slurm"
+# The Prometheus job names prometheus.yml gives the exporters (rules and tests select on them); the exporters' are
+# shared with the Kubernetes jobs (aicluster.render.monitoring).
+SLURM_JOB = "slurm"
 
 
 @dataclass(frozen=True)

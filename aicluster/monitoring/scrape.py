@@ -9,34 +9,47 @@ instead (Debian's Prometheus is built without kubernetes_sd, so the active confi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from aicluster.catalog import MonitoringData
 from aicluster.plan.models import ClusterPlan
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB, kubernetes_jobs
 
-from .rules import DCGM_JOB, NODE_JOB, SLURM_JOB, Group
-
-# GPU Operator's dcgm-exporter pods carry this label (app=nvidia-dcgm-exporter).
-DCGM_POD_LABEL = "nvidia-dcgm-exporter"
-POOL_NODE_LABEL = "aicluster_io_pool"  # aicluster.io/pool as Prometheus's node meta label spells it
+from .rules import SLURM_JOB, Group
 
 
 def _dump(doc: Any) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=120)
 
 
-def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
-    """targets/<job>.yml: file_sd groups per pool (Slurm stacks; Kubernetes finds its targets itself)."""
+def _target(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 address goes in brackets
+
+
+def targets(plan: ClusterPlan, mon: MonitoringData, addresses: Mapping[str, str] | None = None) -> dict[str, str]:
+    """targets/<job>.yml: file_sd groups per pool (Slurm stacks; Kubernetes finds its targets itself). A node whose
+    address is known (`addresses`: node name -> address, as the inventory has them) is scraped there, in a group of
+    its own labelled with its name; the others by name, in their pool's group."""
     ex = mon.exporters
+    known = addresses or {}
 
     def groups(port: int, gpu_only: bool) -> list[dict[str, Any]]:
-        found = []
+        found: list[dict[str, Any]] = []
         for pool in plan.pools:
             if gpu_only and pool.accelerator_kind != "gpu":
                 continue
-            found.append({"targets": [f"{n}:{port}" for n in pool.node_names()], "labels": {"pool": pool.name}})
+            names = pool.node_names()
+            by_name = [_target(n, port) for n in names if n not in known]
+            if by_name:
+                found.append({"targets": by_name, "labels": {"pool": pool.name}})
+            found += [
+                {"targets": [_target(known[n], port)], "labels": {"pool": pool.name, "node": n}}
+                for n in names
+                if n in known
+            ]
         return found
 
     files = {
@@ -45,17 +58,25 @@ def targets(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
     }
     if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
         host = plan.controller_host()
+        at = known.get(host, host)
+        named = {"node": host} if host in known else {}
         files[f"targets/{NODE_JOB}.yml"].append(
-            {"targets": [f"{host}:{ex.node_exporter_port}"], "labels": {"pool": "controller"}}
+            {"targets": [_target(at, ex.node_exporter_port)], "labels": {"pool": "controller", **named}}
         )
-        files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [f"{host}:{ex.slurm_exporter_port}"], "labels": {}}]
+        files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [_target(at, ex.slurm_exporter_port)], "labels": named}]
     return {path: _dump(doc) for path, doc in files.items() if doc}
 
 
 def _node_from_address() -> dict[str, Any]:
-    """`node`: the target's host name, without the port (the rules and dashboards group by it). A new dict for
-    each job: a shared one would be dumped as a YAML anchor."""
-    return {"source_labels": ["__address__"], "regex": "(.+):[0-9]+", "target_label": "node"}
+    """`node`: the target's host name, without the port (the rules and dashboards group by it), unless its target
+    group names it (a node scraped at its address). A new dict for each job: a shared one would be dumped as a YAML
+    anchor."""
+    return {
+        "source_labels": ["node", "__address__"],
+        "separator": ";",
+        "regex": ";(.+):[0-9]+",
+        "target_label": "node",
+    }
 
 
 def _file_job(name: str) -> dict[str, Any]:
@@ -66,39 +87,23 @@ def _file_job(name: str) -> dict[str, Any]:
     }
 
 
-def _kubernetes_jobs(mon: MonitoringData) -> list[dict[str, Any]]:
-    ex = mon.exporters
-    node = {
-        "job_name": NODE_JOB,
-        "kubernetes_sd_configs": [{"role": "node"}],
-        "relabel_configs": [
-            {
-                "source_labels": ["__meta_kubernetes_node_address_InternalIP"],
-                "regex": "(.+)",
-                "replacement": f"$1:{ex.node_exporter_port}",
-                "target_label": "__address__",
-            },
-            {"source_labels": ["__meta_kubernetes_node_name"], "target_label": "node"},
-            {"source_labels": [f"__meta_kubernetes_node_label_{POOL_NODE_LABEL}"], "target_label": "pool"},
-        ],
-    }
-    dcgm = {
-        "job_name": DCGM_JOB,
-        "kubernetes_sd_configs": [{"role": "pod"}],
-        "relabel_configs": [
-            {"source_labels": ["__meta_kubernetes_pod_label_app"], "regex": DCGM_POD_LABEL, "action": "keep"},
-            {
-                "source_labels": ["__meta_kubernetes_pod_container_port_number"],
-                "regex": str(ex.dcgm_exporter_port),
-                "action": "keep",
-            },
-            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"},
-        ],
-    }
-    return [node, dcgm]
+def remote_write(plan: ClusterPlan, url: str) -> dict[str, Any]:
+    """The remote_write entry for the plan's managed workspace, signed as the service requires (AMP: SigV4 in the
+    workspace's region, with the instance role's credentials)."""
+    m = plan.monitoring
+    entry: dict[str, Any] = {"url": url}
+    if m.write_auth == "sigv4":
+        entry["sigv4"] = {"region": m.region}
+    return entry
 
 
-def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], target_files: dict[str, str]) -> str:
+def prometheus_yml(
+    plan: ClusterPlan,
+    mon: MonitoringData,
+    groups: list[Group],
+    target_files: dict[str, str],
+    remote_write_url: str | None = None,
+) -> str:
     ex = mon.exporters
     jobs = [_file_job(job) for job in (NODE_JOB, DCGM_JOB, SLURM_JOB) if f"targets/{job}.yml" in target_files]
     doc = {
@@ -110,13 +115,15 @@ def prometheus_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group], 
         "rule_files": [f"rules/{g.file}.yml" for g in groups],
         "scrape_configs": jobs,
     }
+    if remote_write_url is not None:
+        doc["remote_write"] = [remote_write(plan, remote_write_url)]
     head = (
         f"# Prometheus for the aicluster cluster {plan.name} ({plan.scheduler}), written by `aicluster monitoring`.\n"
         "# Paths are relative to this file: keep rules/ and targets/ next to it.\n"
     )
     text = head + _dump(doc)
     if plan.kubernetes is not None:
-        alt = _dump({"scrape_configs": _kubernetes_jobs(mon)})
+        alt = _dump({"scrape_configs": kubernetes_jobs(plan.monitoring)})
         text += (
             "# Kubernetes: the target files hold the plan's node names, which the cloud does not use; fill them\n"
             "# from `kubectl get nodes -L aicluster.io/pool -o wide`, or, with a Prometheus built with kubernetes_sd\n"

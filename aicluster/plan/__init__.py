@@ -56,6 +56,7 @@ from .models import (
     PlannedFilesystem,
     PlannedKubernetes,
     PlannedMaintenanceWindow,
+    PlannedMonitoring,
     PlannedNetwork,
     PlannedNodeGroup,
     PlannedNvlinkDomain,
@@ -106,6 +107,7 @@ __all__ = [
     "PlannedFilesystem",
     "PlannedKubernetes",
     "PlannedMaintenanceWindow",
+    "PlannedMonitoring",
     "PlannedNetwork",
     "PlannedNodeGroup",
     "PlannedNvlinkDomain",
@@ -639,6 +641,62 @@ def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
             )
 
 
+def _plan_monitoring(
+    ctx: PlanCtx, controller: PlannedController | None, kubernetes: PlannedKubernetes | None
+) -> PlannedMonitoring:
+    """`monitoring.prometheus`: self-hosted, or the managed service of the cloud the controller or control plane
+    runs in (the catalog's managed_prometheus: which cloud has one, and how each scheduler's metrics reach it)."""
+    wanted = ctx.spec.monitoring.prometheus
+    mon = ctx.catalog.monitoring
+    assert mon is not None, "the catalog has data/monitoring.yaml"
+    ex = mon.exporters
+    base = PlannedMonitoring(
+        prometheus=wanted,
+        node_exporter_port=ex.node_exporter_port,
+        dcgm_exporter_port=ex.dcgm_exporter_port,
+        scrape_interval_s=ex.scrape_interval_s,
+    )
+    if wanted == "self-hosted":
+        return base
+    home = kubernetes if kubernetes is not None else controller
+    if home is None:  # the control plane was refused already (its problem is reported)
+        return base
+    kind = ctx.spec.scheduler.kind
+    where = "control plane" if kubernetes is not None else "Slurm controller"
+    offered = mon.managed_prometheus.get(home.provider)
+    path = ("monitoring", "prometheus")
+    if offered is None:
+        clouds = ", ".join(sorted(mon.managed_prometheus))
+        ctx.problem(
+            path,
+            f"the {where} runs on {home.provider}, which has no managed Prometheus (clouds with one: {clouds}); "
+            "use self-hosted (Prometheus on the controller)",
+            wanted,
+        )
+        return base
+    collector = offered.collectors.get(kind)
+    if collector is None:
+        ctx.problem(
+            path,
+            f"{offered.name} is not offered to a {kind} stack: {offered.refused.get(kind, 'no collector')}; use "
+            "self-hosted (Prometheus on the controller)",
+            wanted,
+        )
+        return base
+    return base.model_copy(
+        update={
+            "provider": home.provider,
+            "region": home.region,
+            "service": offered.service,
+            "service_name": offered.name,
+            "collector": collector,
+            "write_permission": offered.remote_write_action if collector == "remote-write" else None,
+            "write_auth": offered.remote_write_auth if collector == "remote-write" else None,
+            "source": offered.source_of("collectors"),
+        }
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # The plan
 # ------------------------------------------------------------------------------------------------
@@ -715,6 +773,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     vpns = _plan_vpns(ctx, networks)
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     workloads = plan_workloads(ctx, pools, filesystems)
+    monitoring = _plan_monitoring(ctx, controller, plane.kubernetes)
     if ctx.problems:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
@@ -767,5 +826,6 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
         warnings=tuple(ctx.warnings),
         workloads=workloads,
         nvlink_domains=cluster_domains(pools),
+        monitoring=monitoring,
         stateful_types=tuple(sorted(t for t, r in ctx.catalog.change_rules.items() if "data-loss" in r.risks)),
     )

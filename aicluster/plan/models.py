@@ -626,6 +626,26 @@ class PlannedKubernetes(_Plan):
         return self.node_image
 
 
+class PlannedMonitoring(_Plan):
+    """Where the cluster's Prometheus runs. `self-hosted`: Debian's Prometheus on the Slurm controller (Kubernetes
+    stacks: none is deployed; `aicluster monitoring` writes what a Prometheus in the cluster would take). `managed`:
+    the service of the cloud the controller or control plane runs in, reached by `collector`."""
+
+    prometheus: Literal["self-hosted", "managed"]
+    # the exporters every node runs and how often they are scraped (catalog monitoring.exporters)
+    node_exporter_port: int
+    dcgm_exporter_port: int
+    scrape_interval_s: int
+    provider: str | None = None  # managed: the cloud of the controller or control plane
+    region: str | None = None
+    service: str | None = None  # managed: catalog id, e.g. amazon-managed-prometheus
+    service_name: str | None = None
+    collector: Literal["remote-write", "amp-scraper", "gke-managed-collection", "aks-metrics-addon"] | None = None
+    write_permission: str | None = None  # remote-write: the permission the writing identity needs (aps:RemoteWrite)
+    write_auth: Literal["sigv4"] | None = None  # remote-write: how Prometheus signs its requests
+    source: str | None = None  # the catalog source of how the collector works
+
+
 class PlannedSite(_Plan):
     """An owned data centre: what its pools draw and cost, against what the site can deliver."""
 
@@ -697,6 +717,7 @@ class ClusterPlan(_Plan):
     workloads: tuple[WorkloadEstimate, ...] = ()
     # every multi-node NVLink domain, pool by pool in stack order (rack-scale pools only; 8-GPU servers have none)
     nvlink_domains: tuple[PlannedNvlinkDomain, ...] = ()
+    monitoring: PlannedMonitoring
     # resource types whose replace or delete loses data (the catalog's change rules): the components protect them
     stateful_types: tuple[str, ...] = ()
 

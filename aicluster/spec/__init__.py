@@ -85,6 +85,7 @@ from .gcp import (
     gcp_labels,
 )
 from .kubernetes import KubernetesScheduler
+from .monitoring import Monitoring
 from .onprem import (
     BMC_RE,
     BMC_USER_RE,
@@ -716,6 +717,9 @@ class ClusterSpec(Strict):
     pricing: Annotated[Pricing, Field(description="Negotiated rates replacing catalog prices.")] = Pricing()
     network: Annotated[NetworkSpec, Field(description="Address plan for the cloud networks.")] = NetworkSpec()
     access: Annotated[Access, Field(description="Admin account and SSH keys for the nodes.")] = Access()
+    monitoring: Annotated[
+        Monitoring, Field(description="Where the cluster's Prometheus runs: on the controller, or the cloud's service.")
+    ] = Monitoring()
     workloads: Annotated[
         list[Workload],
         Field(
@@ -1284,6 +1288,7 @@ __all__ = [
     "KubernetesScheduler",
     "LustreStorage",
     "Market",
+    "Monitoring",
     "MountPath",
     "NetworkSpec",
     "NfsStorage",

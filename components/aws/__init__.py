@@ -19,6 +19,7 @@ from .efs import AwsEfsFileSystem
 from .gpu_pool import AwsGpuPool
 from .identity import AwsNodeIdentity
 from .lustre import AwsLustreFileSystem, FilesystemArgs
+from .monitoring import AwsManagedPrometheus, AwsPrometheusScraper
 from .network import AwsNetwork
 
 __all__ = [
@@ -27,17 +28,21 @@ __all__ = [
     "AwsEfsFileSystem",
     "AwsGpuPool",
     "AwsLustreFileSystem",
+    "AwsManagedPrometheus",
     "AwsNetwork",
     "AwsNodeIdentity",
+    "AwsPrometheusScraper",
     "build",
 ]
 
 
 @dataclass(frozen=True)
 class AwsBase:
-    """What the AWS builder made that a scheduler's part builds on: the networks, by plan network key."""
+    """What the AWS builder made that a scheduler's part builds on: the networks, by plan network key, and the
+    managed Prometheus workspace when the stack asks for one here (the scheduler's part feeds it)."""
 
     networks: dict[str, AwsNetwork]
+    prometheus: AwsManagedPrometheus | None = None
 
 
 def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]:
@@ -56,7 +61,18 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         home = next(n.region for n in plan.networks if n.provider == "aws")
         trail = AwsAuditTrail(f"{name}-audit", {"cluster": name, "region": home}, opts)
         outputs["audit"] = {"trail_arn": trail.trail_arn, "bucket": trail.bucket_name}
-    scheduler_part(plan.scheduler, "aws")(plan, parent, AwsBase(networks), outputs)
+    prometheus = None
+    m = plan.monitoring
+    if m.service is not None and m.provider == "aws":
+        prometheus = AwsManagedPrometheus(f"{name}-prometheus", {"cluster": name, "monitoring": m}, opts)
+        outputs["monitoring"] = {
+            "service": m.service,
+            "collector": m.collector,
+            "region": m.region,
+            "workspace_arn": prometheus.workspace_arn,
+            "remote_write_url": prometheus.remote_write_url,
+        }
+    scheduler_part(plan.scheduler, "aws")(plan, parent, AwsBase(networks, prometheus), outputs)
 
     for fs in plan.filesystems:
         if fs.provider != "aws":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -23,6 +23,8 @@ ASSUME_EC2 = json.dumps(
 
 class NodeIdentityArgs(TypedDict):
     cluster: str
+    # a managed Prometheus the controller's Prometheus writes to: (workspace ARN, the permission that takes)
+    remote_write: NotRequired[tuple[pulumi.Input[str], str]]
 
 
 class AwsNodeIdentity(pulumi.ComponentResource):
@@ -42,6 +44,16 @@ class AwsNodeIdentity(pulumi.ComponentResource):
         )
         for i, arn in enumerate(MANAGED_POLICIES):
             aws.iam.RolePolicyAttachment(f"{name}-policy-{i}", role=role.name, policy_arn=arn, opts=child)
+        if "remote_write" in args:
+            from .monitoring import remote_write_policy
+
+            workspace_arn, action = args["remote_write"]
+            aws.iam.RolePolicy(
+                f"{name}-prometheus-write",
+                role=role.id,
+                policy=pulumi.Output.from_input(workspace_arn).apply(lambda a: remote_write_policy(a, action)),
+                opts=child,
+            )
         profile = aws.iam.InstanceProfile(f"{name}-profile", role=role.name, opts=child)
         self.instance_profile_arn = profile.arn
         self.instance_profile_name = profile.name

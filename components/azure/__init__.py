@@ -18,6 +18,7 @@ from .audit import AzureAuditLog
 from .gpu_pool import AzureGpuPool
 from .identity import AzureNodeIdentity
 from .lustre import AzureFilesystemArgs, AzureManagedLustre
+from .monitoring import AzureManagedPrometheus
 from .netapp import AzureNetAppFiles
 from .network import AzureNetwork
 
@@ -26,6 +27,7 @@ __all__ = [
     "AzureBase",
     "AzureGpuPool",
     "AzureManagedLustre",
+    "AzureManagedPrometheus",
     "AzureNetAppFiles",
     "AzureNetwork",
     "AzureNodeIdentity",
@@ -35,9 +37,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AzureBase:
-    """What the Azure builder made that a scheduler's part builds on: the networks, by plan network key."""
+    """What the Azure builder made that a scheduler's part builds on: the networks, by plan network key, and the
+    managed Prometheus (workspace and collection rule) when the stack asks for one here."""
 
     networks: dict[str, AzureNetwork]
+    prometheus: AzureManagedPrometheus | None = None
 
 
 def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]:
@@ -65,7 +69,23 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
             opts,
         )
         outputs["audit"] = {"workspace_id": log.workspace_id}
-    scheduler_part(plan.scheduler, "azure")(plan, parent, AzureBase(networks), outputs)
+    prometheus = None
+    m = plan.monitoring
+    if m.service is not None and m.provider == "azure":
+        home = next(n for n in plan.networks if n.provider == "azure" and n.region == m.region)
+        prometheus = AzureManagedPrometheus(
+            f"{name}-prometheus",
+            {"cluster": name, "monitoring": m, "resource_group_name": networks[home.key].resource_group_name},
+            opts,
+        )
+        outputs["monitoring"] = {
+            "service": m.service,
+            "collector": m.collector,
+            "region": m.region,
+            "workspace_id": prometheus.workspace_id,
+            "data_collection_rule_id": prometheus.rule_id,
+        }
+    scheduler_part(plan.scheduler, "azure")(plan, parent, AzureBase(networks, prometheus), outputs)
 
     for fs in plan.filesystems:
         if fs.provider != "azure":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native as azure
@@ -49,6 +49,8 @@ class AksClusterArgs(TypedDict):
     plan: ClusterPlan  # plan.kubernetes, and each node group's pool (its Azure scale-set details)
     resource_group_name: pulumi.Input[str]  # the cluster network's resource group
     subnet_id: pulumi.Input[str]  # the compute subnet (NAT gateway egress) every node joins
+    # managed Prometheus: the data collection rule to the Azure Monitor workspace that the metrics add-on sends by
+    prometheus_rule_id: NotRequired[pulumi.Input[str]]
 
 
 def dns_service_ip(service_cidr: str) -> str:
@@ -290,6 +292,11 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
                 authorized_ip_ranges=None if private else list(k.authorized_networks),
             ),
             disable_local_accounts=True,
+            azure_monitor_profile=azure.containerservice.ManagedClusterAzureMonitorProfileArgs(
+                metrics=azure.containerservice.ManagedClusterAzureMonitorProfileMetricsArgs(enabled=True)
+            )
+            if "prometheus_rule_id" in args
+            else None,
             enable_rbac=True,
             aad_profile=azure.containerservice.ManagedClusterAADProfileArgs(managed=True, enable_azure_rbac=True),
             oidc_issuer_profile=azure.containerservice.ManagedClusterOIDCIssuerProfileArgs(enabled=True),
@@ -376,6 +383,15 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
             )
             self.agent_pool_names[group.name] = agent_pool.name
 
+        if "prometheus_rule_id" in args:  # the add-on sends through the rule associated with the cluster
+            azure.monitor.DataCollectionRuleAssociation(
+                f"{name}-prometheus",
+                association_name=f"{k.cluster_name}-prometheus",
+                resource_uri=cluster.id,
+                data_collection_rule_id=args["prometheus_rule_id"],
+                description="The AKS metrics add-on's Prometheus metrics to the cluster's Azure Monitor workspace",
+                opts=child,
+            )
         fqdn = cluster.private_fqdn if private else cluster.fqdn
         self.cluster_name = cluster.name
         self.endpoint = pulumi.Output.concat("https://", fqdn, ":443")
@@ -424,11 +440,14 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AzureBase, 
         return  # the control plane is in another cloud (the spec refuses a Kubernetes stack over several clouds)
     networks = base.networks
     net = networks[kube.network]
-    cluster = AzureKubernetesCluster(
-        f"{name}-aks",
-        {"plan": plan, "resource_group_name": net.resource_group_name, "subnet_id": net.compute_subnet_id},
-        opts,
-    )
+    aks_args: AksClusterArgs = {
+        "plan": plan,
+        "resource_group_name": net.resource_group_name,
+        "subnet_id": net.compute_subnet_id,
+    }
+    if base.prometheus is not None and plan.monitoring.collector == "aks-metrics-addon":
+        aks_args["prometheus_rule_id"] = base.prometheus.rule_id
+    cluster = AzureKubernetesCluster(f"{name}-aks", aks_args, opts)
     outputs["kubernetes"] = {
         "service": kube.service,
         "cluster_name": cluster.cluster_name,

@@ -18,10 +18,12 @@ import yaml
 
 from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 from aicluster.plan.models import PlannedNodeHealth
+from aicluster.render.monitoring import scraper_configuration
 
 from ..aws import AwsBase
 from ..aws.gpu_pool import capacity_reservation, imds_v2, interfaces, root_volume
 from ..aws.identity import ASSUME_EC2
+from ..aws.monitoring import AwsPrometheusScraper
 from ..outputs import learned, pool_outputs
 from ..tags import tagging
 
@@ -161,6 +163,9 @@ class AwsEksCluster(pulumi.ComponentResource):
     """
 
     cluster_name: pulumi.Output[str]
+    cluster_arn: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    system_subnet_ids: list[pulumi.Input[str]]
     endpoint: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     node_group_names: dict[str, pulumi.Output[str]]
@@ -388,6 +393,9 @@ class AwsEksCluster(pulumi.ComponentResource):
             self.node_group_names[g.name] = ng.node_group_name
 
         self.cluster_name = cluster.name
+        self.cluster_arn = cluster.arn
+        self.cluster_security_group_id = cluster_sg
+        self.system_subnet_ids = system_subnets
         self.endpoint = cluster.endpoint
         ca = cluster.certificate_authority.apply(lambda c: c.data or "")
         self.kubeconfig = pulumi.Output.secret(
@@ -437,6 +445,23 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, ou
         },
     }
     outputs["kubeconfig"] = cluster.kubeconfig  # already a secret
+    if base.prometheus is not None and plan.monitoring.collector == "amp-scraper":
+        # AMP's managed collector, from the control plane's subnets, in the cluster security group (which the nodes'
+        # primary interfaces carry, so it reaches their exporters)
+        scraper = AwsPrometheusScraper(
+            f"{plan.name}-amp",
+            {
+                "cluster_name": cluster.cluster_name,
+                "cluster_arn": cluster.cluster_arn,
+                "region": k.region,
+                "workspace_arn": base.prometheus.workspace_arn,
+                "subnet_ids": cluster.system_subnet_ids,
+                "security_group_ids": [cluster.cluster_security_group_id],
+                "scrape_configuration": scraper_configuration(plan),
+            },
+            pulumi.ResourceOptions(parent=parent),
+        )
+        outputs.setdefault("monitoring", {})["scraper_role_arn"] = scraper.role_arn
     for pool in plan.pools:
         if pool.provider == "aws":
             names = [cluster.node_group_names[g.name] for g in k.node_groups if g.pool == pool.name]

@@ -251,6 +251,12 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(state="ENCRYPTED", key_name=key.id),
             logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOG_COMPONENTS),
+            # managed Prometheus: Google's managed collection (collectors as a DaemonSet, PodMonitoring resources)
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True)
+            )
+            if plan.monitoring.collector == "gke-managed-collection"
+            else None,
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=pulumi.Output.from_input(args["project"]).apply(lambda p: f"{p}.svc.id.goog")
             ),
@@ -569,6 +575,9 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: GcpBase, ou
         },
     }
     outputs["kubeconfig"] = gke.kubeconfig
+    m = plan.monitoring
+    if m.collector == "gke-managed-collection":
+        outputs["monitoring"] = {"service": m.service, "collector": m.collector, "project": net.project}
     for pool in plan.pools:  # the stack outputs list every pool, here with its GKE node pools
         if pool.provider == "gcp":
             names = [gke.node_pools[g.name] for g in kube.node_groups if g.pool == pool.name]

@@ -14,7 +14,7 @@ from aicluster.render import controller_cloud_init, node_cloud_init
 
 from ..aws import AwsBase
 from ..aws.gpu_pool import AwsGpuPool, imds_v2, root_volume
-from ..aws.identity import AwsNodeIdentity
+from ..aws.identity import AwsNodeIdentity, NodeIdentityArgs
 from ..outputs import pool_outputs
 from ..tags import tagging
 
@@ -86,7 +86,11 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, ou
     name = plan.name
     opts = pulumi.ResourceOptions(parent=parent)
     networks = base.networks
-    identity = AwsNodeIdentity(f"{name}-nodes", {"cluster": name}, opts)
+    identity_args: NodeIdentityArgs = {"cluster": name}
+    m = plan.monitoring
+    if base.prometheus is not None and m.collector == "remote-write" and m.write_permission is not None:
+        identity_args["remote_write"] = (base.prometheus.workspace_arn, m.write_permission)
+    identity = AwsNodeIdentity(f"{name}-nodes", identity_args, opts)
     for pool in plan.pools:
         if pool.provider != "aws":
             continue

@@ -1,0 +1,102 @@
+"""Amazon Managed Service for Prometheus (`monitoring.prometheus: managed` on AWS): the workspace, and on EKS the
+AWS managed collector (scraper) that feeds it. A Slurm stack's controller writes to the workspace itself
+(Prometheus remote_write, SigV4 with the nodes' role: AwsNodeIdentity grants it aps:RemoteWrite on the workspace)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TypedDict
+
+import pulumi
+import pulumi_aws as aws
+
+from aicluster.plan import PlannedMonitoring
+
+REMOTE_WRITE_PATH = "api/v1/remote_write"  # below the workspace's prometheus_endpoint (which ends in /)
+# The Kubernetes user an AMP scraper acts as (its access entry), bound to a ClusterRole that may list and watch
+# nodes, pods, services and endpoints and GET /metrics (AMP-collector-how-to).
+SCRAPER_USER = "aps-collector-user"
+
+
+def remote_write_policy(workspace_arn: str, action: str) -> str:
+    """The IAM policy that lets an identity remote-write into one workspace."""
+    return json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": workspace_arn}]},
+        sort_keys=True,
+    )
+
+
+class AmpWorkspaceArgs(TypedDict):
+    cluster: str
+    monitoring: PlannedMonitoring  # managed, on AWS
+
+
+class AwsManagedPrometheus(pulumi.ComponentResource):
+    """One AMP workspace in the region of the controller or control plane, named (alias) after the cluster."""
+
+    workspace_arn: pulumi.Output[str]
+    remote_write_url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: AmpWorkspaceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:aws:ManagedPrometheus", name, {}, opts)
+        m = args["monitoring"]
+        assert m.region is not None, "a managed plan names its region"
+        workspace = aws.amp.Workspace(
+            f"{name}-workspace",
+            alias=args["cluster"],
+            region=m.region,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.workspace_arn = workspace.arn
+        self.remote_write_url = workspace.prometheus_endpoint.apply(lambda e: f"{e}{REMOTE_WRITE_PATH}")
+        self.register_outputs(
+            {"workspace_arn": workspace.arn, "workspace_id": workspace.id, "remote_write_url": self.remote_write_url}
+        )
+
+
+class AmpScraperArgs(TypedDict):
+    cluster_name: pulumi.Input[str]
+    cluster_arn: pulumi.Input[str]
+    region: str
+    workspace_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]  # where the scraper's interfaces sit (the control plane's subnets)
+    security_group_ids: Sequence[pulumi.Input[str]]  # groups that reach the nodes' exporters
+    scrape_configuration: str  # aicluster.render.monitoring.scraper_configuration
+
+
+class AwsPrometheusScraper(pulumi.ComponentResource):
+    """An AMP scraper on an EKS cluster, and the access entry that lets its role into the cluster as SCRAPER_USER."""
+
+    role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: AmpScraperArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aicluster:aws:PrometheusScraper", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        scraper = aws.amp.Scraper(
+            f"{name}-scraper",
+            alias=name,
+            source=aws.amp.ScraperSourceArgs(
+                eks=aws.amp.ScraperSourceEksArgs(
+                    cluster_arn=args["cluster_arn"],
+                    subnet_ids=list(args["subnet_ids"]),
+                    security_group_ids=list(args["security_group_ids"]),
+                )
+            ),
+            destination=aws.amp.ScraperDestinationArgs(
+                amp=aws.amp.ScraperDestinationAmpArgs(workspace_arn=args["workspace_arn"])
+            ),
+            scrape_configuration=args["scrape_configuration"],
+            region=args["region"],
+            opts=child,
+        )
+        aws.eks.AccessEntry(
+            f"{name}-access",
+            cluster_name=args["cluster_name"],
+            principal_arn=scraper.role_arn,
+            user_name=SCRAPER_USER,
+            region=args["region"],
+            opts=child,
+        )
+        self.role_arn = scraper.role_arn
+        self.register_outputs({"scraper_arn": scraper.arn, "role_arn": scraper.role_arn})

@@ -1,0 +1,111 @@
+"""`monitoring.prometheus: managed` as Pulumi resources, under the SDK mocks: the AMP workspace with the nodes' right
+to remote-write (Slurm) or an AMP scraper with its EKS access entry (EKS), GKE's managed collection, and an Azure
+Monitor workspace linked to AKS's metrics add-on through a data collection rule. Self-hosted stacks make none."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aicluster.preview.engine import UNKNOWN
+from components.aws.monitoring import remote_write_policy
+from tests.components.conftest import Built
+
+Build = Callable[[dict[str, Any]], Built]
+ROOT = Path(__file__).resolve().parents[2]
+MANAGED = {"prometheus": "managed"}
+
+AMP_WORKSPACE = "aws:amp/workspace:Workspace"
+AMP_SCRAPER = "aws:amp/scraper:Scraper"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+ROLE = "aws:iam/role:Role"
+EKS = "aws:eks/cluster:Cluster"
+GKE = "gcp:container/cluster:Cluster"
+AKS = "azure-native:containerservice:ManagedCluster"
+AMW = "azure-native:monitor:AzureMonitorWorkspace"
+DCE = "azure-native:monitor:DataCollectionEndpoint"
+DCR = "azure-native:monitor:DataCollectionRule"
+DCRA = "azure-native:monitor:DataCollectionRuleAssociation"
+MANAGED_TYPES = (AMP_WORKSPACE, AMP_SCRAPER, AMW, DCE, DCR, DCRA)
+
+
+def stack(name: str, **changes: Any) -> dict[str, Any]:
+    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text(encoding="utf-8"))
+    cluster: dict[str, Any] = copy.deepcopy(doc["config"]["aicluster:cluster"])
+    cluster.update(changes)
+    return cluster
+
+
+@pytest.mark.parametrize("name", ["p5-small", "eks-p5", "gke-a3mega", "aks-nd-h100"])
+def test_self_hosted_stacks_make_no_managed_prometheus(build: Build, name: str) -> None:
+    b = build(stack(name, monitoring={"prometheus": "self-hosted"}))
+    assert [r.type for r in b.capture.resources if r.type in MANAGED_TYPES] == []
+    for cluster in b.of_type(GKE):
+        assert cluster.inputs.get("monitoringConfig") is None
+    for cluster in b.of_type(AKS):
+        assert cluster.inputs.get("azureMonitorProfile") is None
+
+
+def test_slurm_on_aws_gets_a_workspace_its_nodes_may_remote_write_to(build: Build) -> None:
+    b = build(stack("p5-small", monitoring=MANAGED))
+    workspace = b.one(AMP_WORKSPACE)
+    assert workspace.inputs["alias"] == b.plan.name
+    assert workspace.inputs["region"] == b.plan.controller.region  # type: ignore[union-attr]
+    assert workspace.inputs["tags"]["aicluster:cluster"] == b.plan.name  # the cluster tags reach it
+    policy = b.one(ROLE_POLICY, "-prometheus-write")
+    node_role = b.one(ROLE, "-nodes-role")
+    assert b.by_urn(policy.parent or "").name == node_role.name.removesuffix("-role")  # the nodes' identity owns it
+    assert policy.inputs["policy"] == UNKNOWN  # the workspace's ARN, known after `up`
+    assert workspace.urn in policy.property_dependencies["policy"]
+    statement = json.loads(remote_write_policy("arn:aws:aps:us-east-1:1:workspace/ws-1", "aps:RemoteWrite"))
+    assert statement["Statement"] == [
+        {"Effect": "Allow", "Action": "aps:RemoteWrite", "Resource": "arn:aws:aps:us-east-1:1:workspace/ws-1"}
+    ]
+    assert b.of_type(AMP_SCRAPER) == []  # Slurm's Prometheus writes itself: no scraper
+
+
+def test_eks_gets_an_amp_scraper_on_its_subnets_with_an_access_entry(build: Build) -> None:
+    b = build(stack("eks-p5", monitoring=MANAGED))
+    b.one(AMP_WORKSPACE)
+    scraper = b.one(AMP_SCRAPER)
+    eks = scraper.inputs["source"]["eks"]
+    assert len(eks["subnetIds"]) >= 2  # the control plane's subnets, in two zones
+    assert eks["securityGroupIds"]
+    config = yaml.safe_load(scraper.inputs["scrapeConfiguration"])
+    assert [j["job_name"] for j in config["scrape_configs"]] == ["node", "dcgm-exporter"]
+    assert config["global"] == {"scrape_interval": f"{b.plan.monitoring.scrape_interval_s}s"}
+    entry = b.one(ACCESS_ENTRY)
+    assert entry.inputs["userName"] == "aps-collector-user"
+    assert [r.name for r in b.of_type(ROLE_POLICY) if r.name.endswith("-prometheus-write")] == []  # no node writes
+
+
+def test_gke_switches_on_managed_collection(build: Build) -> None:
+    b = build(stack("gke-a3mega", monitoring=MANAGED))
+    cluster = b.one(GKE)
+    assert cluster.inputs["monitoringConfig"]["managedPrometheus"]["enabled"] is True
+    assert [r.type for r in b.capture.resources if r.type in MANAGED_TYPES] == []  # Monarch: nothing to create
+
+
+def test_aks_metrics_addon_is_linked_to_the_workspace_by_a_rule_association(build: Build) -> None:
+    b = build(stack("aks-nd-h100", monitoring=MANAGED))
+    cluster = b.one(AKS)
+    assert cluster.inputs["azureMonitorProfile"] == {"metrics": {"enabled": True}}
+    workspace, endpoint, rule = b.one(AMW), b.one(DCE), b.one(DCR)
+    assert workspace.inputs["location"] == b.plan.kubernetes.region  # type: ignore[union-attr]
+    assert rule.inputs["dataSources"]["prometheusForwarder"][0]["streams"] == ["Microsoft-PrometheusMetrics"]
+    destination = rule.inputs["destinations"]["monitoringAccounts"][0]
+    assert rule.inputs["dataFlows"] == [
+        {"streams": ["Microsoft-PrometheusMetrics"], "destinations": [destination["name"]]}
+    ]
+    assert workspace.urn in rule.property_dependencies["destinations"]
+    assert endpoint.urn in rule.property_dependencies["dataCollectionEndpointId"]
+    link = b.one(DCRA)
+    assert rule.urn in link.property_dependencies["dataCollectionRuleId"]
+    assert cluster.urn in link.property_dependencies["resourceUri"]
