@@ -119,7 +119,9 @@ def run_playbook(inventory: Path, *args: str, collections: Path | None = None) -
         check=False,
         cwd=ROOT,
         env={**ansible_env(collections), "ANSIBLE_DISPLAY_OK_HOSTS": "0", "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "0"},
-        timeout=300,
+        # a hang guard, not a timing check: a first run that installs a virtual environment from wheels took up to
+        # 207 s alone and timed out at 300 s with four workers on two cores beside other chroot tests
+        timeout=900,
     )
     return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
 
