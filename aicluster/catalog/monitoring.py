@@ -116,6 +116,36 @@ class ManagedPrometheus(Sourced):
         return self
 
 
+class ScrapeAccess(Sourced):
+    """What a Kubernetes cluster's managed collector needs inside the cluster to scrape the GPU exporters (issue 29):
+    the RBAC its Kubernetes user is bound to (amp-scraper), the ConfigMap its custom scrape jobs go in
+    (aks-metrics-addon), or the cluster's metric packages that install and scrape an exporter themselves
+    (gke-managed-collection). Only the fields of the record's own collector are set."""
+
+    cluster_role: Annotated[
+        str | None, Field(description="ClusterRole the collector's user gets (`aps-collector-role`).")
+    ] = None
+    role_binding: Annotated[
+        str | None, Field(description="ClusterRoleBinding of that role (`aps-collector-user-role-binding`).")
+    ] = None
+    user: Annotated[str | None, Field(description="Kubernetes user the collector acts as (`aps-collector-user`).")] = (
+        None
+    )
+    config_map: Annotated[
+        str | None,
+        Field(description="ConfigMap whose scrape jobs the collector runs (`ama-metrics-prometheus-config`)."),
+    ] = None
+    config_namespace: Annotated[str | None, Field(description="That ConfigMap's namespace (`kube-system`).")] = None
+    config_key: Annotated[str | None, Field(description="Its data key holding the Prometheus config.")] = None
+    components: Annotated[
+        tuple[str, ...],
+        Field(default=(), description="Cluster metric packages to enable (e.g. `DCGM`: GKE's managed dcgm-exporter)."),
+    ]
+    min_scrape_interval_s: Annotated[
+        int | None, Field(description="The shortest scrape interval the collector accepts (AMP scraper: `30`).")
+    ] = None
+
+
 class MonitoringData(_Record):
     """Everything in data/monitoring.yaml."""
 
@@ -128,6 +158,10 @@ class MonitoringData(_Record):
         dict[str, ManagedPrometheus],
         Field(default_factory=dict, description="Provider -> its managed Prometheus (none: no option)."),
     ]
+    scrape_access: Annotated[
+        dict[Collector, ScrapeAccess],
+        Field(default_factory=dict, description="Kubernetes collector -> what it needs inside the cluster."),
+    ]
 
     def records(self) -> dict[str, Sourced]:
         return {
@@ -137,4 +171,5 @@ class MonitoringData(_Record):
             "fabric": self.fabric,
             "filesystem": self.filesystem,
             **{f"managed_prometheus {p}": m for p, m in self.managed_prometheus.items()},
+            **{f"scrape_access {c}": a for c, a in self.scrape_access.items()},
         }

@@ -51,10 +51,11 @@ def kubernetes_jobs(m: PlannedMonitoring) -> list[dict[str, Any]]:
     return [node, dcgm]
 
 
-def scraper_configuration(plan: ClusterPlan) -> str:
-    """The Prometheus configuration an AMP scraper runs on the stack's EKS cluster: the scrape interval and the
-    kubernetes_sd jobs, nothing more (a scraper takes a subset of Prometheus's configuration; rules belong to the
-    workspace, not here)."""
+def scraper_configuration(plan: ClusterPlan, interval_s: int | None = None) -> str:
+    """The Prometheus configuration an AMP scraper runs on the stack's EKS cluster: the scrape interval (the plan's,
+    or `interval_s`: aicluster.schedulers.kubernetes.collector raises it to AMP's floor) and the kubernetes_sd jobs,
+    nothing more (a scraper takes a subset of Prometheus's configuration; rules belong to the workspace, not here)."""
     m = plan.monitoring
-    doc = {"global": {"scrape_interval": f"{m.scrape_interval_s}s"}, "scrape_configs": kubernetes_jobs(m)}
+    interval = m.scrape_interval_s if interval_s is None else interval_s
+    doc = {"global": {"scrape_interval": f"{interval}s"}, "scrape_configs": kubernetes_jobs(m)}
     return yaml.safe_dump(doc, sort_keys=False, width=120)

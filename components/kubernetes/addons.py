@@ -1,9 +1,9 @@
 """What aicluster installs into a managed Kubernetes cluster: the add-ons as Helm v3 releases (their values stay
 visible to the policy pack and the offline preview), each after the objects it needs first (GKE: the DRA driver's
 namespace and quota), and the objects of aicluster.schedulers.kubernetes.render (namespace, Kueue, NicClusterPolicy,
-GKE networks, the DaemonSets of manifest add-ons), each custom resource after the release that installs its CRD. The
-NCCL acceptance JobSet and its ComputeDomains are not deployed: `aicluster acceptance` writes them out (a
-ComputeDomain belongs to one workload)."""
+GKE networks, the DaemonSets of manifest add-ons, the managed Prometheus collector's RBAC or scrape jobs), each
+custom resource after the release that installs its CRD. The NCCL acceptance JobSet and its ComputeDomains are not
+deployed: `aicluster acceptance` writes them out (a ComputeDomain belongs to one workload)."""
 
 from __future__ import annotations
 
@@ -100,6 +100,9 @@ class KubernetesAddons(pulumi.ComponentResource):
             return k8s.core.v1.ServiceAccount(rname, metadata=meta, opts=opts)
         if kind == "ConfigMap":
             return k8s.core.v1.ConfigMap(rname, metadata=meta, data=obj["data"], opts=opts)
+        if kind == "ClusterRole":  # the managed Prometheus collector's (schedulers/kubernetes/collector.py)
+            role: pulumi.CustomResource = k8s.rbac.v1.ClusterRole(rname, metadata=meta, rules=obj["rules"], opts=opts)
+            return role
         if kind == "ClusterRoleBinding":
             binding: pulumi.CustomResource = k8s.rbac.v1.ClusterRoleBinding(
                 rname, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts

@@ -18,7 +18,7 @@ import yaml
 
 from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 from aicluster.plan.models import PlannedNodeHealth
-from aicluster.render.monitoring import scraper_configuration
+from aicluster.schedulers.kubernetes.collector import amp_scraper_configuration
 
 from ..aws import AwsBase
 from ..aws.gpu_pool import capacity_reservation, imds_v2, interfaces, root_volume
@@ -457,7 +457,7 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, ou
                 "workspace_arn": base.prometheus.workspace_arn,
                 "subnet_ids": cluster.system_subnet_ids,
                 "security_group_ids": [cluster.cluster_security_group_id],
-                "scrape_configuration": scraper_configuration(plan),
+                "scrape_configuration": amp_scraper_configuration(plan),
             },
             pulumi.ResourceOptions(parent=parent),
         )

@@ -49,6 +49,7 @@ from aicluster.plan import (
     Taint,
     gcp_labels,
 )
+from aicluster.schedulers.kubernetes.collector import gke_monitoring_components
 from aicluster.schedulers.kubernetes.render import gke_accelerator
 
 from ..gcp import GcpBase
@@ -251,9 +252,12 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(state="ENCRYPTED", key_name=key.id),
             logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOG_COMPONENTS),
-            # managed Prometheus: Google's managed collection (collectors as a DaemonSet, PodMonitoring resources)
+            # managed Prometheus: Google's managed collection (collectors as a DaemonSet, PodMonitoring resources);
+            # with GPU node groups the DCGM package too (GKE's own dcgm-exporter and its ClusterPodMonitoring: no GPU
+            # Operator runs on GKE)
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
-                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True)
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+                enable_components=gke_monitoring_components(plan) or None,
             )
             if plan.monitoring.collector == "gke-managed-collection"
             else None,

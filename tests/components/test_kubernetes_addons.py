@@ -178,7 +178,8 @@ def test_node_problem_detector_objects_are_typed_core_and_rbac_objects_on_the_cl
     assert set(expected) == {"ServiceAccount", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}
     (account,) = of_type(capture, "kubernetes:core/v1:ServiceAccount")
     (binding,) = of_type(capture, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
-    (config,) = of_type(capture, "kubernetes:core/v1:ConfigMap")
+    # the stack's managed Prometheus adds the metrics add-on's ConfigMap (test_monitoring): NPD's is the other one
+    (config,) = [r for r in of_type(capture, "kubernetes:core/v1:ConfigMap") if "node-problem-detector" in r.name]
     (npd,) = [r for r in of_type(capture, "kubernetes:apps/v1:DaemonSet") if r.name.endswith("-8gpu")]
     assert binding.inputs["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",

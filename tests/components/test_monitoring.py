@@ -34,6 +34,10 @@ DCE = "azure-native:monitor:DataCollectionEndpoint"
 DCR = "azure-native:monitor:DataCollectionRule"
 DCRA = "azure-native:monitor:DataCollectionRuleAssociation"
 MANAGED_TYPES = (AMP_WORKSPACE, AMP_SCRAPER, AMW, DCE, DCR, DCRA)
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
 
 
 def stack(name: str, **changes: Any) -> dict[str, Any]:
@@ -49,6 +53,8 @@ def test_self_hosted_stacks_make_no_managed_prometheus(build: Build, name: str) 
     assert [r.type for r in b.capture.resources if r.type in MANAGED_TYPES] == []
     for cluster in b.of_type(GKE):
         assert cluster.inputs.get("monitoringConfig") is None
+    assert [r.name for r in b.of_type(CLUSTER_ROLE) if r.name.endswith("aps-collector-role")] == []
+    assert [r.name for r in b.of_type(CONFIG_MAP) if r.name.endswith("ama-metrics-prometheus-config")] == []
     for cluster in b.of_type(AKS):
         assert cluster.inputs.get("azureMonitorProfile") is None
 
@@ -80,9 +86,18 @@ def test_eks_gets_an_amp_scraper_on_its_subnets_with_an_access_entry(build: Buil
     assert eks["securityGroupIds"]
     config = yaml.safe_load(scraper.inputs["scrapeConfiguration"])
     assert [j["job_name"] for j in config["scrape_configs"]] == ["node", "dcgm-exporter"]
-    assert config["global"] == {"scrape_interval": f"{b.plan.monitoring.scrape_interval_s}s"}
+    assert config["global"] == {"scrape_interval": "30s"}  # AMP's floor: the plan's 15 s would be refused
     entry = b.one(ACCESS_ENTRY)
     assert entry.inputs["userName"] == "aps-collector-user"
+    # the user is bound to the collector's ClusterRole in the cluster, through the add-ons' Kubernetes provider
+    role, binding = b.one(CLUSTER_ROLE, "-aps-collector-role"), b.one(ROLE_BINDING, "-aps-collector-user-role-binding")
+    assert binding.inputs["subjects"] == [
+        {"kind": "User", "name": entry.inputs["userName"], "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    assert binding.inputs["roleRef"]["name"] == role.inputs["metadata"]["name"] == "aps-collector-role"
+    assert {"nonResourceURLs": ["/metrics"], "verbs": ["get"]} in role.inputs["rules"]
+    assert role.provider is not None
+    assert role.provider.startswith(b.one(K8S_PROVIDER).urn)
     assert [r.name for r in b.of_type(ROLE_POLICY) if r.name.endswith("-prometheus-write")] == []  # no node writes
 
 
@@ -90,6 +105,8 @@ def test_gke_switches_on_managed_collection(build: Build) -> None:
     b = build(stack("gke-a3mega", monitoring=MANAGED))
     cluster = b.one(GKE)
     assert cluster.inputs["monitoringConfig"]["managedPrometheus"]["enabled"] is True
+    # GKE's own dcgm-exporter and ClusterPodMonitoring (no GPU Operator on GKE): the DCGM package
+    assert cluster.inputs["monitoringConfig"]["enableComponents"] == ["SYSTEM_COMPONENTS", "DCGM"]
     assert [r.type for r in b.capture.resources if r.type in MANAGED_TYPES] == []  # Monarch: nothing to create
 
 
@@ -109,3 +126,8 @@ def test_aks_metrics_addon_is_linked_to_the_workspace_by_a_rule_association(buil
     link = b.one(DCRA)
     assert rule.urn in link.property_dependencies["dataCollectionRuleId"]
     assert cluster.urn in link.property_dependencies["resourceUri"]
+    # the add-on's custom scrape job for the GPU Operator's dcgm-exporter
+    config = b.one(CONFIG_MAP, "-ama-metrics-prometheus-config")
+    assert config.inputs["metadata"]["namespace"] == "kube-system"
+    jobs = yaml.safe_load(config.inputs["data"]["prometheus-config"])["scrape_configs"]
+    assert [j["job_name"] for j in jobs] == ["dcgm-exporter"]

@@ -30,6 +30,7 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
 from aicluster.render.nccl import acceptance_busbw
 
+from .collector import collector_objects
 from .health import npd_objects
 from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
 from .plan import DRA_ADDON, NPD_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
@@ -610,6 +611,7 @@ def kubernetes_objects(plan: ClusterPlan) -> list[dict[str, Any]]:
     for addon in kube.addons:
         if addon.kind == "manifest":
             objs += manifest_objects(plan, addon)
+    objs += collector_objects(plan)  # the managed Prometheus collector's RBAC or scrape jobs (collector.py)
     return objs
 
 

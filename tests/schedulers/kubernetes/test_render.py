@@ -154,7 +154,8 @@ def walk(values: Any, chart: Any, path: str = "") -> list[str]:
 def test_core_objects_validate_against_the_clusters_kubernetes_version(stack: str) -> None:
     plan = stack_plan(stack)
     core = [o for o in kubernetes_objects(plan) if o["apiVersion"] in ("v1", "apps/v1", "rbac.authorization.k8s.io/v1")]
-    assert {o["kind"] for o in core} <= {"Namespace", "DaemonSet", "ServiceAccount", "ConfigMap", "ClusterRoleBinding"}
+    kinds = {"Namespace", "DaemonSet", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding"}
+    assert {o["kind"] for o in core} <= kinds
     assert "Namespace" in {o["kind"] for o in core}
     for obj in core:
         kubernetes_validate.validate(obj, kube_version(plan), strict=True)

@@ -1,0 +1,138 @@
+"""What a Kubernetes cluster's managed Prometheus collector needs inside the cluster (`monitoring.prometheus:
+managed`, issue 29), from the plan's collector and the catalog's scrape_access facts (data/monitoring.yaml):
+
+- EKS (amp-scraper): the RBAC of the Kubernetes user the AMP scraper's access entry names: a ClusterRole that may
+  discover nodes, pods, services and endpoints and GET /metrics, bound to that user. The scraper's configuration
+  sets an interval no shorter than AMP accepts.
+- AKS (aks-metrics-addon): the metrics add-on scrapes node-exporter, kubelet and cAdvisor by itself; the GPU
+  Operator's dcgm-exporter it learns of from a custom scrape job in its ConfigMap in kube-system.
+- GKE (gke-managed-collection): no GPU Operator runs there (GKE installs the driver), so there is no dcgm-exporter
+  of ours to point a PodMonitoring at; the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and
+  the ClusterPodMonitoring that scrapes it (gke_monitoring_components). aicluster runs no node_exporter on a
+  Kubernetes cluster, so there is nothing else to scrape.
+
+Pure functions of the plan and the catalog: the component (components.kubernetes.addons) creates the objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from aicluster.catalog import Catalog, load_catalog
+from aicluster.catalog.monitoring import ScrapeAccess
+from aicluster.plan import ClusterPlan
+from aicluster.render.monitoring import DCGM_JOB, kubernetes_jobs, scraper_configuration
+
+from .plan import gpu_operator_operands
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "aicluster"}
+GPU_OPERATOR = "gpu-operator"
+
+
+def _access(plan: ClusterPlan, catalog: Catalog | None) -> ScrapeAccess | None:
+    m = plan.monitoring
+    if m.prometheus != "managed" or m.collector is None or plan.kubernetes is None:
+        return None
+    cat = catalog or load_catalog()
+    return cat.monitoring.scrape_access.get(m.collector) if cat.monitoring is not None else None
+
+
+def _runs_dcgm_exporter(plan: ClusterPlan) -> bool:
+    """Whether the GPU Operator runs its dcgm-exporter on the stack's GPU nodes (GKE stacks run no GPU Operator)."""
+    kube = plan.kubernetes
+    return (
+        kube is not None
+        and any(a.id == GPU_OPERATOR for a in kube.addons)
+        and gpu_operator_operands(kube.service)["dcgmExporter"]
+    )
+
+
+def scrape_interval_s(plan: ClusterPlan, catalog: Catalog | None = None) -> int:
+    """The plan's scrape interval, raised to the collector's shortest where it has one (AMP scraper: 30 s)."""
+    access = _access(plan, catalog)
+    floor = access.min_scrape_interval_s if access is not None else None
+    return max(plan.monitoring.scrape_interval_s, floor or 0)
+
+
+def amp_scraper_configuration(plan: ClusterPlan, catalog: Catalog | None = None) -> str:
+    """The Prometheus configuration an AMP scraper runs on the stack's EKS cluster: the kubernetes_sd jobs at an
+    interval the scraper accepts (a scraper takes a subset of Prometheus's configuration; rules belong to the
+    workspace)."""
+    return scraper_configuration(plan, scrape_interval_s(plan, catalog))
+
+
+def gke_monitoring_components(plan: ClusterPlan, catalog: Catalog | None = None) -> list[str]:
+    """The GKE cluster's metric packages (monitoringConfig.enableComponents) for its managed collection: DCGM, when the
+    stack has GPU node groups. Empty: leave GKE's default."""
+    access = _access(plan, catalog)
+    kube = plan.kubernetes
+    if access is None or kube is None or not any(g.accelerator_kind == "gpu" for g in kube.node_groups):
+        return []
+    return list(access.components)
+
+
+def collector_objects(plan: ClusterPlan, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """The Kubernetes objects the stack's managed collector needs (none for a self-hosted or a Slurm stack)."""
+    access = _access(plan, catalog)
+    if access is None:
+        return []
+    if access.cluster_role and access.role_binding and access.user:
+        return _amp_rbac(access)
+    if access.config_map and access.config_namespace and access.config_key and _runs_dcgm_exporter(plan):
+        return [_ama_config(plan, access)]
+    return []
+
+
+def _amp_rbac(a: ScrapeAccess) -> list[dict[str, Any]]:
+    rbac = "rbac.authorization.k8s.io"
+    discover = ["get", "list", "watch"]
+    role = {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": a.cluster_role, "labels": dict(MANAGED_BY)},
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": [
+                    "nodes",
+                    "nodes/proxy",
+                    "nodes/metrics",
+                    "services",
+                    "endpoints",
+                    "pods",
+                    "ingresses",
+                    "configmaps",
+                ],
+                "verbs": discover,
+            },
+            {
+                "apiGroups": ["extensions", "networking.k8s.io"],
+                "resources": ["ingresses/status", "ingresses"],
+                "verbs": discover,
+            },
+            {"apiGroups": ["metrics.eks.amazonaws.com"], "resources": ["kcm/metrics", "ksh/metrics"], "verbs": ["get"]},
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+        ],
+    }
+    binding = {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": a.role_binding, "labels": dict(MANAGED_BY)},
+        "subjects": [{"kind": "User", "name": a.user, "apiGroup": rbac}],
+        "roleRef": {"kind": "ClusterRole", "name": a.cluster_role, "apiGroup": rbac},
+    }
+    return [role, binding]
+
+
+def _ama_config(plan: ClusterPlan, a: ScrapeAccess) -> dict[str, Any]:
+    """The metrics add-on's custom scrape jobs: the GPU Operator's dcgm-exporter pods (the add-on's own targets
+    already cover node-exporter, kubelet and cAdvisor)."""
+    jobs = [j for j in kubernetes_jobs(plan.monitoring) if j["job_name"] == DCGM_JOB]
+    doc = {"global": {"scrape_interval": f"{plan.monitoring.scrape_interval_s}s"}, "scrape_configs": jobs}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": a.config_map, "namespace": a.config_namespace, "labels": dict(MANAGED_BY)},
+        "data": {a.config_key: yaml.safe_dump(doc, sort_keys=False, width=120)},
+    }

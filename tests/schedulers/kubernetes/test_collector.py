@@ -1,0 +1,105 @@
+"""The managed Prometheus collector's objects inside a Kubernetes cluster (issue 29), from the example stacks set to
+`monitoring.prometheus: managed`: EKS's RBAC for the AMP scraper's user, AKS's custom scrape job for the GPU
+Operator's dcgm-exporter, GKE's DCGM metrics package. Core objects are checked against the Kubernetes OpenAPI schema
+of the stack's version (kubernetes_validate, strict)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from aicluster.catalog import Catalog
+from aicluster.plan import ClusterPlan, plan
+from aicluster.render.monitoring import DCGM_JOB, DCGM_POD_LABEL
+from aicluster.schedulers.kubernetes.collector import (
+    amp_scraper_configuration,
+    collector_objects,
+    gke_monitoring_components,
+)
+from aicluster.schedulers.kubernetes.render import kubernetes_objects
+from aicluster.spec import parse_cluster
+from components.aws.monitoring import SCRAPER_USER
+
+ROOT = Path(__file__).resolve().parents[3]
+STACKS = {"eks": "eks-p5", "aks": "aks-nd-h100", "gke": "gke-a3mega"}
+
+
+def stack_plan(catalog: Catalog, name: str, prometheus: str) -> ClusterPlan:
+    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text(encoding="utf-8"))
+    cluster: dict[str, Any] = copy.deepcopy(doc["config"]["aicluster:cluster"])
+    cluster["monitoring"] = {"prometheus": prometheus}
+    return plan(parse_cluster(cluster, name), catalog)
+
+
+def validate(p: ClusterPlan, obj: dict[str, Any]) -> None:
+    assert p.kubernetes is not None
+    kubernetes_validate.validate(obj, f"{p.kubernetes.version}.0", strict=True)
+
+
+@pytest.mark.parametrize("name", list(STACKS.values()))
+def test_self_hosted_stacks_get_no_collector_objects(catalog: Catalog, name: str) -> None:
+    p = stack_plan(catalog, name, "self-hosted")
+    assert collector_objects(p, catalog) == []
+    assert gke_monitoring_components(p, catalog) == []
+
+
+def test_eks_binds_the_scrapers_user_to_the_collector_role(catalog: Catalog) -> None:
+    p = stack_plan(catalog, STACKS["eks"], "managed")
+    role, binding = collector_objects(p, catalog)
+    for obj in (role, binding):
+        validate(p, obj)
+    assert (role["kind"], role["metadata"]["name"]) == ("ClusterRole", "aps-collector-role")
+    core = next(r for r in role["rules"] if r.get("apiGroups") == [""])
+    assert {"nodes", "nodes/metrics", "pods", "services", "endpoints"} <= set(core["resources"])
+    assert core["verbs"] == ["get", "list", "watch"]  # discovery only: no write verb anywhere
+    assert all(set(r["verbs"]) <= {"get", "list", "watch"} for r in role["rules"])
+    assert {"nonResourceURLs": ["/metrics"], "verbs": ["get"]} in role["rules"]
+    assert binding["kind"] == "ClusterRoleBinding"
+    rbac = "rbac.authorization.k8s.io"
+    assert binding["roleRef"] == {"kind": "ClusterRole", "name": "aps-collector-role", "apiGroup": rbac}
+    # the user the scraper's access entry names (components.aws.monitoring): without it, it may do nothing
+    assert binding["subjects"] == [{"kind": "User", "name": SCRAPER_USER, "apiGroup": "rbac.authorization.k8s.io"}]
+    assert role in kubernetes_objects(p)
+    assert binding in kubernetes_objects(p)
+
+
+def test_amp_scraper_interval_is_never_under_amps_floor(catalog: Catalog) -> None:
+    p = stack_plan(catalog, STACKS["eks"], "managed")
+    assert p.monitoring.scrape_interval_s < 30  # the catalog's 15 s: AMP refuses a scraper configuration under 30 s
+    config = yaml.safe_load(amp_scraper_configuration(p, catalog))
+    assert config["global"] == {"scrape_interval": "30s"}
+    assert [j["job_name"] for j in config["scrape_configs"]] == ["node", DCGM_JOB]
+
+
+def test_aks_metrics_addon_gets_a_scrape_job_for_the_gpu_operators_dcgm_exporter(catalog: Catalog) -> None:
+    p = stack_plan(catalog, STACKS["aks"], "managed")
+    assert p.kubernetes is not None
+    assert any(a.id == "gpu-operator" for a in p.kubernetes.addons)
+    (cm,) = collector_objects(p, catalog)
+    validate(p, cm)
+    assert cm["metadata"]["name"] == "ama-metrics-prometheus-config"
+    assert cm["metadata"]["namespace"] == "kube-system"
+    assert list(cm["data"]) == ["prometheus-config"]
+    config = yaml.safe_load(cm["data"]["prometheus-config"])
+    assert config["global"] == {"scrape_interval": f"{p.monitoring.scrape_interval_s}s"}
+    (job,) = config["scrape_configs"]  # the add-on scrapes node-exporter itself
+    assert job["job_name"] == DCGM_JOB
+    assert job["kubernetes_sd_configs"] == [{"role": "pod"}]
+    keeps = {r["source_labels"][0]: r["regex"] for r in job["relabel_configs"] if r.get("action") == "keep"}
+    assert keeps == {
+        "__meta_kubernetes_pod_label_app": DCGM_POD_LABEL,
+        "__meta_kubernetes_pod_container_port_number": str(p.monitoring.dcgm_exporter_port),
+    }
+
+
+def test_gke_turns_on_the_dcgm_package_and_applies_nothing(catalog: Catalog) -> None:
+    p = stack_plan(catalog, STACKS["gke"], "managed")
+    assert p.kubernetes is not None
+    assert not any(a.id == "gpu-operator" for a in p.kubernetes.addons)
+    assert collector_objects(p, catalog) == []  # no dcgm-exporter of ours to point a PodMonitoring at
+    assert gke_monitoring_components(p, catalog) == ["SYSTEM_COMPONENTS", "DCGM"]
