@@ -98,7 +98,7 @@ class PlatformEffect(_Record):
 
     effect: Annotated[Effect, Field(description="The most costly outcome of the change's steps.")]
     sources: Annotated[tuple[str, ...], Field(description="Sources of the change rules that decide it.")] = ()
-    note: Annotated[str, Field(description="For a refused change: what validate says.")] = ""
+    note: Annotated[str, Field(description="For a refused change: what validate, or the cloud's API, refuses.")] = ""
     tried: Annotated[
         str,
         Field(

@@ -466,8 +466,20 @@ class _Classifier:
         deps = r.get("propertyDependencies") or {}
         if not isinstance(deps, Mapping):
             return out
+        before = self._base_dependencies(key)
         for prop, urns in sorted(deps.items()):
             if not isinstance(urns, list):
+                continue
+            # a computed input that now comes from another resource (a new subnet of another zone) holds that
+            # resource's values, not the ones it held: a change, as Terraform's "(known after apply)"
+            now = sorted({head_urn_to_key[u] for u in urns if isinstance(u, str) and u in head_urn_to_key})
+            moved = [k for k in now if k not in before.get(str(prop), set())]
+            if moved and str(prop) in before:
+                sources = ", ".join(str(self.new[k].get("name", k)) for k in moved)
+                out.extend(
+                    Leaf(leaf, COMPUTED, COMPUTED, cause=f"{prop} now comes from {sources}")
+                    for leaf in _computed_leaves((r.get("inputs") or {}).get(prop), str(prop))
+                )
                 continue
             for urn in urns:
                 if not isinstance(urn, str):
@@ -484,6 +496,17 @@ class _Classifier:
                         verb = "replaced: new ID" if source.op == "replace" else "updated: new version"
                         out.append(Leaf(leaf, COMPUTED, COMPUTED, cause=f"{source.name} {verb}"))
         return out
+
+    def _base_dependencies(self, key: str) -> dict[str, set[str]]:
+        """The base's propertyDependencies of a resource, by input, as stack-free URNs."""
+        deps = self.old[key].get("propertyDependencies") if key in self.old else None
+        if not isinstance(deps, Mapping):
+            return {}
+        return {
+            str(prop): {_stack_free(u, self.base_stack) for u in urns if isinstance(u, str)}
+            for prop, urns in deps.items()
+            if isinstance(urns, list)
+        }
 
     def _compared(
         self, key: str, old: Mapping[str, Any], new: Mapping[str, Any], head_urn_to_key: Mapping[str, str]
@@ -511,10 +534,17 @@ class _Classifier:
                 step.why.append(f"{leaf.path}{values}{because} may force a replacement: {self._condition(rule, leaf)}")
             if rule is not None and any(_under(_pattern(leaf.path), p) for p in rule.rejected_by_api):
                 step.rejected.append(leaf.path)
-                step.why.append(f"{leaf.path}: the provider previews an update, but the cloud's API refuses it")
+                step.why.append(
+                    f"{leaf.path}: the provider previews an update, but the cloud's API refuses it "
+                    f"{_source(rule, 'rejected_by_api')}"
+                )
         step.detailed_diff = {leaf.path: _kind(leaf, leaf.path in replacing) for leaf in changed}
         step.replace_paths = sorted(replacing)
         if replacing:
+            # a replacement creates a new resource: the cloud's API sees no update to refuse
+            refused = {f"{p}: the provider previews an update" for p in step.rejected}
+            step.why = [w for w in step.why if not w.startswith(tuple(refused))]
+            step.rejected = []
             step.op = "replace"
             assert rule is not None
             step.risks = _own_risks(rule)

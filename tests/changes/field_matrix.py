@@ -386,7 +386,9 @@ _SOURCE = re.compile(r"\(([a-z0-9-]+)(?::[^()]*)?\)$")
 
 
 def effect(changes: ChangeSet) -> tuple[str, list[str]]:
-    """The change's effect, the most costly first (EFFECTS), and the catalog sources of the rules that decide it."""
+    """The change's effect, the most costly first (EFFECTS), and the catalog sources of the rules that decide it.
+    An update the provider previews but the cloud's API refuses is refused (`pulumi up` fails at that step) unless
+    the change also loses data: other steps may run before the refused one, and `preview --base` blocks the loss."""
     steps = changes.steps
 
     def cited(chosen: list[Any]) -> list[str]:
@@ -395,6 +397,9 @@ def effect(changes: ChangeSet) -> tuple[str, list[str]]:
     data = [s for s in steps if s.op in ("replace", "delete") and "data-loss" in s.risks]
     if data:
         return "replaces-data", cited(data)
+    rejected = [s for s in steps if s.rejected]
+    if rejected:
+        return "refused", cited(rejected)
     rolled = [s for s in steps if s.rollout]
     # a group replaced (or deleted) recreates all its nodes at once; a replaced template's nodes are its groups'
     nodes = [s for s in steps if s.op in ("replace", "delete") and "job-kill" in s.risks]
@@ -457,8 +462,15 @@ def observe(edit: FieldEdit, tmp: Path) -> tuple[str, list[str], str]:
     if example is None:
         example = base_preview(stack)
     base, head = (edited, example) if edit.reverse else (example, edited)
-    found, sources = effect(classify(base, head, load_catalog().change_rules))
-    return found, sources, ""
+    changes = classify(base, head, load_catalog().change_rules)
+    found, sources = effect(changes)
+    return found, sources, refusal(changes) if found == "refused" else ""
+
+
+def refusal(changes: ChangeSet) -> str:
+    """What the cloud's API refuses, resource by resource (the note of an API-refused change)."""
+    parts = [f"{s.type} {s.name}: {', '.join(s.rejected)}" for s in changes.steps if s.rejected]
+    return f"the cloud's API refuses updating {'; '.join(parts)} (the provider previews an update; `pulumi up` fails)"
 
 
 def write(path: Path) -> None:
@@ -485,8 +497,9 @@ def write(path: Path) -> None:
         "# change rules (data/changes/): the effect, the sources of the rules that decide it, and what was tried\n"
         "# (the example stack, the changed fields and their values). Regenerate with\n"
         "# `python -m tests.changes.field_matrix`; tests/changes/test_update_policies.py checks it is current.\n"
-        "# Effects: refused (validate refuses the change), replaces-data, replaces-nodes, rollout (running nodes\n"
-        "# recreated), removes-nodes, new-nodes-only (running nodes keep the old configuration), live, none.\n"
+        "# Effects: refused (validate, or the cloud's API, refuses the change), replaces-data, replaces-nodes,\n"
+        "# rollout (running nodes recreated), removes-nodes, new-nodes-only (running nodes keep the old\n"
+        "# configuration), live, none.\n"
     )
     path.write_text(header + yaml.safe_dump(list(rows.values()), sort_keys=False, width=118), encoding="utf-8")
 

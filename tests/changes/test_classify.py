@@ -115,6 +115,47 @@ def test_a_replaced_resource_changes_its_dependents(catalog: Catalog) -> None:
     assert "h100-lt replaced: new ID" in steps[1].why[0]
 
 
+AWS_SUBNET = "aws:ec2/subnet:Subnet"
+
+
+def _node_group_in(subnet: dict[str, Any]) -> dict[str, Any]:
+    ng = resource(EKS_NG, "h100", subnetIds=["<computed>"])
+    ng["propertyDependencies"] = {"subnetIds": [subnet["urn"]]}
+    return ng
+
+
+def test_a_computed_input_from_another_resource_changes(catalog: Catalog) -> None:
+    """A node group moved to another zone's subnet: its subnetIds is computed on both sides, but it now comes from
+    another resource (a new one, or one that exists already), so it holds other IDs and, being ForceNew (Terraform
+    AWS node_group.go), replaces the group, as `pulumi preview` would once the subnet's ID is known."""
+    zone_a = resource(AWS_SUBNET, "compute-us-east-1a", availabilityZone="us-east-1a")
+    zone_b = resource(AWS_SUBNET, "compute-us-east-1b", availabilityZone="us-east-1b")
+    for base, head in (([zone_a], [zone_b]), ([zone_a, zone_b], [zone_a, zone_b])):  # a new subnet; an existing one
+        changes = classify(doc(*base, _node_group_in(zone_a)), doc(*head, _node_group_in(zone_b)), catalog.change_rules)
+        (step,) = [s for s in changes.steps if s.name == "h100"]
+        assert (step.op, step.replace_reasons, step.risks) == ("replace", ["subnetIds"], ["job-kill"])
+        assert "subnetIds now comes from compute-us-east-1b" in step.why[0]
+        assert "tf-aws-forcenew-2024-06" in step.why[0]
+    same = classify(doc(zone_a, _node_group_in(zone_a)), doc(zone_a, _node_group_in(zone_a)), catalog.change_rules)
+    assert (same.steps, same.same) == ([], 2)  # the same source: no change
+
+
+def test_an_update_the_api_refuses_names_its_source(catalog: Catalog) -> None:
+    """azure-native previews an AgentPool's availabilityZones as an update; the AKS API refuses it."""
+    old = resource("azure-native:containerservice:AgentPool", "h100", availabilityZones=["1"], count=4)
+    new = resource("azure-native:containerservice:AgentPool", "h100", availabilityZones=["2"], count=4)
+    step = one(classify(doc(old), doc(new), catalog.change_rules))
+    assert (step.op, step.rejected) == ("update", ["availabilityZones[0]"])
+    assert step.why[-1].startswith("availabilityZones[0]: the provider previews an update, but the cloud's API")
+    assert "(azure-specs-mutability" in step.why[-1]
+    assert step.to_json()["rejectedByApi"] == ["availabilityZones[0]"]
+    resized = resource("azure-native:containerservice:AgentPool", "h100", availabilityZones=["2"], count=4, vmSize="b")
+    old["inputs"]["vmSize"] = "a"
+    replaced = one(classify(doc(old), doc(resized), catalog.change_rules))  # vmSize: forceNew, a new pool
+    assert (replaced.op, replaced.rejected, replaced.replace_reasons) == ("replace", [], ["vmSize"])
+    assert not any("API refuses" in w for w in replaced.why)
+
+
 def test_a_template_update_rolls_the_groups_that_follow_its_version(catalog: Catalog) -> None:
     lt_old = resource(LT, "h100-lt", userData="a")
     lt_new = resource(LT, "h100-lt", userData="b")

@@ -115,3 +115,23 @@ def test_validate_names_the_row_whose_values_a_change_matches(catalog: Catalog) 
     assert (batch.path, batch.field, batch.effect) == (
         "pools[h100].rollout.max_unavailable", "pools[].rollout.max_unavailable", "live"
     )  # fmt: skip
+
+
+def test_an_update_the_cloud_refuses_is_refused_with_what_it_refuses(catalog: Catalog) -> None:
+    """The provider previews an update the cloud's API refuses (an AKS pool's zones): `pulumi up` would fail, so
+    the table says refused, not applied live, with the resource and input, and the rule's source."""
+    from aicluster.changes import classify
+    from tests.changes.field_matrix import effect, refusal
+    from tests.changes.test_classify import doc
+    from tests.report.previews import resource
+
+    pool = "azure-native:containerservice:AgentPool"
+    old, new = (resource(pool, "h100", availabilityZones=[z], count=4) for z in ("1", "2"))
+    changes = classify(doc(old), doc(new), catalog.change_rules)
+    assert effect(changes) == ("refused", ["azure-specs-mutability"])
+    assert refusal(changes) == (
+        f"the cloud's API refuses updating {pool} h100: availabilityZones[0] (the provider previews an update; "
+        "`pulumi up` fails)"
+    )
+    grown = classify(doc(old), doc(resource(pool, "h100", availabilityZones=["1"], count=8)), catalog.change_rules)
+    assert effect(grown) == ("live", [])
