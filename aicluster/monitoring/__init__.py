@@ -24,13 +24,21 @@ from .dashboards import dashboards
 from .rules import Group, groups, monitoring_data
 from .scrape import counters_csv, prometheus_yml, targets
 
-__all__ = ["Group", "groups", "render"]
+__all__ = ["Group", "groups", "managed_rules", "render"]
 
 _HEAD = "# Written by `aicluster monitoring` for the cluster {name}; regenerate rather than edit.\n"
 
 
 def _yaml(doc: object) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=1 << 16, allow_unicode=True)  # an expression on one line
+
+
+def managed_rules(plan: ClusterPlan, catalog: Catalog) -> list[dict[str, object]]:
+    """The rule groups the stack's managed Prometheus is given (the Pulumi program hands them to the components):
+    the very groups `render` writes as rules/*.yml; none where the Prometheus is self-hosted (it reads the files)."""
+    if plan.monitoring.service is None:
+        return []
+    return [g.rule_group() for g in groups(plan, catalog)]
 
 
 def render(

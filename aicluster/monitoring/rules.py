@@ -68,8 +68,12 @@ class Group:
     name: str
     alerts: tuple[Alert, ...]
 
+    def rule_group(self) -> dict[str, object]:
+        """The group as Prometheus's rule files hold it (`name`, `rules`): what a managed Prometheus is given too."""
+        return {"name": self.name, "rules": [a.rule() for a in self.alerts]}
+
     def rules_doc(self) -> dict[str, object]:
-        return {"groups": [{"name": self.name, "rules": [a.rule() for a in self.alerts]}]}
+        return {"groups": [self.rule_group()]}
 
     def tests_doc(self) -> dict[str, object]:
         tests: list[dict[str, object]] = []

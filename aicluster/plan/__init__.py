@@ -693,6 +693,7 @@ def _plan_monitoring(
             "write_permission": offered.remote_write_action if collector == "remote-write" else None,
             "write_auth": offered.remote_write_auth if collector == "remote-write" else None,
             "source": offered.source_of("collectors"),
+            "rule_severities": dict(offered.rule_severities),
         }
     )
 

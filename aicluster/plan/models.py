@@ -644,6 +644,8 @@ class PlannedMonitoring(_Plan):
     write_permission: str | None = None  # remote-write: the permission the writing identity needs (aps:RemoteWrite)
     write_auth: Literal["sigv4"] | None = None  # remote-write: how Prometheus signs its requests
     source: str | None = None  # the catalog source of how the collector works
+    # managed: an alert's severity label -> the number the service's rules take (Azure), from the catalog
+    rule_severities: dict[str, int] = {}
 
 
 class PlannedSite(_Plan):
