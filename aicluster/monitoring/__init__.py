@@ -1,9 +1,10 @@
 """What `aicluster monitoring STACK` writes: Prometheus's config and target files, alert rules with their
 promtool tests, dcgm-exporter's counters CSV and Grafana dashboards, all from the stack's plan.
 
-    prometheus.yml              scrape configs (dcgm-exporter, node_exporter, the Slurm exporter), rule_files
+    prometheus.yml              scrape configs (dcgm-exporter, node_exporter, the Slurm exporter where one is
+                                installed: monitoring.slurm_exporter), rule_files
     targets/<job>.yml           file_sd targets named after the plan's nodes (Slurm stacks)
-    rules/<group>.yml           alert rules: gpu, fabric, filesystem, slurm (the ones the stack has)
+    rules/<group>.yml           alert rules: gpu, fabric, filesystem, slurm (the ones the stack has and scrapes)
     tests/<group>.yml           `promtool test rules` cases: each alert fires once and stays quiet once
     dcgm-exporter/counters.csv  the DCGM fields to export, health fields included
     dashboards/<name>.json      Grafana dashboards

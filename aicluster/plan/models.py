@@ -636,6 +636,8 @@ class PlannedMonitoring(_Plan):
     node_exporter_port: int
     dcgm_exporter_port: int
     scrape_interval_s: int
+    # how the Slurm controller gets its Slurm exporter (none: not installed, so neither scraped nor alerted on)
+    slurm_exporter: Literal["none", "binary", "url", "container"] = "none"
     provider: str | None = None  # managed: the cloud of the controller or control plane
     region: str | None = None
     service: str | None = None  # managed: catalog id, e.g. amazon-managed-prometheus

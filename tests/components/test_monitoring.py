@@ -125,18 +125,26 @@ def generated(b: Built, catalog: Catalog) -> list[dict[str, Any]]:
     return [yaml.safe_load(files[f"rules/{g.file}.yml"])["groups"][0] for g in groups(b.plan, catalog)]
 
 
-@pytest.mark.parametrize("name", ["p5-small", "eks-p5"])
+@pytest.mark.parametrize(
+    ("name", "monitoring"),
+    [
+        pytest.param("p5-small", MANAGED, id="slurm"),
+        pytest.param("p5-small", {**MANAGED, "slurm_exporter": "binary"}, id="slurm-with-its-exporter"),
+        pytest.param("eks-p5", MANAGED, id="eks"),
+    ],
+)
 def test_amp_workspace_gets_the_rule_groups_aicluster_monitoring_writes(
-    build: Build, catalog: Catalog, name: str
+    build: Build, catalog: Catalog, name: str, monitoring: dict[str, str]
 ) -> None:
-    b = build(stack(name, monitoring=MANAGED))
+    b = build(stack(name, monitoring=monitoring))
     workspace, namespace = b.one(AMP_WORKSPACE), b.one(AMP_RULES)
     assert workspace.urn in namespace.property_dependencies["workspaceId"]
     assert namespace.inputs["region"] == workspace.inputs["region"]
     data = yaml.safe_load(namespace.inputs["data"])
     assert data["groups"] == generated(b, catalog)
     names = [g["name"] for g in data["groups"]]
-    assert ("aicluster-slurm" in names) == (b.plan.controller is not None)  # Slurm's rules only on a Slurm stack
+    # Slurm's rules only where a Slurm controller runs the exporter (monitoring.slurm_exporter)
+    assert ("aicluster-slurm" in names) == ("slurm_exporter" in monitoring)
 
 
 def test_aks_workspace_gets_one_azure_rule_group_per_generated_group(build: Build, catalog: Catalog) -> None:
