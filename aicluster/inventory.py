@@ -214,6 +214,7 @@ def _monitoring_vars(
     until `up` has run, `prometheus_remote_write_missing` says so and the prometheus role stops there). Nodes whose
     address the inventory knows (`addresses`, checked) are scraped at it; the others by name."""
     from aicluster.monitoring import render as monitoring_files
+    from aicluster.monitoring.rules import monitoring_data
     from aicluster.monitoring.scrape import counters_csv
 
     m = plan.monitoring
@@ -234,6 +235,9 @@ def _monitoring_vars(
                 f"monitoring.prometheus is managed: the controller's Prometheus writes to the {m.service_name} "
                 "workspace, whose address is a stack output; run `pulumi up`, then render the inventory again"
             )
+    # the slurm_exporter role installs what the stack chose, which is what prometheus.yml scrapes (none: neither)
+    controller["slurm_exporter_source"] = m.slurm_exporter
+    controller["slurm_exporter_port"] = monitoring_data(catalog).exporters.slurm_exporter_port
     files = monitoring_files(plan, catalog, remote_write_url=url, addresses=addresses)
     controller["prometheus_files"] = {k: v for k, v in files.items() if PROMETHEUS_FILES.match(k)}
     return every, controller

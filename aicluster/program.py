@@ -12,6 +12,7 @@ import os
 import pulumi
 
 from aicluster.catalog import load_catalog
+from aicluster.monitoring import managed_rules
 from aicluster.plan import plan
 from aicluster.spec import SpecError, parse_cluster
 from components import AiCluster
@@ -24,7 +25,8 @@ def main() -> None:
     stack_file = os.environ.get("AICLUSTER_STACK_FILE") or f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
     try:
         spec = parse_cluster(pulumi.Config("aicluster").require_object("cluster"), stack_file)
-        cluster_plan = plan(spec, load_catalog())
+        catalog = load_catalog()
+        cluster_plan = plan(spec, catalog)
     except SpecError as err:
         raise pulumi.RunError(str(SpecError(stack_file, err.problems))) from None
 
@@ -68,6 +70,10 @@ def main() -> None:
             raise pulumi.RunError(what)
         pulumi.log.warn(f"{what} before `pulumi up` (this preview records those hosts without a credential)")
 
-    cluster = AiCluster(cluster_plan.name, {"plan": cluster_plan, "bmc_credentials": bmc_credentials})
+    # a managed Prometheus gets the alert rules `aicluster monitoring` writes (components read no catalog)
+    rules = managed_rules(cluster_plan, catalog)
+    cluster = AiCluster(
+        cluster_plan.name, {"plan": cluster_plan, "bmc_credentials": bmc_credentials, "alert_rules": rules}
+    )
     for key, value in cluster.outputs.items():
         pulumi.export(key, value)

@@ -8,7 +8,7 @@ Pulumi config and never recompute what the plan decided.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -112,6 +112,9 @@ class AiClusterArgs(TypedDict):
     # on-prem hosts' BMC passwords, host name -> secret, read by the Pulumi program from the stack's secrets
     # (components never read config); the on-prem builder hands them to each site's OnPremSite as secrets
     bmc_credentials: NotRequired[Mapping[str, pulumi.Input[str]]]
+    # the alert rule groups `aicluster monitoring` writes (rules/*.yml, each file's group as Prometheus holds it),
+    # rendered by the Pulumi program (components never read the catalog): a managed Prometheus is given them
+    alert_rules: NotRequired[Sequence[Mapping[str, Any]]]
 
 
 class AiCluster(pulumi.ComponentResource):
@@ -148,6 +151,7 @@ class AiCluster(pulumi.ComponentResource):
         )
         super().__init__("aicluster:index:AiCluster", name, props, opts)
         self.bmc_credentials: Mapping[str, pulumi.Input[str]] = args.get("bmc_credentials", {})
+        self.alert_rules: Sequence[Mapping[str, Any]] = args.get("alert_rules", ())
         merged: dict[str, Any] = {
             "cluster": plan.name,
             "scheduler": plan.scheduler,

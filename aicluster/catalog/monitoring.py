@@ -103,6 +103,14 @@ class ManagedPrometheus(Sourced):
         Literal["sigv4"] | None,
         Field(description="How Prometheus authenticates its remote_write (`sigv4`: AWS Signature v4, its region)."),
     ] = None
+    rule_severities: Annotated[
+        dict[str, int],
+        Field(
+            default_factory=dict,
+            description="An alert's `severity` label -> the service's number for it, where its rules take one "
+            "(e.g. `critical: 0` in an Azure Prometheus rule group); none: the label is all it takes.",
+        ),
+    ]
 
     @model_validator(mode="after")
     def _each_once(self) -> ManagedPrometheus:

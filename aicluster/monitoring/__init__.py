@@ -1,9 +1,10 @@
 """What `aicluster monitoring STACK` writes: Prometheus's config and target files, alert rules with their
 promtool tests, dcgm-exporter's counters CSV and Grafana dashboards, all from the stack's plan.
 
-    prometheus.yml              scrape configs (dcgm-exporter, node_exporter, the Slurm exporter), rule_files
+    prometheus.yml              scrape configs (dcgm-exporter, node_exporter, the Slurm exporter where one is
+                                installed: monitoring.slurm_exporter), rule_files
     targets/<job>.yml           file_sd targets named after the plan's nodes (Slurm stacks)
-    rules/<group>.yml           alert rules: gpu, fabric, filesystem, slurm (the ones the stack has)
+    rules/<group>.yml           alert rules: gpu, fabric, filesystem, slurm (the ones the stack has and scrapes)
     tests/<group>.yml           `promtool test rules` cases: each alert fires once and stays quiet once
     dcgm-exporter/counters.csv  the DCGM fields to export, health fields included
     dashboards/<name>.json      Grafana dashboards
@@ -24,13 +25,21 @@ from .dashboards import dashboards
 from .rules import Group, groups, monitoring_data
 from .scrape import counters_csv, prometheus_yml, targets
 
-__all__ = ["Group", "groups", "render"]
+__all__ = ["Group", "groups", "managed_rules", "render"]
 
 _HEAD = "# Written by `aicluster monitoring` for the cluster {name}; regenerate rather than edit.\n"
 
 
 def _yaml(doc: object) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=1 << 16, allow_unicode=True)  # an expression on one line
+
+
+def managed_rules(plan: ClusterPlan, catalog: Catalog) -> list[dict[str, object]]:
+    """The rule groups the stack's managed Prometheus is given (the Pulumi program hands them to the components):
+    the very groups `render` writes as rules/*.yml; none where the Prometheus is self-hosted (it reads the files)."""
+    if plan.monitoring.service is None:
+        return []
+    return [g.rule_group() for g in groups(plan, catalog)]
 
 
 def render(

@@ -68,8 +68,12 @@ class Group:
     name: str
     alerts: tuple[Alert, ...]
 
+    def rule_group(self) -> dict[str, object]:
+        """The group as Prometheus's rule files hold it (`name`, `rules`): what a managed Prometheus is given too."""
+        return {"name": self.name, "rules": [a.rule() for a in self.alerts]}
+
     def rules_doc(self) -> dict[str, object]:
-        return {"groups": [{"name": self.name, "rules": [a.rule() for a in self.alerts]}]}
+        return {"groups": [self.rule_group()]}
 
     def tests_doc(self) -> dict[str, object]:
         tests: list[dict[str, object]] = []
@@ -622,8 +626,15 @@ def slurm_group(controller: str, mon: MonitoringData) -> Group:
     return Group("slurm", "aicluster-slurm", (*alerts, down))
 
 
+def scrapes_slurm(plan: ClusterPlan) -> bool:
+    """Whether the Slurm exporter is scraped and alerted on: a Slurm controller with an exporter installed
+    (`monitoring.slurm_exporter`); with none, SlurmExporterDown would fire forever on a target nobody installed."""
+    return plan.controller is not None and plan.monitoring.slurm_exporter != "none"
+
+
 def groups(plan: ClusterPlan, catalog: Catalog) -> list[Group]:
-    """The rule groups this stack gets: GPU ones where it has GPU pools, Slurm ones where Slurm schedules it."""
+    """The rule groups this stack gets: GPU ones where it has GPU pools, Slurm ones where Slurm schedules it and its
+    exporter is installed."""
     mon = monitoring_data(catalog)
     node_label = "node"
     first = plan.pools[0]
@@ -634,7 +645,7 @@ def groups(plan: ClusterPlan, catalog: Catalog) -> list[Group]:
     found.append(fabric_group(first.node_names()[0], first.name, mon, node_label=node_label))
     if plan.filesystems or plan.kubernetes is not None:
         found.append(filesystem_group(plan, first.node_names()[0], first.name, mon, node_label=node_label))
-    if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
+    if scrapes_slurm(plan):
         found.append(slurm_group(plan.controller_host(), mon))
     return found
 

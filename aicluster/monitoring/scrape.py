@@ -18,7 +18,7 @@ from aicluster.catalog import MonitoringData
 from aicluster.plan.models import ClusterPlan
 from aicluster.render.monitoring import DCGM_JOB, NODE_JOB, kubernetes_jobs
 
-from .rules import SLURM_JOB, Group
+from .rules import SLURM_JOB, Group, scrapes_slurm
 
 
 def _dump(doc: Any) -> str:
@@ -63,7 +63,8 @@ def targets(plan: ClusterPlan, mon: MonitoringData, addresses: Mapping[str, str]
         files[f"targets/{NODE_JOB}.yml"].append(
             {"targets": [_target(at, ex.node_exporter_port)], "labels": {"pool": "controller", **named}}
         )
-        files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [_target(at, ex.slurm_exporter_port)], "labels": named}]
+        if scrapes_slurm(plan):  # an exporter is installed (monitoring.slurm_exporter)
+            files[f"targets/{SLURM_JOB}.yml"] = [{"targets": [_target(at, ex.slurm_exporter_port)], "labels": named}]
     return {path: _dump(doc) for path, doc in files.items() if doc}
 
 

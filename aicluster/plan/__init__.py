@@ -655,7 +655,15 @@ def _plan_monitoring(
         node_exporter_port=ex.node_exporter_port,
         dcgm_exporter_port=ex.dcgm_exporter_port,
         scrape_interval_s=ex.scrape_interval_s,
+        # Kubernetes stacks have no Slurm controller to install it on
+        slurm_exporter=ctx.spec.monitoring.slurm_exporter if controller is not None else "none",
     )
+    if kubernetes is not None and ctx.spec.monitoring.slurm_exporter != "none":
+        ctx.problem(
+            ("monitoring", "slurm_exporter"),
+            "a Kubernetes stack has no Slurm controller to run a Slurm exporter on; remove the field (or set none)",
+            ctx.spec.monitoring.slurm_exporter,
+        )
     if wanted == "self-hosted":
         return base
     home = kubernetes if kubernetes is not None else controller
@@ -693,6 +701,7 @@ def _plan_monitoring(
             "write_permission": offered.remote_write_action if collector == "remote-write" else None,
             "write_auth": offered.remote_write_auth if collector == "remote-write" else None,
             "source": offered.source_of("collectors"),
+            "rule_severities": dict(offered.rule_severities),
         }
     )
 

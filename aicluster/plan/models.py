@@ -636,6 +636,8 @@ class PlannedMonitoring(_Plan):
     node_exporter_port: int
     dcgm_exporter_port: int
     scrape_interval_s: int
+    # how the Slurm controller gets its Slurm exporter (none: not installed, so neither scraped nor alerted on)
+    slurm_exporter: Literal["none", "binary", "url", "container"] = "none"
     provider: str | None = None  # managed: the cloud of the controller or control plane
     region: str | None = None
     service: str | None = None  # managed: catalog id, e.g. amazon-managed-prometheus
@@ -644,6 +646,8 @@ class PlannedMonitoring(_Plan):
     write_permission: str | None = None  # remote-write: the permission the writing identity needs (aps:RemoteWrite)
     write_auth: Literal["sigv4"] | None = None  # remote-write: how Prometheus signs its requests
     source: str | None = None  # the catalog source of how the collector works
+    # managed: an alert's severity label -> the number the service's rules take (Azure), from the catalog
+    rule_severities: dict[str, int] = {}
 
 
 class PlannedSite(_Plan):

@@ -20,3 +20,15 @@ class Monitoring(Strict):
             "option."
         ),
     ] = "self-hosted"
+    slurm_exporter: Annotated[
+        Literal["none", "binary", "url", "container"],
+        Field(
+            description="How the Slurm controller gets its Slurm exporter (SckyzO/slurm_exporter, which Debian does "
+            "not package), on the catalog's port: `binary` one your image or build put there, `url` a release "
+            "binary, `container` an image. The inventory hands the choice to the controller as "
+            "`slurm_exporter_source`; `aicluster tune` does not install the exporter yet, so run it yourself. Any "
+            "of them makes the Prometheus configuration scrape it and alert on Slurm's node states and on the "
+            "exporter being down. `none`: no Slurm job and no Slurm alerts (they would fire on a target nobody "
+            "installed). Slurm stacks only."
+        ),
+    ] = "none"

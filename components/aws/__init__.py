@@ -64,7 +64,11 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
     prometheus = None
     m = plan.monitoring
     if m.service is not None and m.provider == "aws":
-        prometheus = AwsManagedPrometheus(f"{name}-prometheus", {"cluster": name, "monitoring": m}, opts)
+        prometheus = AwsManagedPrometheus(
+            f"{name}-prometheus",
+            {"cluster": name, "monitoring": m, "rule_groups": getattr(parent, "alert_rules", ())},
+            opts,
+        )
         outputs["monitoring"] = {
             "service": m.service,
             "collector": m.collector,

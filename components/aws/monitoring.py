@@ -1,15 +1,17 @@
-"""Amazon Managed Service for Prometheus (`monitoring.prometheus: managed` on AWS): the workspace, and on EKS the
-AWS managed collector (scraper) that feeds it. A Slurm stack's controller writes to the workspace itself
+"""Amazon Managed Service for Prometheus (`monitoring.prometheus: managed` on AWS): the workspace with the stack's alert
+rules (one rule groups namespace: the groups `aicluster monitoring` writes as rules/*.yml), and on EKS the AWS managed
+collector (scraper) that feeds it. A Slurm stack's controller writes to the workspace itself
 (Prometheus remote_write, SigV4 with the nodes' role: AwsNodeIdentity grants it aps:RemoteWrite on the workspace)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
+import yaml
 
 from aicluster.plan import PlannedMonitoring
 
@@ -27,9 +29,16 @@ def remote_write_policy(workspace_arn: str, action: str) -> str:
     )
 
 
+def rules_data(rule_groups: Sequence[Mapping[str, Any]]) -> str:
+    """A rule groups namespace's data: a Prometheus rules file holding every group."""
+    return yaml.safe_dump({"groups": list(rule_groups)}, sort_keys=False, width=1 << 16, allow_unicode=True)
+
+
 class AmpWorkspaceArgs(TypedDict):
     cluster: str
     monitoring: PlannedMonitoring  # managed, on AWS
+    # the alert rule groups (aicluster.monitoring's, as the rules files hold them); none: no rules namespace
+    rule_groups: NotRequired[Sequence[Mapping[str, Any]]]
 
 
 class AwsManagedPrometheus(pulumi.ComponentResource):
@@ -48,6 +57,16 @@ class AwsManagedPrometheus(pulumi.ComponentResource):
             region=m.region,
             opts=pulumi.ResourceOptions(parent=self),
         )
+        groups = args.get("rule_groups") or ()
+        if groups:  # AMP evaluates them on the workspace's data (the controller's remote_write or the scraper's)
+            aws.amp.RuleGroupNamespace(
+                f"{name}-rules",
+                name=args["cluster"],
+                workspace_id=workspace.id,
+                data=rules_data(groups),
+                region=m.region,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
         self.workspace_arn = workspace.arn
         self.remote_write_url = workspace.prometheus_endpoint.apply(lambda e: f"{e}{REMOTE_WRITE_PATH}")
         self.register_outputs(

@@ -75,7 +75,12 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
         home = next(n for n in plan.networks if n.provider == "azure" and n.region == m.region)
         prometheus = AzureManagedPrometheus(
             f"{name}-prometheus",
-            {"cluster": name, "monitoring": m, "resource_group_name": networks[home.key].resource_group_name},
+            {
+                "cluster": name,
+                "monitoring": m,
+                "resource_group_name": networks[home.key].resource_group_name,
+                "rule_groups": getattr(parent, "alert_rules", ()),
+            },
             opts,
         )
         outputs["monitoring"] = {

@@ -29,7 +29,11 @@ def finish(
 
     kube = plan.kubernetes
     assert kube is not None, "a Kubernetes stack's plan has its control plane"
-    addons: KubernetesAddonsArgs = {"plan": plan, "kubeconfig": outputs["kubeconfig"]}
+    addons: KubernetesAddonsArgs = {
+        "plan": plan,
+        "kubeconfig": outputs["kubeconfig"],
+        "alert_rules": getattr(parent, "alert_rules", ()),
+    }
     net = handles.get(kube.network)
     if net is not None and hasattr(net, "vpc_ids"):  # GKE: the GPU VPCs' real (suffixed) names
         addons["gcp_vpc_ids"] = net.vpc_ids

@@ -3,11 +3,13 @@ visible to the policy pack and the offline preview), each after the objects it n
 namespace and quota), and the objects of aicluster.schedulers.kubernetes.render (namespace, Kueue, NicClusterPolicy,
 GKE networks, the DaemonSets of manifest add-ons, the managed Prometheus collector's RBAC or scrape jobs), each
 custom resource after the release that installs its CRD. The NCCL acceptance JobSet and its ComputeDomains are not
-deployed: `aicluster acceptance` writes them out (a ComputeDomain belongs to one workload)."""
+deployed: `aicluster acceptance` writes them out (a ComputeDomain belongs to one workload). On GKE with managed
+collection, the stack's alert rules (the groups `aicluster monitoring` writes as rules/*.yml) as one ClusterRules
+object, which Google's managed rule evaluator runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -30,6 +32,25 @@ class KubernetesAddonsArgs(TypedDict):
     # creates, so the GKENetworkParamSets take the cloud's names from these
     gcp_vpc_ids: NotRequired[Mapping[str, pulumi.Input[str]]]
     gcp_subnet_ids: NotRequired[Mapping[tuple[str, int], pulumi.Input[str]]]
+    # the alert rule groups (aicluster.monitoring's, as the rules files hold them); GKE managed collection runs them
+    alert_rules: NotRequired[Sequence[Mapping[str, Any]]]
+
+
+# Google Cloud Managed Service for Prometheus's rules API (its CRDs come with managed collection, not with a release):
+# ClusterRules reads the metrics of every namespace (Rules only its own: dcgm-exporter runs in the GPU Operator's).
+GMP_API = "monitoring.googleapis.com/v1"
+GMP_RULES_KIND = "ClusterRules"
+GMP_INTERVAL = "1m"  # a group's evaluation interval (required by older CRDs; the newer default)
+
+
+def cluster_rules(name: str, groups: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ClusterRules object that holds the stack's rule groups, each evaluated every GMP_INTERVAL."""
+    return {
+        "apiVersion": GMP_API,
+        "kind": GMP_RULES_KIND,
+        "metadata": {"name": name},
+        "spec": {"groups": [{"name": g["name"], "interval": GMP_INTERVAL, "rules": list(g["rules"])} for g in groups]},
+    }
 
 
 def _last(path: str) -> str:
@@ -78,6 +99,9 @@ class KubernetesAddons(pulumi.ComponentResource):
         self.objects: list[pulumi.CustomResource] = []
         for obj in kubernetes_objects(plan):
             self.objects.append(self._create(name, obj, names, on_cluster))
+        rules = args.get("alert_rules") or ()
+        if rules and plan.monitoring.collector == "gke-managed-collection":
+            self.objects.append(self._create(name, cluster_rules(f"aicluster-{plan.name}", rules), {}, on_cluster))
         self.register_outputs({"releases": {k: r.status for k, r in self.releases.items()}})
 
     def _create(

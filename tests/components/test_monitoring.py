@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from aicluster.catalog import Catalog
+from aicluster.monitoring import groups, render
 from aicluster.preview.engine import UNKNOWN
 from components.aws.monitoring import remote_write_policy
+from components.azure.monitoring import iso_duration
 from tests.components.conftest import Built
 
 Build = Callable[[dict[str, Any]], Built]
@@ -131,3 +134,85 @@ def test_aks_metrics_addon_is_linked_to_the_workspace_by_a_rule_association(buil
     assert config.inputs["metadata"]["namespace"] == "kube-system"
     jobs = yaml.safe_load(config.inputs["data"]["prometheus-config"])["scrape_configs"]
     assert [j["job_name"] for j in jobs] == ["dcgm-exporter"]
+
+
+AMP_RULES = "aws:amp/ruleGroupNamespace:RuleGroupNamespace"
+AZURE_RULES = "azure-native:alertsmanagement:PrometheusRuleGroup"
+K8S_RULES = "kubernetes:monitoring.googleapis.com/v1:ClusterRules"
+
+
+def generated(b: Built, catalog: Catalog) -> list[dict[str, Any]]:
+    """The rule groups `aicluster monitoring` writes for the stack, read back from its rules/*.yml files."""
+    files = render(b.plan, catalog)
+    return [yaml.safe_load(files[f"rules/{g.file}.yml"])["groups"][0] for g in groups(b.plan, catalog)]
+
+
+@pytest.mark.parametrize(
+    ("name", "monitoring"),
+    [
+        pytest.param("p5-small", MANAGED, id="slurm"),
+        pytest.param("p5-small", {**MANAGED, "slurm_exporter": "binary"}, id="slurm-with-its-exporter"),
+        pytest.param("eks-p5", MANAGED, id="eks"),
+    ],
+)
+def test_amp_workspace_gets_the_rule_groups_aicluster_monitoring_writes(
+    build: Build, catalog: Catalog, name: str, monitoring: dict[str, str]
+) -> None:
+    b = build(stack(name, monitoring=monitoring))
+    workspace, namespace = b.one(AMP_WORKSPACE), b.one(AMP_RULES)
+    assert workspace.urn in namespace.property_dependencies["workspaceId"]
+    assert namespace.inputs["region"] == workspace.inputs["region"]
+    data = yaml.safe_load(namespace.inputs["data"])
+    assert data["groups"] == generated(b, catalog)
+    names = [g["name"] for g in data["groups"]]
+    # Slurm's rules only where a Slurm controller runs the exporter (monitoring.slurm_exporter)
+    assert ("aicluster-slurm" in names) == ("slurm_exporter" in monitoring)
+
+
+def test_aks_workspace_gets_one_azure_rule_group_per_generated_group(build: Build, catalog: Catalog) -> None:
+    b = build(stack("aks-nd-h100", monitoring=MANAGED))
+    workspace = b.one(AMW)
+    made = {r.inputs["ruleGroupName"]: r for r in b.of_type(AZURE_RULES)}  # registered in no fixed order
+    want = {f"{b.plan.name}-{g['name']}": g for g in generated(b, catalog)}
+    assert sorted(made) == sorted(want)
+    severity = {"critical": 0, "warning": 2, "info": 3}  # Azure's 0 Critical .. 4 Verbose
+    for key, group in want.items():
+        resource = made[key]
+        assert workspace.urn in resource.property_dependencies["scopes"]
+        assert resource.inputs["location"] == workspace.inputs["location"]
+        rules = resource.inputs["rules"]
+        assert [r["alert"] for r in rules] == [r["alert"] for r in group["rules"]]
+        for ours, theirs in zip(group["rules"], rules, strict=True):
+            assert theirs["expression"] == ours["expr"]
+            assert theirs["labels"] == ours["labels"]
+            assert theirs["annotations"] == ours["annotations"]
+            assert theirs["severity"] == severity[ours["labels"]["severity"]]
+            assert theirs.get("for") == (iso_duration(ours["for"]) if "for" in ours else None)
+
+
+@pytest.mark.parametrize(
+    ("duration", "iso"),
+    [
+        pytest.param("10m", "PT10M", id="minutes"),
+        pytest.param("1h", "PT1H", id="hours"),
+        pytest.param("90s", "PT90S", id="seconds"),
+    ],
+)
+def test_prometheus_durations_become_iso_8601(duration: str, iso: str) -> None:
+    assert iso_duration(duration) == iso
+
+
+def test_gke_managed_collection_gets_cluster_rules_with_the_generated_groups(build: Build, catalog: Catalog) -> None:
+    b = build(stack("gke-a3mega", monitoring=MANAGED))
+    rules = b.one(K8S_RULES)
+    assert rules.inputs["apiVersion"] == "monitoring.googleapis.com/v1"
+    assert "namespace" not in rules.inputs["metadata"]  # cluster-scoped: every namespace's metrics
+    got = rules.inputs["spec"]["groups"]
+    assert [{"name": g["name"], "rules": g["rules"]} for g in got] == generated(b, catalog)
+    assert {g["interval"] for g in got} == {"1m"}
+
+
+@pytest.mark.parametrize("name", ["p5-small", "eks-p5", "gke-a3mega", "aks-nd-h100"])
+def test_self_hosted_stacks_load_no_rules_into_a_service(build: Build, name: str) -> None:
+    b = build(stack(name, monitoring={"prometheus": "self-hosted"}))
+    assert [r.type for r in b.capture.resources if r.type in (AMP_RULES, AZURE_RULES, K8S_RULES)] == []

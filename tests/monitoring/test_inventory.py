@@ -50,6 +50,10 @@ def test_every_slurm_stack_renders_the_monitoring_roles_variables(catalog: Catal
     written = render(plan, catalog, addresses=stack_addresses(plan))  # owned hosts are scraped at their address
     expected = {k: v for k, v in written.items() if k == "prometheus.yml" or k.split("/")[0] in ("rules", "targets")}
     assert controller["prometheus_files"] == expected
+    # the role installs what prometheus.yml scrapes: both read monitoring.slurm_exporter (none by default)
+    assert controller["slurm_exporter_source"] == plan.monitoring.slurm_exporter
+    assert controller["slurm_exporter_port"] == exporters.slurm_exporter_port
+    assert ("targets/slurm.yml" in expected) == (plan.monitoring.slurm_exporter != "none")
     # a managed stack's controller writes to a workspace the offline preview cannot name yet (p5-large)
     waiting = plan.monitoring.collector == "remote-write"
     assert ("prometheus_remote_write_missing" in controller) == waiting
@@ -99,3 +103,13 @@ def test_managed_before_up_says_the_workspace_is_not_known_yet(catalog: Catalog)
     assert "run `pulumi up`" in controller["prometheus_remote_write_missing"]
     assert "Amazon Managed Service for Prometheus" in controller["prometheus_remote_write_missing"]
     assert "remote_write" not in yaml.safe_load(controller["prometheus_files"]["prometheus.yml"])
+
+
+def test_a_chosen_slurm_exporter_reaches_the_role_and_prometheus_alike(catalog: Catalog) -> None:
+    plan = plan_of(catalog, stack_cluster("p5-small") | {"monitoring": {"slurm_exporter": "url"}})
+    files = inventory(plan, {}, {}, "offline preview", slurm_version=SLURM_VERSION, catalog=catalog)
+    controller = group_vars(files, "slurm_controller")
+    assert controller["slurm_exporter_source"] == "url"
+    assert {"targets/slurm.yml", "rules/slurm.yml"} <= set(controller["prometheus_files"])
+    scrape = yaml.safe_load(controller["prometheus_files"]["prometheus.yml"])["scrape_configs"]
+    assert "slurm" in {j["job_name"] for j in scrape}

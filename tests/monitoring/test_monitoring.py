@@ -72,7 +72,9 @@ def test_every_example_stack_passes_promtool(stack: str, tmp_path: Path, promtoo
     plan = plan_of(stack)
     assert "node" in jobs
     assert ("dcgm-exporter" in jobs) == any(p.accelerator_kind == "gpu" for p in plan.pools)
-    assert ("slurm" in jobs) == (plan.scheduler == "slurm" and plan.controller is not None)
+    # the Slurm exporter only where the stack installs one (monitoring.slurm_exporter; none by default)
+    assert ("slurm" in jobs) == (plan.controller is not None and plan.monitoring.slurm_exporter != "none")
+    assert ("rules/slurm.yml" in rule_files) == ("slurm" in jobs)
 
 
 def test_a_broken_rule_fails_its_promtool_test(tmp_path: Path, promtool: str) -> None:
@@ -140,7 +142,52 @@ def test_targets_are_the_plans_node_names(catalog: Catalog) -> None:
     listed = {t.rsplit(":", 1)[0] for g in nodes for t in g["targets"]}
     assert listed == {n for p in plan.pools for n in p.node_names()} | {plan.controller_host()}
     assert not [path for path, text in files.items() if path.endswith(".yml") and "&id0" in text]  # no anchors
+    assert "targets/slurm.yml" not in files  # no exporter chosen: nothing to scrape there
+
+
+def with_slurm_exporter(stack: str, source: str):  # type: ignore[no-untyped-def]
+    plan = plan_of(stack)
+    return plan.model_copy(update={"monitoring": plan.monitoring.model_copy(update={"slurm_exporter": source})})
+
+
+def test_a_stack_without_a_slurm_exporter_neither_scrapes_nor_alerts_on_one(catalog: Catalog) -> None:
+    plan = plan_of("p5-small")
+    assert plan.monitoring.slurm_exporter == "none"  # the default: nothing installs it
+    files = render(plan, catalog)
+    assert [p for p in files if "slurm" in p and not p.startswith("dashboards/")] == []
+    config = yaml.safe_load(files["prometheus.yml"])
+    assert "slurm" not in {j["job_name"] for j in config["scrape_configs"]}
+    assert not [a for g in groups(plan, catalog) for a in g.alerts if a.name == "SlurmExporterDown"]
+
+
+@pytest.mark.parametrize("source", ["binary", "url", "container"])
+def test_a_chosen_slurm_exporter_is_scraped_and_its_rules_pass_promtool(
+    catalog: Catalog, tmp_path: Path, promtool: str, source: str
+) -> None:
+    plan = with_slurm_exporter("p5-small", source)
+    files = render(plan, catalog)
     assert yaml.safe_load(files["targets/slurm.yml"])[0]["targets"] == [f"{plan.controller_host()}:9341"]
+    config = yaml.safe_load(files["prometheus.yml"])
+    assert "slurm" in {j["job_name"] for j in config["scrape_configs"]}
+    assert "rules/slurm.yml" in config["rule_files"]
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    promtool_ok(promtool, tmp_path, "check", "config", "prometheus.yml")
+    assert "SUCCESS" in promtool_ok(promtool, tmp_path, "test", "rules", "tests/slurm.yml")
+
+
+def test_a_kubernetes_stack_with_a_slurm_exporter_is_refused(tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.eks-p5.yaml").read_text(encoding="utf-8"))
+    doc["config"]["aicluster:cluster"]["monitoring"] = {"slurm_exporter": "binary"}
+    path = tmp_path / "Pulumi.eks-k.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    proc = run_cli("monitoring", str(path), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "monitoring.slurm_exporter" in proc.stderr
+    assert "no Slurm controller" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_dashboards_are_grafana_json_with_the_stacks_uid(catalog: Catalog) -> None:
