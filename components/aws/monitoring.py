@@ -16,9 +16,6 @@ import yaml
 from aicluster.plan import PlannedMonitoring
 
 REMOTE_WRITE_PATH = "api/v1/remote_write"  # below the workspace's prometheus_endpoint (which ends in /)
-# The Kubernetes user an AMP scraper acts as (its access entry), bound to a ClusterRole that may list and watch
-# nodes, pods, services and endpoints and GET /metrics (AMP-collector-how-to).
-SCRAPER_USER = "aps-collector-user"
 
 
 def remote_write_policy(workspace_arn: str, action: str) -> str:
@@ -75,7 +72,6 @@ class AwsManagedPrometheus(pulumi.ComponentResource):
 
 
 class AmpScraperArgs(TypedDict):
-    cluster_name: pulumi.Input[str]
     cluster_arn: pulumi.Input[str]
     region: str
     workspace_arn: pulumi.Input[str]
@@ -85,7 +81,10 @@ class AmpScraperArgs(TypedDict):
 
 
 class AwsPrometheusScraper(pulumi.ComponentResource):
-    """An AMP scraper on an EKS cluster, and the access entry that lets its role into the cluster as SCRAPER_USER."""
+    """An AMP scraper on an EKS cluster. Its access entry (the scraper's role as the user `aps-collector-user`, which
+    aicluster binds to the collector's ClusterRole: aicluster.schedulers.kubernetes.collector) is not created here: on
+    a cluster whose authentication mode is API, as aicluster's EKS clusters are, AMP creates it at CreateScraper, and
+    a second one for the same principal would fail the deploy (catalog source scrape-amp-collector-eks)."""
 
     role_arn: pulumi.Output[str]
 
@@ -106,14 +105,6 @@ class AwsPrometheusScraper(pulumi.ComponentResource):
                 amp=aws.amp.ScraperDestinationAmpArgs(workspace_arn=args["workspace_arn"])
             ),
             scrape_configuration=args["scrape_configuration"],
-            region=args["region"],
-            opts=child,
-        )
-        aws.eks.AccessEntry(
-            f"{name}-access",
-            cluster_name=args["cluster_name"],
-            principal_arn=scraper.role_arn,
-            user_name=SCRAPER_USER,
             region=args["region"],
             opts=child,
         )

@@ -451,7 +451,6 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource, base: AwsBase, ou
         scraper = AwsPrometheusScraper(
             f"{plan.name}-amp",
             {
-                "cluster_name": cluster.cluster_name,
                 "cluster_arn": cluster.cluster_arn,
                 "region": k.region,
                 "workspace_arn": base.prometheus.workspace_arn,

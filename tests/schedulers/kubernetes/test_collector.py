@@ -23,7 +23,6 @@ from aicluster.schedulers.kubernetes.collector import (
 )
 from aicluster.schedulers.kubernetes.render import kubernetes_objects
 from aicluster.spec import parse_cluster
-from components.aws.monitoring import SCRAPER_USER
 
 ROOT = Path(__file__).resolve().parents[3]
 STACKS = {"eks": "eks-p5", "aks": "aks-nd-h100", "gke": "gke-a3mega"}
@@ -62,8 +61,9 @@ def test_eks_binds_the_scrapers_user_to_the_collector_role(catalog: Catalog) -> 
     assert binding["kind"] == "ClusterRoleBinding"
     rbac = "rbac.authorization.k8s.io"
     assert binding["roleRef"] == {"kind": "ClusterRole", "name": "aps-collector-role", "apiGroup": rbac}
-    # the user the scraper's access entry names (components.aws.monitoring): without it, it may do nothing
-    assert binding["subjects"] == [{"kind": "User", "name": SCRAPER_USER, "apiGroup": "rbac.authorization.k8s.io"}]
+    # the user AMP's own access entry for the scraper names (the catalog's): without it, it may do nothing
+    user = "aps-collector-user"
+    assert binding["subjects"] == [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]
     assert role in kubernetes_objects(p)
     assert binding in kubernetes_objects(p)
 
