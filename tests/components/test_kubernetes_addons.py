@@ -8,9 +8,11 @@ import functools
 import pulumi
 import pytest
 
+from aicluster.catalog import load_catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.preview.engine import SECRET_VALUE, Capture, Resource, run
+from aicluster.render.monitoring import NODE_JOB, kubernetes_jobs
 from aicluster.schedulers.kubernetes.render import helm_values, kubernetes_objects
 from aicluster.stackfile import find_project, read_stack
 from components.kubernetes.addons import KubernetesAddons
@@ -18,6 +20,7 @@ from tests.conftest import ROOT
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: not-a-real-token}}]\n"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+CATALOG = load_catalog()
 CR_TYPES = {"Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "NicClusterPolicy"}
 
 
@@ -150,7 +153,7 @@ def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> 
 def test_rack_scale_stack_gets_the_dra_release_its_prerequisites_and_an_nvlink_topology() -> None:
     plan, capture = deploy("gke-a4x")
     releases = {r.inputs["name"]: r for r in of_type(capture, RELEASE)}
-    assert set(releases) == {"dra-driver-gpu", "kueue", "jobset"}
+    assert set(releases) == {"dra-driver-gpu", "node-exporter", "kueue", "jobset"}
     dra = releases["dra-driver-gpu"]
     assert plan.kubernetes is not None
     (addon,) = [a for a in plan.kubernetes.addons if a.id == "dra-driver-gpu"]
@@ -196,3 +199,55 @@ def test_node_problem_detector_objects_are_typed_core_and_rbac_objects_on_the_cl
         assert r.provider.startswith(provider.urn)
     # no Helm release: upstream publishes manifests
     assert "node-problem-detector" not in {r.inputs["name"] for r in of_type(capture, RELEASE)}
+
+
+def test_node_exporter_release_listens_where_the_node_job_scrapes_and_tolerates_every_node_taint() -> None:
+    """EKS with the AMP scraper (which runs the `node` job): node_exporter is a pinned Helm release on the host network
+    at the catalog's port, the port the job's relabelling puts after each node's InternalIP."""
+    plan, capture = deploy("eks-p5")
+    assert plan.kubernetes is not None
+    assert plan.monitoring.collector == "amp-scraper"
+    addon = CATALOG.addons["node-exporter"]
+    (release,) = [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "node-exporter"]
+    inputs = release.inputs
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]) == (
+        "prometheus-node-exporter",
+        "4.56.1",
+        {"repo": "https://prometheus-community.github.io/helm-charts"},
+    )
+    assert (addon.chart, addon.version, addon.namespace) == ("prometheus-node-exporter", "4.56.1", inputs["namespace"])
+    values = inputs["values"]
+    port = CATALOG.monitoring.exporters.node_exporter_port if CATALOG.monitoring is not None else None
+    assert values["hostNetwork"] is True
+    assert values["service"] == {"port": port, "targetPort": port}
+    (node_job,) = [j for j in kubernetes_jobs(plan.monitoring) if j["job_name"] == NODE_JOB]
+    assert node_job["relabel_configs"][0]["replacement"] == f"$1:{port}"
+    assert "--collector.infiniband" in values["extraArgs"]
+    tolerated = {(t.get("key"), t["effect"]) for t in values["tolerations"]}
+    gpu_taints = {(t.key, t.effect) for g in plan.kubernetes.node_groups for t in g.all_taints()}
+    assert ("nvidia.com/gpu", "NoSchedule") in gpu_taints
+    assert gpu_taints <= tolerated
+    assert {"effect": "NoSchedule", "operator": "Exists"} in values["tolerations"]  # the chart's default kept
+
+
+def test_rack_scale_self_hosted_stack_runs_node_exporter_on_its_arm_nvlink_nodes() -> None:
+    """gke-a4x (self-hosted: `aicluster monitoring` gives the in-cluster Prometheus the `node` job): the release
+    tolerates the GPU taint and GKE's Arm taint on the rack-scale nodes."""
+    plan, capture = deploy("gke-a4x")
+    assert plan.kubernetes is not None
+    assert plan.monitoring.prometheus == "self-hosted"
+    (release,) = [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "node-exporter"]
+    tolerated = {(t.get("key"), t["effect"]) for t in release.inputs["values"]["tolerations"]}
+    rack = [g for g in plan.kubernetes.node_groups if g.nvlink_domain is not None]
+    assert rack
+    for g in rack:
+        assert {(t.key, t.effect) for t in g.all_taints()} <= tolerated
+    assert ("kubernetes.io/arch", "NoSchedule") in tolerated
+
+
+@pytest.mark.parametrize("stack", ["aks-nd-h100", "gke-a3mega"])
+def test_no_node_exporter_where_the_managed_collector_does_not_run_the_node_job(stack: str) -> None:
+    """AKS's metrics add-on brings its own node-exporter; GKE's managed collection scrapes no `node` job."""
+    plan, capture = deploy(stack)
+    assert plan.monitoring.collector in {"aks-metrics-addon", "gke-managed-collection"}
+    assert [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "node-exporter"] == []

@@ -8,8 +8,9 @@ managed`, issue 29), from the plan's collector and the catalog's scrape_access f
   Operator's dcgm-exporter it learns of from a custom scrape job in its ConfigMap in kube-system.
 - GKE (gke-managed-collection): no GPU Operator runs there (GKE installs the driver), so there is no dcgm-exporter
   of ours to point a PodMonitoring at; the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and
-  the ClusterPodMonitoring that scrapes it (gke_monitoring_components). aicluster runs no node_exporter on a
-  Kubernetes cluster, so there is nothing else to scrape.
+  the ClusterPodMonitoring that scrapes it (gke_monitoring_components). aicluster's node_exporter add-on goes only
+  where the `node` job is scraped (EKS's AMP scraper, or a Prometheus in the cluster; plan.py NODE_JOB_COLLECTORS),
+  so there is nothing else to scrape here.
 
 Pure functions of the plan and the catalog: the component (components.kubernetes.addons) creates the objects."""
 

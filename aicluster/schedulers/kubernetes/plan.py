@@ -83,6 +83,14 @@ XID_CONDITION = "GpuXidCritical"
 COUNT_CONDITION = "GpuCountMismatch"
 NPD_ADDON = "node-problem-detector"
 
+# node_exporter on every node (render's helm_values), for the Prometheus `node` job (aicluster.render.monitoring
+# kubernetes_jobs): installed where that job is scraped, a Prometheus in the cluster (self-hosted: `aicluster
+# monitoring` writes its jobs) or the managed collectors that run those jobs. Not for the others: GKE's managed
+# collection scrapes only what a PodMonitoring names (none names node_exporter), and AKS's metrics add-on brings the
+# node-exporter its own default targets scrape.
+NODE_EXPORTER_ADDON = "node-exporter"
+NODE_JOB_COLLECTORS = frozenset({"amp-scraper"})
+
 
 def gpu_operator_operands(service: str) -> dict[str, bool]:
     """The GPU Operator's operands on `service`'s GPU nodes: Helm values key -> enabled."""
@@ -101,6 +109,16 @@ def _gpu_operator_why(svc: KubernetesService) -> str:
     shipped = [what for key, what in GPU_OPERATOR_OPERANDS.items() if not enabled[key]]
     why = f"installs the {listed(installs)} on the GPU nodes"
     return why + (f"; the {listed(shipped)} come with the node image ({svc.node_image})" if shipped else "")
+
+
+def _node_job_scraped(ctx: PlanCtx, provider: str) -> bool:
+    """Whether something scrapes the `node` job on this cluster: a Prometheus in it (self-hosted), or the managed
+    collector of the control plane's cloud where that collector runs aicluster's kubernetes_sd jobs."""
+    if ctx.spec.monitoring.prometheus == "self-hosted":
+        return True
+    mon = ctx.catalog.monitoring
+    offered = mon.managed_prometheus.get(provider) if mon is not None else None
+    return offered is not None and offered.collectors.get("kubernetes") in NODE_JOB_COLLECTORS
 
 
 def _group_name(svc: KubernetesService, name: str) -> str:
@@ -149,6 +167,11 @@ def _addons(
             gpu,
             f"watches the GPU nodes' kernel log for the XIDs the catalog drains on (condition {XID_CONDITION}, an "
             f"event for the others) and checks each node's GPU count against its pool's ({COUNT_CONDITION})",
+        ),
+        NODE_EXPORTER_ADDON: (
+            _node_job_scraped(ctx, provider),
+            "runs node_exporter on every node, on the host network at the port the Prometheus `node` job scrapes "
+            "(file systems, InfiniBand port counters, node up)",
         ),
         "kueue": (True, "queues jobs and admits them by quota, placing them by network topology"),
         "jobset": (True, "runs multi-node training jobs (and the NCCL acceptance test) as one unit"),

@@ -33,7 +33,7 @@ from aicluster.render.nccl import acceptance_busbw
 from .collector import collector_objects
 from .health import npd_objects
 from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
-from .plan import DRA_ADDON, NPD_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
+from .plan import DRA_ADDON, NODE_EXPORTER_ADDON, NPD_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -164,6 +164,28 @@ def _gpu_operator(plan: ClusterPlan, kube: PlannedKubernetes) -> dict[str, Any]:
     return values
 
 
+def _node_exporter(plan: ClusterPlan, kube: PlannedKubernetes) -> dict[str, Any]:
+    """node_exporter on every node where the `node` job (render/monitoring.py kubernetes_jobs) looks: the node's
+    InternalIP (the chart's hostNetwork) at the catalog's port (service.port sets the listen address and hostPort
+    too; targetPort follows it). Tolerations: the chart's default (any NoSchedule taint) plus, explicitly, every
+    taint of every node group (GPU, rack-scale, Arm), so no taint aicluster sets keeps it off a node."""
+    port = plan.monitoring.node_exporter_port
+    tolerations: list[dict[str, str]] = [{"effect": "NoSchedule", "operator": "Exists"}]  # the chart's default
+    seen: set[tuple[str, str]] = set()
+    for g in kube.node_groups:
+        for t in g.all_taints():
+            if (t.key, t.effect) not in seen:
+                seen.add((t.key, t.effect))
+                tolerations.append({"key": t.key, "operator": "Exists", "effect": t.effect})
+    return {
+        "hostNetwork": True,
+        "service": {"port": port, "targetPort": port},
+        # on by default in node_exporter; named so the InfiniBand rules' counters never depend on that default
+        "extraArgs": ["--collector.infiniband"],
+        "tolerations": tolerations,
+    }
+
+
 def _network_operator(kube: PlannedKubernetes) -> dict[str, Any]:
     return {
         # NFD labels the nodes with pci-15b3.present, which the NicClusterPolicy selects on
@@ -186,6 +208,8 @@ def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
     if addon.id == "efa-device-plugin":
         # the plugin's DaemonSet has no tolerations by default; the EFA nodes carry the GPU taint
         return {"tolerations": _accelerator_tolerations(kube)}
+    if addon.id == NODE_EXPORTER_ADDON:
+        return _node_exporter(plan, kube)
     if addon.id == "kueue":
         return kueue_values(plan)
     if addon.id == "jobset":

@@ -31,7 +31,14 @@ def test_eks_node_group_carries_the_pool_fabric(catalog: Catalog) -> None:
     assert g.resources == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}
     assert [(t.key, t.value, t.effect) for t in g.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
     assert g.labels == {"aicluster.io/pool": "h100", "aicluster.io/fabric-domain": "h100"}
-    assert [a.id for a in k.addons] == ["gpu-operator", "efa-device-plugin", "node-problem-detector", "kueue", "jobset"]
+    assert [a.id for a in k.addons] == [
+        "gpu-operator",
+        "efa-device-plugin",
+        "node-problem-detector",
+        "node-exporter",  # the AMP scraper runs the `node` job
+        "kueue",
+        "jobset",
+    ]
     assert k.topologies[0].levels[-1] == "kubernetes.io/hostname"
     # EKS needs subnets in two zones: the system node group spreads over the pool's zone and another one
     assert k.system_zones[0] == "us-east-1a"

@@ -69,6 +69,15 @@ DRA_CHART_KEYS: dict[str, Any] = {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
     },
 }
+# prometheus-node-exporter's chart values.yaml is not in the shared schemas folder either (and the chart has no
+# values.schema.json): the keys aicluster sets, as charts/prometheus-node-exporter/values.yaml at chart 4.56.1
+# (prometheus-community/helm-charts 8b8e639c) defines them.
+NODE_EXPORTER_CHART_KEYS: dict[str, Any] = {
+    "hostNetwork": True,
+    "service": {"port": 9100, "targetPort": 9100},
+    "extraArgs": [],
+    "tolerations": [],
+}
 
 # GKE installs networking.gke.io itself and publishes no CRD; the fields its guides set, from
 # https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx (and the A3 Ultra / A4 RDMA
@@ -213,6 +222,8 @@ def test_helm_values_keys_exist_in_the_chart(stack: str) -> None:
             assert walk(values, chart) == [], f"{addon.id}: keys the chart does not define"
         if addon.id == "dra-driver-gpu":
             assert walk(values, DRA_CHART_KEYS) == [], f"{addon.id}: keys the chart does not define"
+        if addon.id == "node-exporter":
+            assert walk(values, NODE_EXPORTER_CHART_KEYS) == [], f"{addon.id}: keys the chart does not define"
 
 
 @pytest.mark.parametrize("stack", KUBERNETES_STACKS)
