@@ -515,6 +515,9 @@ class _Classifier:
         changed = leaves(old_in, new_in)
         seen = {leaf.path for leaf in changed}
         changed += [leaf for leaf in self._propagated(key, new, head_urn_to_key) if leaf.path not in seen]
+        # what the head program tells the engine to ignore (ignore_changes) is no step: Pulumi diffs it away too
+        ignored = new.get("ignoreChanges") or []
+        changed = [leaf for leaf in changed if not any(_under(leaf.path, p) for p in ignored)]
         if not changed:
             return None
         step = self._base_step(new, "update")

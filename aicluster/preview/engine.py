@@ -75,6 +75,8 @@ class Resource:
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     protect: bool = False
     provider: str | None = None
+    # the inputs whose changes the engine ignores (ResourceOptions.ignore_changes, as Pulumi paths: `a.b[0].c`)
+    ignore_changes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """As a Pulumi state resource: `protect` where set, and `propertyDependencies` (the inputs whose values come
@@ -92,6 +94,8 @@ class Resource:
             out["protect"] = True
         if self.property_dependencies:
             out["propertyDependencies"] = self.property_dependencies
+        if self.ignore_changes:
+            out["ignoreChanges"] = self.ignore_changes
         return out
 
 
@@ -288,6 +292,7 @@ class _Monitor(mocks.MockMonitor):
                 },
                 protect=bool(request.protect),
                 provider=provider,
+                ignore_changes=sorted(request.ignoreChanges),
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id or "", object=answer)

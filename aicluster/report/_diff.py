@@ -74,6 +74,11 @@ def _compare(old: object, new: object, path: str, depth: int, found: list[Proper
         found.append(PropertyChange(path, show_value(old), show_value(new)))
 
 
+def _heeded(changes: list[PropertyChange], ignored: tuple[str, ...]) -> list[PropertyChange]:
+    """The changes the engine would diff: not those under a path the head's ignore_changes names."""
+    return [c for c in changes if not any(c.path == p or c.path.startswith((p + ".", p + "[")) for p in ignored)]
+
+
 @dataclass(frozen=True)
 class ResourceChanges:
     added: list[Resource]
@@ -87,7 +92,10 @@ class ResourceChanges:
 def resource_changes(base: PreviewDoc, head: PreviewDoc) -> ResourceChanges:
     old = {_urn_key(r.urn, base.stack): r for r in base.resources}
     new = {_urn_key(r.urn, head.stack): r for r in head.resources}
-    changed = [(new[k], property_changes(old[k].inputs, new[k].inputs)) for k in sorted(old.keys() & new.keys())]
+    changed = [
+        (new[k], _heeded(property_changes(old[k].inputs, new[k].inputs), new[k].ignore_changes))
+        for k in sorted(old.keys() & new.keys())
+    ]
     return ResourceChanges(
         added=[new[k] for k in sorted(new.keys() - old.keys())],
         removed=[old[k] for k in sorted(old.keys() - new.keys())],

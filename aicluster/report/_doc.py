@@ -322,6 +322,7 @@ class Resource:
     type: str
     name: str
     inputs: Mapping[str, Any]
+    ignore_changes: tuple[str, ...] = ()  # inputs the engine does not diff (ResourceOptions.ignore_changes)
 
 
 @dataclass(frozen=True)
@@ -861,7 +862,13 @@ def _rack(r: _Reader) -> Rack:
 
 
 def _resource(r: _Reader) -> Resource:
-    return Resource(urn=r.text("urn"), type=r.text("type"), name=r.text("name"), inputs=r.raw("inputs"))
+    return Resource(
+        urn=r.text("urn"),
+        type=r.text("type"),
+        name=r.text("name"),
+        inputs=r.raw("inputs"),
+        ignore_changes=r.optional_texts("ignoreChanges"),
+    )
 
 
 def _policy_results(r: _Reader) -> PolicyResults:

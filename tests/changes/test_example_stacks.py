@@ -177,3 +177,26 @@ def test_a_new_instance_type_of_a_slurm_group_leaves_running_nodes(stack: str, t
     assert [s.to_json() for s in changes.steps if s.rollout or (s.op == "replace" and s.type in groups)] == []
     notes = [w for s in changes.steps for w in s.why]
     assert any("running" in w for w in notes), notes
+
+
+def test_what_the_program_tells_the_engine_to_ignore_is_no_change() -> None:
+    """GKE's maintenance exclusion starts when `pulumi up` first runs (the clock) and carries ignore_changes on that
+    start: two previews of an unchanged stack at different times are no change, in the steps and in the diff."""
+    from aicluster.catalog import load_catalog
+    from aicluster.changes import classify
+    from aicluster.report import diff_markdown
+    from tests.changes.harness import base_preview
+
+    base = base_preview("gke-a3mega")
+    cluster = next(r for r in base["resources"] if r["type"] == "gcp:container/cluster:Cluster")
+    path = "maintenancePolicy.maintenanceExclusions[0].startTime"
+    assert path in cluster["ignoreChanges"]
+    head = copy.deepcopy(base)
+    later = next(r for r in head["resources"] if r["urn"] == cluster["urn"])
+    later["inputs"]["maintenancePolicy"]["maintenanceExclusions"][0]["startTime"] = "2031-01-01T00:00:00Z"
+    assert classify(base, head, load_catalog().change_rules).steps == []
+    assert "No changes: resources, cost, power and findings are the same" in diff_markdown(base, head)
+    # without the option the same edit is a change: the filter is the option, not the path
+    del later["ignoreChanges"]
+    assert [s.op for s in classify(base, head, load_catalog().change_rules).steps] == ["update"]
+    assert "startTime" in diff_markdown(base, head)
