@@ -43,7 +43,7 @@ POOL_KEYS = {
     "power_kw_facility",
 }
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "custom", "inputs"}
-OPTIONAL_RESOURCE_KEYS = {"protect", "propertyDependencies"}  # as in Pulumi's state, where set
+OPTIONAL_RESOURCE_KEYS = {"protect", "propertyDependencies", "ignoreChanges"}  # as in Pulumi's state, where set
 
 
 def test_there_are_example_stacks() -> None:
