@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from aicluster.burst.cloud import CloudError, Group, open_group
 from aicluster.burst.config import AwsNodeSet, AzureNodeSet, BurstConfig, ConfigError, GcpNodeSet, config_path, load
@@ -79,7 +80,12 @@ class SafeFormatter(logging.Formatter):
                                                      "exc_info": None, "exc_text": None}))  # fmt: skip
 
 
-def setup_logging(config: BurstConfig | None, program: str) -> None:
+class _Logged(Protocol):
+    @property
+    def log_file(self) -> str | None: ...
+
+
+def setup_logging(config: _Logged | None, program: str, loggers: Sequence[str] = ("aicluster.burst",)) -> None:
     """Log to config.log_file; when it cannot be opened (its directory missing and not creatable, a directory, no
     permission) log to stderr and say why: a log file is no reason to leave nodes and jobs unhandled."""
     handler: logging.Handler = logging.StreamHandler(sys.stderr)
@@ -91,10 +97,11 @@ def setup_logging(config: BurstConfig | None, program: str) -> None:
         except OSError as exc:
             problem = f"log_file {config.log_file}: {exc.strerror or exc}; logging to stderr"
     handler.setFormatter(SafeFormatter(f"%(asctime)s {program}[{os.getpid()}] %(levelname)s %(message)s"))
-    root = logging.getLogger("aicluster.burst")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    root.propagate = False
+    for name in loggers:
+        lg = logging.getLogger(name)
+        lg.handlers[:] = [handler]
+        lg.setLevel(logging.INFO)
+        lg.propagate = False
     if problem:
         log.warning("%s", problem)
 

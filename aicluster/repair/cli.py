@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aicluster.burst.cloud import CloudError, replace_instances
-from aicluster.burst.common import AnyNodeSet, Opener, SafeFormatter, default_opener
+from aicluster.burst.common import AnyNodeSet, Opener, default_opener
+from aicluster.burst.common import setup_logging as shared_logging
 from aicluster.burst.config import BurstConfig
 from aicluster.burst.config import ConfigError as BurstConfigError
 from aicluster.burst.config import load as load_burst
@@ -335,22 +335,9 @@ class Repairer:
 
 
 def setup_logging(config: RepairConfig | None) -> None:
-    handler: logging.Handler = logging.StreamHandler(sys.stderr)
-    problem = ""
-    if config is not None and config.log_file:
-        try:
-            Path(config.log_file).parent.mkdir(parents=True, exist_ok=True)
-            handler = logging.FileHandler(config.log_file)
-        except OSError as exc:
-            problem = f"log_file {config.log_file}: {exc.strerror or exc}; logging to stderr"
-    handler.setFormatter(SafeFormatter(f"%(asctime)s {PROG}[{os.getpid()}] %(levelname)s %(message)s"))
-    for name in ("aicluster.repair", "aicluster.burst"):  # the burst group code logs its deletions
-        lg = logging.getLogger(name)
-        lg.handlers[:] = [handler]
-        lg.setLevel(logging.INFO)
-        lg.propagate = False
-    if problem:
-        log.warning("%s", problem)
+    """The burst programs' logging (a log file, or stderr saying why), for this program and the burst group code it
+    calls (which logs its deletions)."""
+    shared_logging(config, PROG, ("aicluster.repair", "aicluster.burst"))
 
 
 def run_once(config: RepairConfig, slurm: Scontrol, now: float | None = None, dry_run: bool = False,
