@@ -262,15 +262,22 @@ class ConfigError(Exception):
     """The configuration is missing or invalid; the message names the file, the field and the fix."""
 
 
-def config_path(explicit: str | None = None, env: dict[str, str] | None = None) -> Path:
+def config_path(
+    explicit: str | None = None,
+    env: dict[str, str] | None = None,
+    *,
+    env_var: str = ENV_VAR,
+    name: str = CONFIG_NAME,
+) -> Path:
+    """A controller program's configuration: the path given, else $env_var, else `name` beside slurm.conf."""
     env = dict(os.environ) if env is None else env
     if explicit:
         return Path(explicit)
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR])
+    if env.get(env_var):
+        return Path(env[env_var])
     if env.get("SLURM_CONF"):
-        return Path(env["SLURM_CONF"]).parent / CONFIG_NAME
-    return Path("/etc/slurm") / CONFIG_NAME
+        return Path(env["SLURM_CONF"]).parent / name
+    return Path("/etc/slurm") / name
 
 
 # what a failed pattern means, in the house style's words: the form and an example

@@ -13,7 +13,6 @@ one message per problem naming the file, the field, the value and the fix, and e
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from aicluster.burst.config import NodeSet, _loopback
+from aicluster.burst.config import config_path as burst_config_path
 
 CONFIG_NAME = "aicluster-repair.json"
 ENV_VAR = "AICLUSTER_REPAIR_CONFIG"
@@ -148,14 +148,9 @@ class ConfigError(Exception):
 
 
 def config_path(explicit: str | None = None, env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
-    if explicit:
-        return Path(explicit)
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR])
-    if env.get("SLURM_CONF"):
-        return Path(env["SLURM_CONF"]).parent / CONFIG_NAME
-    return Path("/etc/slurm") / CONFIG_NAME
+    """The path given, else the environment variable ENV_VAR, else the file beside slurm.conf (the burst
+    programs' rule)."""
+    return burst_config_path(explicit, env, env_var=ENV_VAR, name=CONFIG_NAME)
 
 
 PATTERN_HELP = {
