@@ -6,6 +6,9 @@ One overlay of the root per cluster; slurmctld runs in namespace <prefix>-c (hos
 on a bridge whose address is the /24's .1; each node that gets a slurmd runs in namespace <prefix>-<i> at .11, .12,
 ... with a private /dev, /run and /var/spool/slurmd (tmpfs), so that each is a machine of its own with the root
 filesystem shared, and its hostname is its Slurm node name. Client commands run in the controller's namespace.
+A node's slurmd can be stopped and started again (Cluster.stop_slurmd, start_slurmd), the second time "booted": in a
+new time namespace whose boot clock reads 0 (`unshare --time --boottime`), so that slurmctld sees a node that
+rebooted (tests/integration/test_repair_reboot.py fakes `scontrol reboot` so).
 Nothing of this machine changes but the namespaces, the overlay mount and veth pairs inside the namespaces; all
 are removed on exit. The prefix comes from tests.tune.hosts.allocate, so concurrent runs never meet.
 
@@ -106,6 +109,42 @@ class Cluster:
     subnet: str
     nodes: dict[str, str] = field(default_factory=dict)  # node -> address, those that run a slurmd
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    slurmd: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)  # node -> its running slurmd
+
+    def start_slurmd(self, node: str, *, boot: bool = False) -> None:
+        """slurmd -D for `node` in its namespace, with a fresh private /dev, /run and /var/spool/slurmd; `boot`: in
+        a new time namespace whose boot clock starts at 0, as after a reboot (slurmd registers with an uptime younger
+        than a `scontrol reboot` given before)."""
+        i = list(self.nodes).index(node)
+        private = " && ".join(
+            f"mount -t tmpfs -o mode=0755 tmpfs {self.root}/{d}" for d in ("dev", "run", "var/spool/slurmd")
+        )
+        script = (
+            f"hostname {shlex.quote(node)} && {private} && {NODE_DEV.format(dev=f'{self.root}/dev')} && "
+            f"mount -t proc proc {self.root}/proc && exec chroot {self.root} slurmd -D -N {shlex.quote(node)}"
+        )
+        clock: list[str] = []
+        if boot:
+            uptime = float(Path("/proc/uptime").read_text().split()[0])
+            clock = ["--time", f"--boottime={-int(uptime)}"]
+        self.slurmd[node] = subprocess.Popen(
+            ["ip", "netns", "exec", f"{self.prefix}-{i}", "unshare", "--uts", *clock, "--fork", "sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.procs.append(self.slurmd[node])
+
+    def stop_slurmd(self, node: str) -> None:
+        """Stop `node`'s slurmd (SIGTERM, as systemd would) and wait for it; its private mounts go with it."""
+        proc = self.slurmd.pop(node)
+        with contextlib.suppress(AssertionError, ProcessLookupError):
+            os.kill(self._slurmd_pid(node), 15)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     @property
     def controller_ns(self) -> str:
@@ -173,13 +212,6 @@ class Cluster:
 
 
 def _prepare(root: Path, files: Mapping[str, str], hosts: Mapping[str, str], controller_address: str) -> None:
-    for path, text in files.items():
-        target = root / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        target.chmod(0o755 if path.endswith(".sh") else 0o644)
-    # no cgroup tree of its own in a namespace: the rendered cgroup.conf (autodetect) would make slurmd look for one
-    (root / "etc/slurm/cgroup.conf").write_text("CgroupPlugin=disabled\n")
     for directory, owner in (("var/spool/slurmctld", "slurm"), ("var/log/slurm", "slurm"), ("var/spool/slurmd", "")):
         (root / directory).mkdir(parents=True, exist_ok=True)
         if owner:
@@ -195,6 +227,14 @@ def _prepare(root: Path, files: Mapping[str, str], hosts: Mapping[str, str], con
         stub.parent.mkdir(parents=True, exist_ok=True)
         stub.write_text("#!/bin/sh\nexit 0\n")
         stub.chmod(0o755)
+    # the test's own files last: they may replace a stand-in; scripts (.sh, or a #! line) are executable
+    for path, text in files.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(0o755 if path.endswith(".sh") or text.startswith("#!") else 0o644)
+    # no cgroup tree of its own in a namespace: the rendered cgroup.conf (autodetect) would make slurmd look for one
+    (root / "etc/slurm/cgroup.conf").write_text("CgroupPlugin=disabled\n")
     lines = ["127.0.0.1 localhost", f"{controller_address} {CONTROLLER}"]
     lines += [f"{address} {name}" for name, address in hosts.items()]
     (root / "etc/hosts").write_text("\n".join(lines) + "\n")
@@ -221,10 +261,12 @@ def slurm_cluster(
     prefix: str,
     subnet: str,
     nodes: Sequence[str] = (),
+    start: bool = True,
 ) -> Iterator[Cluster]:
     """slurmctld on the rendered `files` (target path -> text) in a fresh overlay of the trixie root, and a slurmd
     for each of `nodes` at <subnet>.11, .12, ... (the addresses slurm.conf's NodeAddr= must give them). Yields once
-    slurmctld answers (the nodes may still be registering: Cluster.wait)."""
+    slurmctld answers (the nodes may still be registering: Cluster.wait). `start=False`: the slurmd are left to the
+    test (Cluster.start_slurmd), which may first write files that name the root's path (Cluster.root)."""
     lower = unpacked(root_tarball())
     addresses = {name: f"{subnet}.{11 + i}" for i, name in enumerate(nodes)}
     with overlay([lower], work / "overlay") as root:
@@ -264,22 +306,8 @@ def slurm_cluster(
                 if cluster.procs[0].poll() is not None or time.monotonic() > deadline:
                     raise AssertionError(f"slurmctld did not come up:\n{cluster.log()[-3000:]}")
                 time.sleep(0.2)
-            for i, name in enumerate(addresses):
-                private = " && ".join(
-                    f"mount -t tmpfs -o mode=0755 tmpfs {root}/{d}" for d in ("dev", "run", "var/spool/slurmd")
-                )
-                script = (
-                    f"hostname {shlex.quote(name)} && {private} && {NODE_DEV.format(dev=f'{root}/dev')} && "
-                    f"{daemon}slurmd -D -N {shlex.quote(name)}"
-                )
-                cluster.procs.append(
-                    subprocess.Popen(
-                        ["ip", "netns", "exec", f"{prefix}-{i}", "unshare", "--uts", "--fork", "sh", "-c", script],
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
+            for name in addresses if start else ():
+                cluster.start_slurmd(name)
             yield cluster
         finally:
             for ns in made:
