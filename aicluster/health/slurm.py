@@ -75,11 +75,12 @@ class Scontrol:
 
     def drain(self, node: str, reason: str, *, reboot_issued: bool = False) -> None:
         """Drain `node` with `reason`. `reboot_issued`: the node is DOWN+REBOOT_ISSUED, waiting to register after a
-        `scontrol reboot` (slurmd runs its health check before it registers). Slurm (22.05, observed) takes a drain
-        then, but the registration that ends the reboot clears it (nextstate=RESUME: IDLE, no reason; DOWN: DOWN,
-        which ReturnToService=2 returns to service at the next ping). So the reboot is ended first with RESUME (the
-        node becomes IDLE+NOT_RESPONDING: not schedulable until it registers) and the drain given after it; the
-        registration then keeps it: IDLE+DRAIN with this reason."""
+        `scontrol reboot` (slurmd runs its health check before it registers). Slurm (22.05 and 24.11, observed)
+        takes a drain then, but the registration that ends the reboot clears it (nextstate=RESUME: IDLE; DOWN: DOWN,
+        which ReturnToService=2 returns to service at the next registration; 24.11 without accounting storage keeps
+        the reason on the IDLE node, 22.05 clears it). `scontrol cancel_reboot` is refused then (both releases). So
+        the reboot is ended first with RESUME (the node becomes IDLE+NOT_RESPONDING: not schedulable until it
+        registers) and the drain given after it; the registration then keeps it: IDLE+DRAIN with this reason."""
         if "=" in reason or not reason.isprintable() or "\n" in reason:
             raise ValueError(f"not a reason scontrol takes: {reason!r}")
         if reboot_issued:

@@ -17,8 +17,9 @@ One pass, under the state directory's lock:
    a BMC; an owned replace is held: hardware is not replaced by a program).
 4. Guard rails: a node repaired repeat_count times within repeat_window_s is held (repeat offender), before the
    circuit breaker is asked; a repair starts only while the nodes in repair (the state's repairs in flight, and
-   Slurm's nodes with a REPAIR reason or a reboot pending) stay within max_share_in_repair of all nodes. Holds
-   are never limited: they take nodes out of nobody's hands.
+   Slurm's nodes out of service with a REPAIR reason, or with a reboot pending) stay within max_share_in_repair of
+   all nodes. Holds are never limited: they take nodes out of nobody's hands. A reason on a node back in service
+   is stale (live_reason) and read as none.
 5. A node in repair reads `aicluster-health:REPAIR <action> <CODE> <detail>`; a held one `aicluster-health:HELD
    <why>; <CODE> <detail>`, which aicluster-health never clears (a person resumes it). The state and a report
    (report.json: the breaker, the nodes in repair, the held nodes and why) are written atomically.
@@ -60,6 +61,18 @@ IN_FLIGHT = {"REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERING_DOWN", "POWER_DOWN"}
 POWER_MOVING = {"POWERING_UP", "POWERING_DOWN", "POWER_DOWN"}
 
 log = logging.getLogger("aicluster.repair")
+
+
+def live_reason(record: dict[str, str]) -> str:
+    """The node's reason (without Slurm's ` [user@time]`) while the node is out of service (NOT_BACK); "" once it
+    is back. Slurm reasons are for DOWN, DRAIN and FAIL nodes, but from 23.02.5 to 25.11 a slurmctld without
+    accounting storage (aicluster renders none) keeps the last reason on a node resumed or returned to service
+    after a reboot: it clears reasons in clusteracct_storage_g_node_up, a no-op without a database (SchedMD
+    commit 332d015ef3; fixed in 26.05, cd41b6164d; seen on 24.11 by tests/integration/test_repair_reboot.py). A
+    stale REPAIR or HELD reason on a node back in service is no repair and no hold."""
+    states = node_states(record)
+    return own_reason(record.get("Reason", "")) if states & NOT_BACK else ""
+
 
 BmcOpener = Callable[..., Redfish]
 
@@ -125,13 +138,13 @@ class Repairer:
         self.close_repairs(state, records, out)
         in_repair = {n for n, s in state.nodes.items() if s.open is not None}
         for name, rec in records.items():
-            reason = parse_reason(own_reason(rec.get("Reason", "")))
+            reason = parse_reason(live_reason(rec))
             if reason is not None and (reason.code == REPAIR or IN_FLIGHT & node_states(rec)):
                 in_repair.add(name)
         limit = cfg.limit(len(records))
         for name in sorted(records):
             rec = records[name]
-            text = own_reason(rec.get("Reason", ""))
+            text = live_reason(rec)
             reason = parse_reason(text)
             node = state.nodes.get(name)
             if node is not None and node.held is not None and (reason is None or reason.code != HELD):
@@ -225,10 +238,11 @@ class Repairer:
         if action == "reboot":
             # the per-GPU reset (nvidia-smi -r) runs only on the node with its GPUs idle; a reboot resets them all.
             # slurmd's health check at boot (the boot layer) runs before the node registers. Healthy: the
-            # registration ends the reboot with nextstate=RESUME (IDLE, no reason), no person needed. Still
-            # faulty: the check ends the reboot itself (RESUME) and drains after it, because Slurm 22.05 clears a
-            # drain given while it waits for the reboot (aicluster/health/slurm.py drain); the node stays drained
-            # with the fault's reason, and the next pass closes this repair and takes the node up again.
+            # registration ends the reboot with nextstate=RESUME (IDLE; 24.11 keeps the REPAIR reason, stale:
+            # live_reason), no person needed. Still faulty: the check ends the reboot itself (RESUME) and drains
+            # after it, because Slurm (22.05 and 24.11) clears a drain given while it waits for the reboot
+            # (aicluster/health/slurm.py drain); the node stays drained with the fault's reason, and the next pass
+            # closes this repair and takes the node up again.
             self.slurm.run("reboot", "ASAP", "nextstate=RESUME", f"reason={reason}", name)
             return
         self.set_reason(name, reason)  # marked first: a concurrent health check must not resume it mid-way
@@ -291,7 +305,7 @@ class Repairer:
                 ns.open = None
                 continue
             states = node_states(rec)
-            text = own_reason(rec.get("Reason", ""))
+            text = live_reason(rec)
             reason = parse_reason(text)
             if not states & NOT_BACK:
                 log.info("node %s: back in service after %s (%s)", name, o.action, rec.get("State"))
@@ -314,7 +328,7 @@ class Repairer:
             for n, s in sorted(state.nodes.items()) if s.held is not None
         }  # fmt: skip
         for name, rec in sorted(records.items()):  # Slurm's HELD reasons too: a lost state file forgets none
-            reason = parse_reason(own_reason(rec.get("Reason", "")))
+            reason = parse_reason(live_reason(rec))
             if reason is not None and reason.code == HELD and name not in held:
                 history = state.nodes[name].history if name in state.nodes else []
                 held[name] = {"since": None, "why": reason.detail.split("; ", 1)[0], "repairs_in_window": len(history)}
