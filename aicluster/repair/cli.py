@@ -67,9 +67,10 @@ def live_reason(record: dict[str, str]) -> str:
     """The node's reason (without Slurm's ` [user@time]`) while the node is out of service (NOT_BACK); "" once it
     is back. Slurm reasons are for DOWN, DRAIN and FAIL nodes, but from 23.02.5 to 25.11 a slurmctld without
     accounting storage (aicluster renders none) keeps the last reason on a node resumed or returned to service
-    after a reboot: it clears reasons in clusteracct_storage_g_node_up, a no-op without a database (SchedMD
-    commit 332d015ef3; fixed in 26.05, cd41b6164d; seen on 24.11 by tests/integration/test_repair_reboot.py). A
-    stale REPAIR or HELD reason on a node back in service is no repair and no hold."""
+    after a reboot, until a job is allocated to it: it clears reasons in clusteracct_storage_g_node_up, a no-op
+    without a database (SchedMD commit 332d015ef3; fixed in 26.05, cd41b6164d; seen on 24.11 by
+    tests/integration/test_repair_reboot.py). A stale REPAIR or HELD reason on a node back in service is no repair
+    and no hold."""
     states = node_states(record)
     return own_reason(record.get("Reason", "")) if states & NOT_BACK else ""
 
