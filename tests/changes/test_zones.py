@@ -194,3 +194,28 @@ def test_a_gke_zone_move_says_what_gke_does_per_zone(tmp_path: Path) -> None:
     assert why.startswith("nodeLocations[0]: a rollout, GKE creates nodeCount nodes in each added zone")
     assert "removes every node of each dropped zone" in why
     assert "at a time" not in why  # not the surge settings' pace: that is for machine type, image, version
+
+
+def test_a_refused_step_shows_in_the_html_and_markdown_reports(aks_zone_3: tuple[Any, dict[str, Any]]) -> None:
+    """`aicluster report` of a head preview JSON written with --base: the same first section, refused steps in it."""
+    from aicluster.report import render
+
+    changes, head = aks_zone_3
+    doc = {**head, "changes": {"base": "aks-nd-h100", **changes.to_json(), "blocked": [], "waived": []}}
+    for fmt in ("html", "md"):
+        text = render(doc, fmt)
+        assert "refused by the cloud" in text, fmt
+        assert "agentPoolProfiles[0].availabilityZones[1]" in text.replace("\\[", "[").replace("\\]", "]"), fmt
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        pytest.param(lambda c: c["pools"][0].update(root_volume_gib=2048), "osDiskSizeGB", id="os-disk-size"),
+    ],
+)
+def test_other_aks_pool_settings_the_api_refuses_are_blocked(edit: Any, field: str, tmp_path: Path) -> None:
+    changes, _ = changed(tmp_path, "aks-nd-h100", edit)
+    blocked, _ = blocked_steps(changes, [])
+    assert [(b.step.type, b.step.rejected) for b in blocked] == [(AGENT_POOL, [field])]
+    assert f"refuses to change {field} in place" in blocked[0].fix
