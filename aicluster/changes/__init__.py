@@ -12,7 +12,11 @@ with its source. The classification follows Pulumi's semantics:
 - a replaced resource gets a new ID and outputs, so each resource whose input comes from it (its
   `propertyDependencies`, where the value is computed) changes that input too; a launch template's update changes
   its version for the groups that follow it;
-- a change to a provider resource is listed first: it can replace every resource of that provider.
+- a change to a provider resource is listed first: it can replace every resource of that provider;
+- a list the provider holds as a set (`unordered`) is compared as one; an update the cloud's API refuses although the
+  provider previews it (`rejected_by_api`) is `refused`, and blocks `preview --base` like a stateful replace;
+- an input that names the version of the resource it comes from by an alias (`$Default`) changes when that resource
+  is updated (`version_aliases`).
 
 The output is `ChangeSet.to_json()`: a `steps` list shaped like `pulumi preview --json`'s (`op`, `urn`, `type`,
 `replaceReasons`, `diffReasons`, `detailedDiff`) with `risks`, `rollout` and the nodes and GPUs a step removes or
