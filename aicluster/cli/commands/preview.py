@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         "BASE.json",
         "the base branch's preview JSON: say what this change creates, updates, replaces, deletes and rolls out, "
-        "and fail (exit 1) where it replaces or deletes a stateful resource that no waiver names",
+        "and fail (exit 1) where it replaces or deletes a stateful resource, or makes an update the cloud's API "
+        "refuses, that no waiver names",
     )
 
 
