@@ -18,7 +18,7 @@ from typing import Any, TypeVar, get_args
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import cache as _cache
-from .changes import RISKS, ChangeRule, ConditionalReplace, PlatformEffect, UpdatePolicy
+from .changes import RISKS, ChangeRule, ConditionalReplace, PlatformEffect, RolloutCase, UpdatePolicy
 from .collectives import CollectivesData, collective_problems
 from .health import NO_DRAIN_ACTIONS, HealthData, NodeThresholds, Xid, XidAction, XidList
 from .models import (
@@ -88,6 +88,7 @@ __all__ = [
     "ProviderDefaults",
     "Region",
     "ReliabilityData",
+    "RolloutCase",
     "ServicePrice",
     "SizingPriors",
     "SlurmCloudTimes",
@@ -252,6 +253,11 @@ def _check(cat: Catalog) -> None:
 
     for rule in cat.change_rules.values():
         cited(rule, f"change rule {rule.type}")
+        problems.extend(
+            f"change rule {rule.type} rollout case {case.path}: unknown source id {case.source!r}"
+            for case in rule.rollout_cases
+            if case.source not in cat.sources
+        )
     for policy in cat.update_policies:
         for platform, eff in policy.effects.items():
             problems.extend(

@@ -40,6 +40,16 @@ class ConditionalReplace(_Record):
     ] = Field(default_factory=dict)
 
 
+class RolloutCase(_Record):
+    """An input whose in-place update recreates or moves running nodes in its own way (not through the rule's
+    `rollout` pace): an Auto Scaling group's subnets, a GKE node pool's zones. It rolls whatever `rollout_requires`
+    says, and its pace is its own `note`, never the rule's `rollout_batch`."""
+
+    path: Annotated[str, Field(description="Input path (e.g. `vpcZoneIdentifiers`).")]
+    note: Annotated[str, Field(description="What the platform does with running nodes when this input changes.")]
+    source: Annotated[str, Field(description="Source id of the note.")]
+
+
 class ChangeRule(Sourced):
     """What a change to one resource type does. `file` is the path inside the source's repository."""
 
@@ -71,6 +81,24 @@ class ChangeRule(Sourced):
         tuple[str, ...], Field(description="Inputs that bound how many nodes a rollout takes at once.")
     ] = ()
     rollout_note: Annotated[str, Field(description="How the update reaches running nodes.")] = ""
+    rollout_cases: Annotated[
+        tuple[RolloutCase, ...],
+        Field(description="Inputs whose update rolls running nodes in a way of their own (zones, subnets)."),
+    ] = ()
+    rejected_fix: Annotated[
+        str, Field(description="How to make a change the cloud's API refuses (e.g. a new pool beside the old one).")
+    ] = ""
+    unordered: Annotated[
+        tuple[str, ...],
+        Field(description="List inputs the provider compares as sets (Terraform's TypeSet): a new order is no change."),
+    ] = ()
+    version_aliases: Annotated[
+        dict[str, tuple[str, ...]],
+        Field(
+            description="Inputs that name a version of the resource they come from by an alias (`$Default`, "
+            "`$Latest`): an update of that resource moves what the alias names."
+        ),
+    ] = Field(default_factory=dict)
     capacity: Annotated[
         tuple[str, ...], Field(description="Inputs that count its nodes: lowering one removes nodes.")
     ] = ()

@@ -12,7 +12,11 @@ with its source. The classification follows Pulumi's semantics:
 - a replaced resource gets a new ID and outputs, so each resource whose input comes from it (its
   `propertyDependencies`, where the value is computed) changes that input too; a launch template's update changes
   its version for the groups that follow it;
-- a change to a provider resource is listed first: it can replace every resource of that provider.
+- a change to a provider resource is listed first: it can replace every resource of that provider;
+- a list the provider holds as a set (`unordered`) is compared as one; an update the cloud's API refuses although the
+  provider previews it (`rejected_by_api`) is `refused`, and blocks `preview --base` like a stateful replace;
+- an input that names the version of the resource it comes from by an alias (`$Default`) changes when that resource
+  is updated (`version_aliases`).
 
 The output is `ChangeSet.to_json()`: a `steps` list shaped like `pulumi preview --json`'s (`op`, `urn`, `type`,
 `replaceReasons`, `diffReasons`, `detailedDiff`) with `risks`, `rollout` and the nodes and GPUs a step removes or
@@ -145,7 +149,8 @@ class Step:
     detailed_diff: dict[str, str] = field(default_factory=dict)  # path -> add|delete|update[-replace]
     replace_paths: list[str] = field(default_factory=list)
     may_replace: list[str] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # inputs the cloud's API refuses to change in place
+    refused_fix: str = ""  # how to make such a change (the rule's rejected_fix)
     rollout: bool = False
     risks: list[str] = field(default_factory=list)
     why: list[str] = field(default_factory=list)  # each cause in words, with the rule's source
@@ -178,6 +183,8 @@ class Step:
         }
         if self.rollout:
             out["rollout"] = True
+        if self.rejected:
+            out["refused"] = True
         extras: dict[str, Any] = {
             "mayReplaceReasons": self.may_replace,
             "rejectedByApi": self.rejected,
@@ -188,7 +195,7 @@ class Step:
             "nodesRemoved": self.nodes_removed,
         }
         out.update({k: v for k, v in extras.items() if v not in (None, [])})
-        if self.stateful and self.op in ("replace", "delete"):
+        if (self.stateful and self.op in ("replace", "delete")) or self.rejected:
             out["guardedBy"] = CHANGE_SAFETY
         if self.protect:
             out["protect"] = True
@@ -495,6 +502,21 @@ class _Classifier:
                     if source.op == "replace" or leaf.rsplit(".", 1)[-1] in names:
                         verb = "replaced: new ID" if source.op == "replace" else "updated: new version"
                         out.append(Leaf(leaf, COMPUTED, COMPUTED, cause=f"{source.name} {verb}"))
+                out.extend(self._aliased(r, str(prop), source, names))
+        return out
+
+    def _aliased(self, r: Mapping[str, Any], prop: str, source: Step, names: Sequence[str]) -> list[Leaf]:
+        """The dependent's inputs under `prop` that name a version of the updated `source` by an alias its rule lists
+        (an instance on its launch template's `$Default`): the alias now names the new version."""
+        own = self.rules.get(str(r.get("type", "")))
+        if own is None or source.op != "update":
+            return []
+        out = []
+        for path, aliases in own.version_aliases.items():
+            value = _get(r.get("inputs") or {}, path)
+            if _under(path, prop) and path.rsplit(".", 1)[-1] in names and value in aliases:
+                cause = f"{_shown(value)} now names {source.name}'s new version"
+                out.append(Leaf(path, value, value, cause=cause))
         return out
 
     def _base_dependencies(self, key: str) -> dict[str, set[str]]:
@@ -512,16 +534,22 @@ class _Classifier:
         self, key: str, old: Mapping[str, Any], new: Mapping[str, Any], head_urn_to_key: Mapping[str, str]
     ) -> Step | None:
         old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
+        rule = self._rule(str(new.get("type", "")))
+        if rule is not None and rule.unordered:
+            # a list the provider holds as a set (Terraform's TypeSet): the same members in another order are no change
+            old_in, new_in = _as_sets(old_in, rule.unordered), _as_sets(new_in, rule.unordered)
         changed = leaves(old_in, new_in)
         seen = {leaf.path for leaf in changed}
-        changed += [leaf for leaf in self._propagated(key, new, head_urn_to_key) if leaf.path not in seen]
+        for leaf in self._propagated(key, new, head_urn_to_key):
+            if leaf.path not in seen:
+                seen.add(leaf.path)
+                changed.append(leaf)
         # what the head program tells the engine to ignore (ignore_changes) is no step: Pulumi diffs it away too
         ignored = new.get("ignoreChanges") or []
         changed = [leaf for leaf in changed if not any(_under(leaf.path, p) for p in ignored)]
         if not changed:
             return None
         step = self._base_step(new, "update")
-        rule = self._rule(step.type)
         replacing: set[str] = set()
         for leaf in changed:
             reason = self._replaces(rule, leaf, new_in, step) if rule is not None else False
@@ -537,8 +565,11 @@ class _Classifier:
                 step.why.append(f"{leaf.path}{values}{because} may force a replacement: {self._condition(rule, leaf)}")
             if rule is not None and any(_under(_pattern(leaf.path), p) for p in rule.rejected_by_api):
                 step.rejected.append(leaf.path)
+                step.refused_fix = rule.rejected_fix
+                first = len(step.rejected) == 1  # the fix once per step
+                fix = f"; instead, {rule.rejected_fix}" if rule.rejected_fix and first else ""
                 step.why.append(
-                    f"{leaf.path}: the provider previews an update, but the cloud's API refuses it "
+                    f"{leaf.path}: the provider previews an update, but the cloud's API refuses it{fix} "
                     f"{_source(rule, 'rejected_by_api')}"
                 )
         step.detailed_diff = {leaf.path: _kind(leaf, leaf.path in replacing) for leaf in changed}
@@ -548,6 +579,7 @@ class _Classifier:
             refused = {f"{p}: the provider previews an update" for p in step.rejected}
             step.why = [w for w in step.why if not w.startswith(tuple(refused))]
             step.rejected = []
+            step.refused_fix = ""
             step.op = "replace"
             assert rule is not None
             step.risks = _own_risks(rule)
@@ -605,6 +637,13 @@ class _Classifier:
         ]
         if not rule.rollout and rule.rollout_note:  # a template: how its new version reaches (or not) running nodes
             step.why.append(f"a new version: {rule.rollout_note} {_source(rule, 'rollout_note')}")
+        cases = [
+            (leaf.path, case)
+            for leaf in changed
+            for case in rule.rollout_cases
+            if _under(_pattern(leaf.path), case.path)
+        ]
+        rolled = [p for p in rolled if p not in {path for path, _ in cases}]
         held = [f"{p} is {_shown(v)}" for p, v in rule.rollout_unless.items() if _get(new_in, p) == v]
         if rolled and held:
             step.why.append(
@@ -619,6 +658,13 @@ class _Classifier:
             ]
             pace = f"; {', '.join(batch)}" if batch else ""
             step.why.append(f"{', '.join(rolled)}: a rollout{pace}, {rule.rollout_note} {_source(rule, 'rollout')}")
+            self._nodes_of(step, key, {"inputs": new_in}, self.head_pools, whole=True)
+        for case in dict.fromkeys(c for _, c in cases):
+            paths = ", ".join(p for p, c in cases if c == case)
+            # its own pace, whatever the rule's rollout settings (an ASG moves zones without an instance refresh)
+            step.rollout = True
+            step.risks = ["job-kill"]
+            step.why.append(f"{paths}: a rollout, {case.note} ({case.source})")
             self._nodes_of(step, key, {"inputs": new_in}, self.head_pools, whole=True)
         for path in rule.capacity:
             a, b = _get(old_in, path), _get(new_in, path)
@@ -663,6 +709,19 @@ def _shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _as_sets(inputs: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """The inputs with each list at one of `paths` (`a.b`, no index) in a canonical order."""
+    out = dict(inputs)
+    for path in paths:
+        head, _, rest = path.partition(".")
+        value = out.get(head)
+        if rest and isinstance(value, Mapping):
+            out[head] = _as_sets(value, [rest])
+        elif not rest and isinstance(value, list):
+            out[head] = sorted(value, key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    return out
+
+
 def _computed_leaves(value: Any, path: str) -> list[str]:
     if value == COMPUTED:
         return [path]
@@ -697,8 +756,9 @@ class Waived:
 def blocked_steps(
     changes: ChangeSet, waivers: Iterable[Any], today: dt.date | None = None
 ) -> tuple[list[Blocked], list[Waived]]:
-    """The change-safety rule: a replace or delete of a resource whose loss loses data fails the preview, unless
-    a waiver of CHANGE_SAFETY names it (logical name or URN) and has not expired."""
+    """The change-safety rule: a replace or delete of a resource whose loss loses data, or an update the cloud's API
+    refuses (the provider previews it, `pulumi up` fails on it), fails the preview, unless a waiver of CHANGE_SAFETY
+    names the resource (logical name or URN) and has not expired."""
     today = today or dt.date.today()
     live = {}
     for w in waivers:
@@ -706,7 +766,7 @@ def blocked_steps(
             live[str(w.resource)] = w
     blocked, waived = [], []
     for step in changes.steps:
-        if step.op not in ("replace", "delete") or not step.stateful:
+        if not step.rejected and (step.op not in ("replace", "delete") or not step.stateful):
             continue
         w = live.get(step.name) or live.get(step.urn)
         if w is not None:
@@ -717,13 +777,18 @@ def blocked_steps(
 
 
 def _fix(step: Step) -> str:
-    if step.op == "delete":
+    if step.rejected:
+        how = (
+            f"the cloud's API refuses to change {', '.join(step.rejected)} in place (`pulumi up` would fail on it); "
+            f"{step.refused_fix or 'keep the value, or create a new resource beside it and remove the old one'}"
+        )
+    elif step.op == "delete":
         how = "keep it in the stack (or move its data first)"
     elif "decrease" in step.conditions:
         how = "keep its size or grow it: only an increase is in place"
     else:
         how = f"keep {', '.join(step.replace_reasons)} as they are, or create a new one beside it and move the data"
     return (
-        f"{how}; to accept the loss, waive it: compliance.waivers with policy {CHANGE_SAFETY}, "
-        f"resource {step.name}, a reason and an expiry"
+        f"{how}; {'to go ahead anyway' if step.rejected else 'to accept the loss'}, waive it: compliance.waivers "
+        f"with policy {CHANGE_SAFETY}, resource {step.name}, a reason and an expiry"
     )

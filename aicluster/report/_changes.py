@@ -34,7 +34,8 @@ _RISK_RANK = {"data-loss": 0, "job-kill": 1, "audit-gap": 2, "network-cut": 3}
 
 @dataclass(frozen=True)
 class RiskyStep:
-    """A step a reviewer must see: a replace or delete that costs something, a rollout, nodes removed."""
+    """A step a reviewer must see: a replace or delete that costs something, a rollout, nodes removed, an update the
+    cloud's API refuses."""
 
     name: str
     type: str
@@ -59,12 +60,15 @@ def risky_steps(changes: Mapping[str, Any] | None) -> list[RiskyStep]:
     for step in changes.get("steps") or []:
         risks = [r for r in step.get("risks") or [] if r in RISK_WORDS]
         provider = bool(step.get("providerChange"))
-        if not (risks or step.get("rollout") or provider or step.get("mayReplaceReasons")):
+        refused = bool(step.get("refused"))
+        if not (risks or step.get("rollout") or provider or step.get("mayReplaceReasons") or refused):
             continue
         if step.get("op") == "create":
             continue
         op = str(step.get("op", ""))
-        if step.get("rollout"):
+        if refused:
+            op += " (refused by the cloud's API: pulumi up fails)"
+        elif step.get("rollout"):
             op += " (rollout)"
         elif provider:
             op += " (provider: may replace every resource it manages)"
@@ -81,7 +85,7 @@ def risky_steps(changes: Mapping[str, Any] | None) -> list[RiskyStep]:
             if removed:
                 shown = ", ".join(removed[:8]) + (f" … {removed[-1]}" if len(removed) > 8 else "")
                 nodes += f": {shown}"
-        rank = min((_RISK_RANK[r] for r in risks), default=4)
+        rank = min((_RISK_RANK[r] for r in risks), default=0 if refused else 4)
         rows.append(
             (
                 -1 if provider else rank,

@@ -74,6 +74,18 @@ def _compare(old: object, new: object, path: str, depth: int, found: list[Proper
         found.append(PropertyChange(path, show_value(old), show_value(new)))
 
 
+def _stepped(found: list[PropertyChange], step: Mapping[str, Any] | None) -> list[PropertyChange]:
+    """The property changes of a resource as its step has them: none without a step; the step's own paths where the
+    inputs show no difference (a computed input whose source is replaced or updated)."""
+    if step is None or step.get("op") not in ("update", "replace"):
+        return []
+    paths = [str(p) for p in step.get("detailedDiff") or {}]
+    shown = {c.path for c in found}
+    return found + [
+        PropertyChange(p, "(from a changed resource)", "(known after apply)") for p in paths if p not in shown
+    ]
+
+
 def _heeded(changes: list[PropertyChange], ignored: tuple[str, ...]) -> list[PropertyChange]:
     """The changes the engine would diff: not those under a path the head's ignore_changes names."""
     return [c for c in changes if not any(c.path == p or c.path.startswith((p + ".", p + "[")) for p in ignored)]
@@ -89,13 +101,23 @@ class ResourceChanges:
         return bool(self.added or self.removed or self.changed)
 
 
-def resource_changes(base: PreviewDoc, head: PreviewDoc) -> ResourceChanges:
+def resource_changes(base: PreviewDoc, head: PreviewDoc, changes: Mapping[str, Any] | None = None) -> ResourceChanges:
+    """Added, removed and changed resources. With the classification (`changes`, aicluster.changes), a resource in
+    both is changed exactly when it has a step: one whose inputs change only through a resource they come from (a
+    subnet replaced: known after apply) counts, one whose lists differ only in an order the provider ignores does
+    not."""
     old = {_urn_key(r.urn, base.stack): r for r in base.resources}
     new = {_urn_key(r.urn, head.stack): r for r in head.resources}
     changed = [
         (new[k], _heeded(property_changes(old[k].inputs, new[k].inputs), new[k].ignore_changes))
         for k in sorted(old.keys() & new.keys())
     ]
+    if changes is not None:
+        steps = {_urn_key(str(st.get("urn", "")), head.stack): st for st in changes.get("steps") or []}
+        changed = [
+            (r, _stepped(found, steps.get(k)))
+            for (r, found), k in zip(changed, sorted(old.keys() & new.keys()), strict=True)
+        ]
     return ResourceChanges(
         added=[new[k] for k in sorted(new.keys() - old.keys())],
         removed=[old[k] for k in sorted(old.keys() - new.keys())],
@@ -410,7 +432,7 @@ def kubernetes_changes(base: PreviewDoc, head: PreviewDoc) -> list[KubernetesCha
 
 
 def render_diff(base: PreviewDoc, head: PreviewDoc, changes: Mapping[str, Any] | None = None) -> str:
-    resources = resource_changes(base, head)
+    resources = resource_changes(base, head, changes)
     deltas = pool_deltas(base, head)
     findings = finding_changes(base, head)
     head_verdict = verdict(head.policy)

@@ -328,7 +328,8 @@ class AzureKubernetesCluster(pulumi.ComponentResource):
                     count=k.system_nodes,
                     os_disk_size_gb=k.system_root_gib,  # the plan's root volume, a managed (premium SSD) disk
                     os_disk_type=azure.containerservice.OSDiskType.MANAGED,
-                    availability_zones=list(k.system_zones) or None,
+                    # sorted: azure-native compares lists by index, so a new order would be an update AKS refuses
+                    availability_zones=sorted(k.system_zones) or None,
                     vnet_subnet_id=args["subnet_id"],
                     os_type=azure.containerservice.OSType.LINUX,
                     os_sku=k.node_image,

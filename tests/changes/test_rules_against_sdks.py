@@ -54,6 +54,9 @@ def test_every_rule_names_an_input_of_the_sdk(rule: ChangeRule) -> None:
         *rule.rollout_unless,
         *rule.rollout_batch,
         *([rule.rollout_requires] if rule.rollout_requires else []),
+        *(c.path for c in rule.rollout_cases),
+        *rule.unordered,
+        *rule.version_aliases,
     ]
     tops = {t for p in paths if p != "*" for t in _top(p).split("|")}  # `a|b`: a rule on either input
     unknown = sorted(t for t in tops if t.lower() not in inputs)

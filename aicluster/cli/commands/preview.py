@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         "BASE.json",
         "the base branch's preview JSON: say what this change creates, updates, replaces, deletes and rolls out, "
-        "and fail (exit 1) where it replaces or deletes a stateful resource that no waiver names",
+        "and fail (exit 1) where it replaces or deletes a stateful resource, or makes an update the cloud's API "
+        "refuses, that no waiver names",
     )
 
 
@@ -80,6 +81,7 @@ def _changes(base: Any, head: dict[str, Any], result: Any) -> dict[str, Any]:
         **changes.to_json(),
         "blocked": [
             {"urn": b.step.urn, "name": b.step.name, "type": b.step.type, "op": b.step.op, "fix": b.fix}
+            | ({"refused": b.step.rejected} if b.step.rejected else {})
             for b in blocked
         ],
         "waived": [
@@ -87,6 +89,18 @@ def _changes(base: Any, head: dict[str, Any], result: Any) -> dict[str, Any]:
             for w in waived
         ],
     }
+
+
+def _blocked_words(blocked: list[dict[str, Any]]) -> str:
+    """`1 stateful resource(s) replaced or deleted, 1 update the cloud's API refuses (aks-x: availabilityZones[0])`."""
+    refused = [b for b in blocked if b.get("refused")]
+    parts = []
+    if len(refused) < len(blocked):
+        parts.append(f"{len(blocked) - len(refused)} stateful resource(s) replaced or deleted")
+    if refused:
+        named = "; ".join(f"{b['name']}: {', '.join(b['refused'])}" for b in refused)
+        parts.append(f"{len(refused)} update(s) the cloud's API refuses ({named})")
+    return ", ".join(parts)
 
 
 def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | None, base: Any = None) -> int:
@@ -100,7 +114,7 @@ def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | No
     code, line = verdict(result)
     if changes is not None and changes["blocked"]:
         code = EXIT_FAILED
-        line += f"; change safety: {len(changes['blocked'])} stateful resource(s) replaced or deleted without a waiver"
+        line += f"; change safety: {_blocked_words(changes['blocked'])} without a waiver"
     if args.json == "-":
         sys.stdout.write(data)
         err.print(line)

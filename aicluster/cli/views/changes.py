@@ -27,7 +27,7 @@ def risky_table(changes: Mapping[str, Any]) -> Table | None:
     rows = [
         s
         for s in changes["steps"]
-        if s["op"] != "create" and (s.get("risks") or s.get("rollout") or s.get("providerChange"))
+        if s["op"] != "create" and (s.get("risks") or s.get("rollout") or s.get("providerChange") or s.get("refused"))
     ]
     if not rows:
         return None
@@ -35,12 +35,12 @@ def risky_table(changes: Mapping[str, Any]) -> Table | None:
     for col in ("resource", "step", "loses", "nodes", "why"):
         t.add_column(col, overflow="fold")
     for s in rows:
-        op = s["op"] + (" (rollout)" if s.get("rollout") else "")
+        op = s["op"] + (" (refused by the API)" if s.get("refused") else " (rollout)" if s.get("rollout") else "")
         nodes = ""
         if s.get("nodes"):
             nodes = f"{s['nodes']} nodes" + (f", {s['gpus']} GPUs" if s.get("gpus") else "")
         risks = ", ".join(_RISK.get(r, r) for r in s.get("risks") or []) or "-"
-        style = "red" if "data-loss" in (s.get("risks") or []) else "yellow"
+        style = "red" if "data-loss" in (s.get("risks") or []) or s.get("refused") else "yellow"
         t.add_row(
             escape(s["urn"].rsplit("::", 1)[-1]),
             f"[{style}]{escape(op)}[/]",
