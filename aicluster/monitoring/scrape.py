@@ -116,6 +116,9 @@ def prometheus_yml(
         "rule_files": [f"rules/{g.file}.yml" for g in groups],
         "scrape_configs": jobs,
     }
+    port = plan.monitoring.alertmanager_port
+    if port is not None:  # monitoring.alerts, self-hosted: the Alertmanager beside it (alertmanager.yml)
+        doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [f"localhost:{port}"]}]}]}
     if remote_write_url is not None:
         doc["remote_write"] = [remote_write(plan, remote_write_url)]
     head = (
