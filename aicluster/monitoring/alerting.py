@@ -152,4 +152,5 @@ def managed_definition(plan: ClusterPlan, mon: MonitoringData, groups: list[Grou
     doc = alertmanager_config(plan, mon, groups)
     if doc is None or plan.monitoring.service is None:
         return None
-    return _dump({"alertmanager_config": _dump(doc)})
+    body = "".join(f"  {line}\n" for line in _dump(doc).splitlines())
+    return "alertmanager_config: |\n" + body  # AMP's format: the configuration as a block of text
