@@ -243,7 +243,7 @@ def _monitoring_vars(
     controller["prometheus_files"] = {k: v for k, v in files.items() if PROMETHEUS_FILES.match(k)}
     if "alertmanager.yml" in files:  # monitoring.alerts, self-hosted: the alertmanager role's configuration
         controller["alertmanager_config"] = files["alertmanager.yml"]
-        controller["alertmanager_secrets"] = [{"key": k, "file": secret_file(k)} for k in secret_keys(m.alerts)]
+        controller["alertmanager_secrets"] = [{"key": k, "file": secret_file(k)} for k in secret_keys(m)]
     return every, controller
 
 

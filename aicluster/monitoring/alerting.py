@@ -17,8 +17,7 @@ from typing import Any
 import yaml
 
 from aicluster.catalog import MonitoringData
-from aicluster.plan.models import ClusterPlan
-from aicluster.spec.monitoring import AlertRoute, Alerts
+from aicluster.plan.models import ClusterPlan, PlannedMonitoring
 
 from .rules import Group
 
@@ -34,9 +33,10 @@ def secret_file(key: str) -> str:
     return f"{SECRET_DIR}/{key.partition(':')[2] or key}"
 
 
-def secret_keys(alerts: Alerts | None) -> list[str]:
+def secret_keys(monitoring: PlannedMonitoring) -> list[str]:
     """The Pulumi config keys of the receivers' secrets (never their values), in order, once each."""
     found: list[str] = []
+    alerts = monitoring.alerts
     for r in alerts.receivers if alerts is not None else ():
         key = {
             "email": getattr(r, "password_secret", None),
@@ -94,12 +94,12 @@ def _receiver(r: Any, mon: MonitoringData, region: str | None) -> dict[str, Any]
     }
 
 
-def _matchers(route: AlertRoute, by_group: dict[str, list[str]]) -> list[str]:
+def _matchers(severities: list[str], groups: list[str], by_group: dict[str, list[str]]) -> list[str]:
     matchers = []
-    if route.severities:
-        matchers.append(f'severity=~"{"|".join(route.severities)}"')
-    if route.groups:
-        names = sorted({n for g in route.groups for n in by_group.get(g, ())})
+    if severities:
+        matchers.append(f'severity=~"{"|".join(severities)}"')
+    if groups:
+        names = sorted({n for g in groups for n in by_group.get(g, ())})
         matchers.append(f'alertname=~"{"|".join(names)}"')
     return matchers
 
@@ -113,7 +113,7 @@ def alertmanager_config(plan: ClusterPlan, mon: MonitoringData, groups: list[Gro
     routes = []
     for route in alerts.routes:
         entry: dict[str, Any] = {"receiver": route.receiver}
-        matchers = _matchers(route, by_group)
+        matchers = _matchers(list(route.severities), list(route.groups), by_group)
         if matchers:
             entry["matchers"] = matchers
         routes.append(entry)
@@ -133,7 +133,7 @@ def alertmanager_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group]
     doc = alertmanager_config(plan, mon, groups)
     if doc is None or plan.monitoring.service is not None:
         return None
-    keys = secret_keys(plan.monitoring.alerts)
+    keys = secret_keys(plan.monitoring)
     head = (
         f"# Alertmanager for the aicluster cluster {plan.name}, written by `aicluster monitoring` from "
         "monitoring.alerts;\n# regenerate rather than edit. Check it with `amtool check-config alertmanager.yml`.\n"
