@@ -37,6 +37,10 @@ WEBHOOK_URL_RE = _pattern(
     "must be an http(s) URL with no user, password or query string, which Alertmanager 0.25 would keep in its "
     "configuration in clear (e.g. https://hooks.example.com/aicluster); give a token in token_secret",
 )
+SMTP_USER_RE = _pattern(
+    r"^[A-Za-z0-9._@+-]{1,128}$",
+    "must be an SMTP user name: letters, digits, '.', '_', '@', '+' and '-' (e.g. alertmanager)",
+)
 SLACK_CHANNEL_RE = _pattern(r"^[#@][a-z0-9._-]{1,80}$", "must be a Slack channel or user (e.g. #gpu-alerts)")
 SNS_TOPIC_RE = _pattern(
     r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$",
@@ -65,7 +69,7 @@ class EmailReceiver(Strict):
     ]
     username: Annotated[
         str | None,
-        Field(pattern=r"^[A-Za-z0-9._@+-]{1,128}$", description="SMTP user name, not secret (e.g. `alertmanager`)."),
+        Field(pattern=SMTP_USER_RE, description="SMTP user name, not secret (e.g. `alertmanager`)."),
     ] = None
     password_secret: Annotated[
         AlertSecret | None,
