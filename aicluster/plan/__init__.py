@@ -684,7 +684,8 @@ def _plan_alerts(
                     "publish with: use email, slack, pagerduty or webhook",
                     receiver.kind,
                 )
-        update["alertmanager_port"] = mon.alertmanager.port
+        if not kubernetes:  # the alertmanager role runs it beside the controller's Prometheus
+            update["alertmanager_port"] = mon.alertmanager.port
     return base.model_copy(update=update)
 
 

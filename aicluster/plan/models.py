@@ -653,7 +653,7 @@ class PlannedMonitoring(_Plan):
     alert_groups: tuple[Literal["gpu", "fabric", "filesystem", "slurm"], ...] = ()
     # where the alerts go (monitoring.alerts, checked against the Prometheus that sends them); None: nowhere
     alerts: Alerts | None = None
-    alertmanager_port: int | None = None  # self-hosted with alerts: the controller's Alertmanager (catalog)
+    alertmanager_port: int | None = None  # Slurm, self-hosted, with alerts: the controller's Alertmanager (catalog)
 
 
 class PlannedSite(_Plan):
