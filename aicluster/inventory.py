@@ -214,6 +214,7 @@ def _monitoring_vars(
     until `up` has run, `prometheus_remote_write_missing` says so and the prometheus role stops there). Nodes whose
     address the inventory knows (`addresses`, checked) are scraped at it; the others by name."""
     from aicluster.monitoring import render as monitoring_files
+    from aicluster.monitoring.alerting import secret_file, secret_keys
     from aicluster.monitoring.rules import monitoring_data
     from aicluster.monitoring.scrape import counters_csv
 
@@ -240,6 +241,9 @@ def _monitoring_vars(
     controller["slurm_exporter_port"] = monitoring_data(catalog).exporters.slurm_exporter_port
     files = monitoring_files(plan, catalog, remote_write_url=url, addresses=addresses)
     controller["prometheus_files"] = {k: v for k, v in files.items() if PROMETHEUS_FILES.match(k)}
+    if "alertmanager.yml" in files:  # monitoring.alerts, self-hosted: the alertmanager role's configuration
+        controller["alertmanager_config"] = files["alertmanager.yml"]
+        controller["alertmanager_secrets"] = [{"key": k, "file": secret_file(k)} for k in secret_keys(m)]
     return every, controller
 
 

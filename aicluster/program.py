@@ -12,7 +12,7 @@ import os
 import pulumi
 
 from aicluster.catalog import load_catalog
-from aicluster.monitoring import managed_rules
+from aicluster.monitoring import managed_alertmanager, managed_rules
 from aicluster.plan import plan
 from aicluster.spec import SpecError, parse_cluster
 from components import AiCluster
@@ -71,9 +71,12 @@ def main() -> None:
         pulumi.log.warn(f"{what} before `pulumi up` (this preview records those hosts without a credential)")
 
     # a managed Prometheus gets the alert rules `aicluster monitoring` writes (components read no catalog)
+    # and the alert manager definition that routes them, where the stack routes alerts (monitoring.alerts)
     rules = managed_rules(cluster_plan, catalog)
+    routing = managed_alertmanager(cluster_plan, catalog)
     cluster = AiCluster(
-        cluster_plan.name, {"plan": cluster_plan, "bmc_credentials": bmc_credentials, "alert_rules": rules}
+        cluster_plan.name,
+        {"plan": cluster_plan, "bmc_credentials": bmc_credentials, "alert_rules": rules, "alert_manager": routing},
     )
     for key, value in cluster.outputs.items():
         pulumi.export(key, value)

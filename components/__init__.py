@@ -115,6 +115,9 @@ class AiClusterArgs(TypedDict):
     # the alert rule groups `aicluster monitoring` writes (rules/*.yml, each file's group as Prometheus holds it),
     # rendered by the Pulumi program (components never read the catalog): a managed Prometheus is given them
     alert_rules: NotRequired[Sequence[Mapping[str, Any]]]
+    # the alert manager definition of a managed Prometheus that routes alerts (monitoring.alerts, AMP's YAML),
+    # rendered by the Pulumi program as `aicluster monitoring` renders alertmanager.yml; None: no routing
+    alert_manager: NotRequired[str | None]
 
 
 class AiCluster(pulumi.ComponentResource):
@@ -152,6 +155,7 @@ class AiCluster(pulumi.ComponentResource):
         super().__init__("aicluster:index:AiCluster", name, props, opts)
         self.bmc_credentials: Mapping[str, pulumi.Input[str]] = args.get("bmc_credentials", {})
         self.alert_rules: Sequence[Mapping[str, Any]] = args.get("alert_rules", ())
+        self.alert_manager: str | None = args.get("alert_manager")
         merged: dict[str, Any] = {
             "cluster": plan.name,
             "scheduler": plan.scheduler,

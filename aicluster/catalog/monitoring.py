@@ -78,6 +78,27 @@ class FilesystemRules(Sourced):
         return self
 
 
+ReceiverKind = Literal["email", "slack", "pagerduty", "webhook", "sns"]
+
+
+class Alertmanager(Sourced):
+    """The Alertmanager a self-hosted Prometheus sends its alerts to (Debian's prometheus-alertmanager on the Slurm
+    controller), and which of its receiver fields read a secret from a file: the stack names the secret, the
+    configuration names the file, so no secret is ever in a stack, a plan or a written file."""
+
+    version: Annotated[
+        str, Field(description="The Alertmanager release the fields below were read from (e.g. `0.25.0`).")
+    ]
+    port: Annotated[int, Field(gt=0, lt=65536, description="Alertmanager's listen port (e.g. `9093`).")]
+    secret_file_fields: Annotated[
+        dict[ReceiverKind, str],
+        Field(
+            description="Receiver kind -> the field of its config that reads the secret from a file, a dotted path "
+            "below the receiver's entry (e.g. `slack: api_url_file`)."
+        ),
+    ]
+
+
 Collector = Literal["remote-write", "amp-scraper", "gke-managed-collection", "aks-metrics-addon"]
 SchedulerKind = Literal["slurm", "kubernetes"]
 
@@ -102,6 +123,17 @@ class ManagedPrometheus(Sourced):
     remote_write_auth: Annotated[
         Literal["sigv4"] | None,
         Field(description="How Prometheus authenticates its remote_write (`sigv4`: AWS Signature v4, its region)."),
+    ] = None
+    alert_receivers: Annotated[
+        tuple[ReceiverKind, ...],
+        Field(
+            default=(),
+            description="Receiver kinds the service's own alert manager delivers to (e.g. `sns`); none: it has no "
+            "Alertmanager-compatible routing (see alerts_refused).",
+        ),
+    ]
+    alerts_refused: Annotated[
+        str | None, Field(description="Why `monitoring.alerts` cannot be given to the service, where it cannot.")
     ] = None
     rule_severities: Annotated[
         dict[str, int],
@@ -162,6 +194,7 @@ class MonitoringData(_Record):
     gpu_memory: GpuMemoryRules
     fabric: FabricRules
     filesystem: FilesystemRules
+    alertmanager: Alertmanager
     managed_prometheus: Annotated[
         dict[str, ManagedPrometheus],
         Field(default_factory=dict, description="Provider -> its managed Prometheus (none: no option)."),
@@ -178,6 +211,7 @@ class MonitoringData(_Record):
             "gpu_memory": self.gpu_memory,
             "fabric": self.fabric,
             "filesystem": self.filesystem,
+            "alertmanager": self.alertmanager,
             **{f"managed_prometheus {p}": m for p, m in self.managed_prometheus.items()},
             **{f"scrape_access {c}": a for c, a in self.scrape_access.items()},
         }

@@ -6,6 +6,8 @@ promtool tests, dcgm-exporter's counters CSV and Grafana dashboards, all from th
     targets/<job>.yml           file_sd targets named after the plan's nodes (Slurm stacks)
     rules/<group>.yml           alert rules: gpu, fabric, filesystem, slurm (the ones the stack has and scrapes)
     tests/<group>.yml           `promtool test rules` cases: each alert fires once and stays quiet once
+    alertmanager.yml            where alerts go (monitoring.alerts, self-hosted): receivers and routes, secrets
+                                read from files the alertmanager role writes
     dcgm-exporter/counters.csv  the DCGM fields to export, health fields included
     dashboards/<name>.json      Grafana dashboards
 
@@ -21,11 +23,12 @@ import yaml
 from aicluster.catalog import Catalog
 from aicluster.plan.models import ClusterPlan
 
+from .alerting import alertmanager_yml, managed_definition
 from .dashboards import dashboards
 from .rules import Group, groups, monitoring_data
 from .scrape import counters_csv, prometheus_yml, targets
 
-__all__ = ["Group", "groups", "managed_rules", "render"]
+__all__ = ["Group", "groups", "managed_alertmanager", "managed_rules", "render"]
 
 _HEAD = "# Written by `aicluster monitoring` for the cluster {name}; regenerate rather than edit.\n"
 
@@ -40,6 +43,12 @@ def managed_rules(plan: ClusterPlan, catalog: Catalog) -> list[dict[str, object]
     if plan.monitoring.service is None:
         return []
     return [g.rule_group() for g in groups(plan, catalog)]
+
+
+def managed_alertmanager(plan: ClusterPlan, catalog: Catalog) -> str | None:
+    """The alert manager definition the stack's managed Prometheus is given (`monitoring.alerts`, on AWS); None where
+    the Prometheus is self-hosted (alertmanager.yml goes to the controller) or routes nothing."""
+    return managed_definition(plan, monitoring_data(catalog), groups(plan, catalog))
 
 
 def render(
@@ -57,6 +66,9 @@ def render(
     head = _HEAD.format(name=plan.name)
     files = {"prometheus.yml": prometheus_yml(plan, mon, found, target_files, remote_write_url)}
     files.update(target_files)
+    routing = alertmanager_yml(plan, mon, found)
+    if routing is not None:
+        files["alertmanager.yml"] = routing
     for g in found:
         files[f"rules/{g.file}.yml"] = head + _yaml(g.rules_doc())
         files[f"tests/{g.file}.yml"] = head + _yaml(g.tests_doc())

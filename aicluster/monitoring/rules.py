@@ -638,14 +638,16 @@ def groups(plan: ClusterPlan, catalog: Catalog) -> list[Group]:
     mon = monitoring_data(catalog)
     node_label = "node"
     first = plan.pools[0]
+    wanted = plan.monitoring.alert_groups  # the plan decides which (routes are checked against the same list)
     found: list[Group] = []
     gpu_pools = [p for p in plan.pools if p.accelerator_kind == "gpu"]
-    if gpu_pools:
+    if "gpu" in wanted:
         found.append(gpu_group(gpu_pools, mon, node_label=node_label))
-    found.append(fabric_group(first.node_names()[0], first.name, mon, node_label=node_label))
-    if plan.filesystems or plan.kubernetes is not None:
+    if "fabric" in wanted:
+        found.append(fabric_group(first.node_names()[0], first.name, mon, node_label=node_label))
+    if "filesystem" in wanted:
         found.append(filesystem_group(plan, first.node_names()[0], first.name, mon, node_label=node_label))
-    if scrapes_slurm(plan):
+    if "slurm" in wanted and scrapes_slurm(plan):
         found.append(slurm_group(plan.controller_host(), mon))
     return found
 

@@ -116,6 +116,9 @@ def prometheus_yml(
         "rule_files": [f"rules/{g.file}.yml" for g in groups],
         "scrape_configs": jobs,
     }
+    port = plan.monitoring.alertmanager_port
+    if port is not None:  # monitoring.alerts, self-hosted: the Alertmanager beside it (alertmanager.yml)
+        doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [f"localhost:{port}"]}]}]}
     if remote_write_url is not None:
         doc["remote_write"] = [remote_write(plan, remote_write_url)]
     head = (
@@ -130,6 +133,12 @@ def prometheus_yml(
             "# from `kubectl get nodes -L aicluster.io/pool -o wide`, or, with a Prometheus built with kubernetes_sd\n"
             "# running in the cluster (GPU Operator's dcgm-exporter, a node_exporter DaemonSet on the host network),\n"
             "# use these jobs instead. A managed Prometheus takes the rules/ files.\n"
+            + (
+                "# Alerts: run an Alertmanager with alertmanager.yml in the cluster and add it under\n"
+                "# alerting.alertmanagers (its secrets' files mounted where alertmanager.yml names them).\n"
+                if plan.monitoring.alerts is not None and plan.monitoring.service is None
+                else ""
+            )
             + "".join(f"#   {line}\n" for line in alt.splitlines())
         )
     return text

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from aicluster.catalog import Catalog, StorageTier
+from aicluster.catalog.monitoring import ManagedPrometheus
 from aicluster.catalog.pricing import (
     CostLine,
     Price,
@@ -641,8 +642,81 @@ def _unused_overrides(ctx: PlanCtx, prices: list[Price]) -> None:
             )
 
 
+def _plan_alerts(
+    ctx: PlanCtx, base: PlannedMonitoring, kubernetes: bool, has_storage: bool, has_gpus: bool
+) -> PlannedMonitoring:
+    """The rule groups the stack alerts on, and `monitoring.alerts` checked against them: a route may only name a
+    group the stack has (it would match nothing). A self-hosted Alertmanager takes every receiver but SNS (which
+    only the AWS managed service's alert manager signs for); the managed services are checked by _managed_alerts."""
+    groups: list[Literal["gpu", "fabric", "filesystem", "slurm"]] = ["gpu"] if has_gpus else []
+    groups.append("fabric")
+    if has_storage or kubernetes:
+        groups.append("filesystem")
+    if base.slurm_exporter != "none":
+        groups.append("slurm")
+    alerts = ctx.spec.monitoring.alerts
+    mon = ctx.catalog.monitoring
+    assert mon is not None, "the catalog has data/monitoring.yaml"
+    update: dict[str, object] = {"alert_groups": tuple(groups), "alerts": alerts}
+    if alerts is None:
+        return base.model_copy(update=update)
+    why = {
+        "gpu": "it has no GPU pools",
+        "filesystem": "it has no shared file systems",
+        "slurm": "monitoring.slurm_exporter is none, so nothing scrapes Slurm",
+    }
+    for i, route in enumerate(alerts.routes):
+        for j, group in enumerate(route.groups):
+            if group not in groups:
+                ctx.problem(
+                    ("monitoring", "alerts", "routes", i, "groups", j),
+                    f"the stack has no {group} alerts ({why.get(group, 'none are written')}); its rule groups: "
+                    f"{', '.join(groups)}",
+                    group,
+                )
+    if ctx.spec.monitoring.prometheus == "self-hosted":
+        for i, receiver in enumerate(alerts.receivers):
+            if receiver.kind == "sns":
+                ctx.problem(
+                    ("monitoring", "alerts", "receivers", i, "kind"),
+                    "an SNS receiver is for the alert manager of Amazon Managed Service for Prometheus "
+                    "(monitoring.prometheus: managed, on AWS); the controller's Alertmanager has no AWS identity to "
+                    "publish with: use email, slack, pagerduty or webhook",
+                    receiver.kind,
+                )
+        if not kubernetes:  # the alertmanager role runs it beside the controller's Prometheus
+            update["alertmanager_port"] = mon.alertmanager.port
+    return base.model_copy(update=update)
+
+
+def _managed_alerts(ctx: PlanCtx, base: PlannedMonitoring, offered: ManagedPrometheus) -> None:
+    """`monitoring.alerts` with a managed Prometheus: the service's own alert manager routes them, and takes only
+    the receivers it can deliver to (AMP: SNS); a service with none refuses the routing, saying why, rather than
+    dropping it."""
+    alerts = base.alerts
+    if alerts is None:
+        return
+    path = ("monitoring", "alerts")
+    if not offered.alert_receivers:
+        ctx.problem(
+            path,
+            f"{offered.name} cannot take Alertmanager routing: {offered.alerts_refused or 'it has no alert manager'}; "
+            "remove monitoring.alerts (the rules still fire in the service), or use self-hosted Prometheus",
+        )
+        return
+    allowed = ", ".join(offered.alert_receivers)
+    for i, receiver in enumerate(alerts.receivers):
+        if receiver.kind not in offered.alert_receivers:
+            ctx.problem(
+                (*path, "receivers", i, "kind"),
+                f"{offered.name}'s alert manager delivers only to {allowed}; send to a topic and subscribe the "
+                "mail, chat or pager endpoint to it there, or use self-hosted Prometheus",
+                receiver.kind,
+            )
+
+
 def _plan_monitoring(
-    ctx: PlanCtx, controller: PlannedController | None, kubernetes: PlannedKubernetes | None
+    ctx: PlanCtx, controller: PlannedController | None, kubernetes: PlannedKubernetes | None, has_gpus: bool
 ) -> PlannedMonitoring:
     """`monitoring.prometheus`: self-hosted, or the managed service of the cloud the controller or control plane
     runs in (the catalog's managed_prometheus: which cloud has one, and how each scheduler's metrics reach it)."""
@@ -664,6 +738,7 @@ def _plan_monitoring(
             "a Kubernetes stack has no Slurm controller to run a Slurm exporter on; remove the field (or set none)",
             ctx.spec.monitoring.slurm_exporter,
         )
+    base = _plan_alerts(ctx, base, kubernetes is not None, bool(ctx.spec.storage), has_gpus)
     if wanted == "self-hosted":
         return base
     home = kubernetes if kubernetes is not None else controller
@@ -691,6 +766,7 @@ def _plan_monitoring(
             wanted,
         )
         return base
+    _managed_alerts(ctx, base, offered)
     return base.model_copy(
         update={
             "provider": home.provider,
@@ -782,7 +858,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     vpns = _plan_vpns(ctx, networks)
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     workloads = plan_workloads(ctx, pools, filesystems)
-    monitoring = _plan_monitoring(ctx, controller, plane.kubernetes)
+    monitoring = _plan_monitoring(ctx, controller, plane.kubernetes, any(p.accelerator_kind == "gpu" for p in pools))
     if ctx.problems:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]

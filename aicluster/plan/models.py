@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aicluster.catalog import CpuTopology
 from aicluster.catalog.pricing import Price
 from aicluster.sizing.models import WorkloadEstimate
-from aicluster.spec import Access, Budgets, Compliance, Market, Pricing
+from aicluster.spec import Access, Alerts, Budgets, Compliance, Market, Pricing
 
 from .fabric import PlannedFabric
 from .racks import PlannedRack
@@ -648,6 +648,12 @@ class PlannedMonitoring(_Plan):
     source: str | None = None  # the catalog source of how the collector works
     # managed: an alert's severity label -> the number the service's rules take (Azure), from the catalog
     rule_severities: dict[str, int] = {}
+    # the rule groups the stack alerts on (rules/<group>.yml): gpu where it has GPU pools, fabric always, filesystem
+    # where it has shared file systems or is Kubernetes, slurm where the Slurm exporter is installed
+    alert_groups: tuple[Literal["gpu", "fabric", "filesystem", "slurm"], ...] = ()
+    # where the alerts go (monitoring.alerts, checked against the Prometheus that sends them); None: nowhere
+    alerts: Alerts | None = None
+    alertmanager_port: int | None = None  # Slurm, self-hosted, with alerts: the controller's Alertmanager (catalog)
 
 
 class PlannedSite(_Plan):

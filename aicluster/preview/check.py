@@ -70,6 +70,12 @@ def _named_secrets(spec: ClusterSpec) -> dict[str, str]:
         for host in getattr(pool, "hosts", None) or ():
             if host.bmc_secret is not None:
                 named.setdefault(host.bmc_secret, f"the BMC password of host {host.name}")
+    alerts = spec.monitoring.alerts
+    for receiver in alerts.receivers if alerts is not None else ():
+        for field in ("password_secret", "webhook_secret", "routing_key_secret", "token_secret"):
+            key = getattr(receiver, field, None)
+            if key is not None:
+                named.setdefault(key, f"the secret of alert receiver {receiver.name}")
     return named
 
 

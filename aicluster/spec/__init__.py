@@ -85,7 +85,7 @@ from .gcp import (
     gcp_labels,
 )
 from .kubernetes import KubernetesScheduler
-from .monitoring import Monitoring
+from .monitoring import ALERT_SECRET_RE, WEBHOOK_URL_RE, Alerts, Monitoring
 from .onprem import (
     BMC_RE,
     BMC_USER_RE,
@@ -975,7 +975,7 @@ def _problem_from_error(err: Mapping[str, Any], data: Any) -> Problem:
         masked = {BMC_RE: mask_bmc_url, BMC_USER_RE: mask_bmc_user}.get(pattern)
         if masked is not None and isinstance(value, str) and (hidden := masked(value)) is not None:
             return Problem(path, f"{hint}; the part that may hold a password is masked (***)", hidden, True)
-        return Problem(path, hint, value, pattern not in (_SSH_KEY, SECRET_NAME_RE))
+        return Problem(path, hint, value, pattern not in (_SSH_KEY, SECRET_NAME_RE, ALERT_SECRET_RE, WEBHOOK_URL_RE))
     simple = _SIMPLE_MESSAGES.get(etype)
     if simple is not None:
         shown = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
@@ -1266,6 +1266,7 @@ __all__ = [
     "TPU_TYPE_RE",
     "ZONE_RE",
     "Access",
+    "Alerts",
     "AwsMarket",
     "AwsPool",
     "AzureMarket",

@@ -66,7 +66,12 @@ def build(plan: ClusterPlan, parent: pulumi.ComponentResource) -> dict[str, Any]
     if m.service is not None and m.provider == "aws":
         prometheus = AwsManagedPrometheus(
             f"{name}-prometheus",
-            {"cluster": name, "monitoring": m, "rule_groups": getattr(parent, "alert_rules", ())},
+            {
+                "cluster": name,
+                "monitoring": m,
+                "rule_groups": getattr(parent, "alert_rules", ()),
+                "alert_manager": getattr(parent, "alert_manager", None),
+            },
             opts,
         )
         outputs["monitoring"] = {

@@ -1,5 +1,6 @@
 """Amazon Managed Service for Prometheus (`monitoring.prometheus: managed` on AWS): the workspace with the stack's alert
-rules (one rule groups namespace: the groups `aicluster monitoring` writes as rules/*.yml), and on EKS the AWS managed
+rules (one rule groups namespace: the groups `aicluster monitoring` writes as rules/*.yml) and, where the stack routes
+its alerts (monitoring.alerts: SNS topics), the workspace's alert manager definition; on EKS the AWS managed
 collector (scraper) that feeds it. A Slurm stack's controller writes to the workspace itself
 (Prometheus remote_write, SigV4 with the nodes' role: AwsNodeIdentity grants it aps:RemoteWrite on the workspace)."""
 
@@ -36,6 +37,8 @@ class AmpWorkspaceArgs(TypedDict):
     monitoring: PlannedMonitoring  # managed, on AWS
     # the alert rule groups (aicluster.monitoring's, as the rules files hold them); none: no rules namespace
     rule_groups: NotRequired[Sequence[Mapping[str, Any]]]
+    # the alert manager definition (aicluster.monitoring.managed_alertmanager); none: the workspace routes nothing
+    alert_manager: NotRequired[str | None]
 
 
 class AwsManagedPrometheus(pulumi.ComponentResource):
@@ -61,6 +64,15 @@ class AwsManagedPrometheus(pulumi.ComponentResource):
                 name=args["cluster"],
                 workspace_id=workspace.id,
                 data=rules_data(groups),
+                region=m.region,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        definition = args.get("alert_manager")
+        if definition:  # AMP's alert manager: SNS receivers only (the planner refused any other)
+            aws.amp.AlertManagerDefinition(
+                f"{name}-alerts",
+                workspace_id=workspace.id,
+                definition=definition,
                 region=m.region,
                 opts=pulumi.ResourceOptions(parent=self),
             )

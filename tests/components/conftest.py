@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.monitoring import managed_rules
+from aicluster.monitoring import managed_alertmanager, managed_rules
 from aicluster.plan import ClusterPlan, plan
 from aicluster.preview.engine import Capture, Resource, run
 from aicluster.spec import parse_cluster
@@ -38,8 +38,13 @@ class Built:
 def build(catalog: Catalog) -> Callable[[dict[str, Any]], Built]:
     def _build(cluster: dict[str, Any]) -> Built:
         cluster_plan = plan(parse_cluster(cluster, "test"), catalog)
-        # as the Pulumi program does (aicluster.program): a managed Prometheus is given the stack's alert rules
-        args: AiClusterArgs = {"plan": cluster_plan, "alert_rules": managed_rules(cluster_plan, catalog)}
+        # as the Pulumi program does (aicluster.program): a managed Prometheus is given the stack's alert rules, and
+        # the alert manager definition that routes them (monitoring.alerts)
+        args: AiClusterArgs = {
+            "plan": cluster_plan,
+            "alert_rules": managed_rules(cluster_plan, catalog),
+            "alert_manager": managed_alertmanager(cluster_plan, catalog),
+        }
         capture = run(lambda: AiCluster(cluster_plan.name, args), "aicluster", "test")
         return Built(cluster_plan, capture)
 

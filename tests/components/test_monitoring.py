@@ -217,3 +217,41 @@ def test_gke_managed_collection_gets_cluster_rules_with_the_generated_groups(bui
 def test_self_hosted_stacks_load_no_rules_into_a_service(build: Build, name: str) -> None:
     b = build(stack(name, monitoring={"prometheus": "self-hosted"}))
     assert [r.type for r in b.capture.resources if r.type in (AMP_RULES, AZURE_RULES, K8S_RULES)] == []
+
+
+AMP_ALERTS = "aws:amp/alertManagerDefinition:AlertManagerDefinition"
+SNS_ALERTS = {
+    "receivers": [
+        {"kind": "sns", "name": "pager", "topic_arn": "arn:aws:sns:us-east-1:123456789012:gpu-pager"},
+        {"kind": "sns", "name": "chat", "topic_arn": "arn:aws:sns:us-east-1:123456789012:gpu-chat"},
+    ],
+    "routes": [{"receiver": "pager", "severities": ["critical"]}],
+    "receiver": "chat",
+}
+
+
+@pytest.mark.parametrize("name", ["p5-small", "eks-p5"])
+def test_amp_routes_the_stacks_alerts_to_its_sns_topics(build: Build, name: str) -> None:
+    b = build(stack(name, monitoring={**MANAGED, "alerts": SNS_ALERTS}))
+    workspace, definition = b.one(AMP_WORKSPACE), b.one(AMP_ALERTS)
+    assert definition.parent == b.by_urn(workspace.parent or "").urn  # the workspace's component owns both
+    assert workspace.urn in definition.property_dependencies["workspaceId"]
+    assert definition.inputs["region"] == workspace.inputs["region"]
+    config = yaml.safe_load(yaml.safe_load(definition.inputs["definition"])["alertmanager_config"])
+    assert config["route"]["receiver"] == "chat"
+    assert config["route"]["routes"] == [{"receiver": "pager", "matchers": ['severity=~"critical"']}]
+    pager = next(r for r in config["receivers"] if r["name"] == "pager")
+    # AMP's rules for an SNS receiver: a sigv4 region, no api_url, no http_config
+    assert pager["sns_configs"] == [
+        {
+            "topic_arn": "arn:aws:sns:us-east-1:123456789012:gpu-pager",
+            "sigv4": {"region": "us-east-1"},
+            "send_resolved": True,
+        }
+    ]
+
+
+def test_a_managed_workspace_without_alerts_has_no_alert_manager(build: Build) -> None:
+    b = build(stack("p5-small", monitoring=MANAGED))
+    b.one(AMP_WORKSPACE)
+    assert b.of_type(AMP_ALERTS) == []

@@ -146,8 +146,21 @@ def test_targets_are_the_plans_node_names(catalog: Catalog) -> None:
 
 
 def with_slurm_exporter(stack: str, source: str):  # type: ignore[no-untyped-def]
-    plan = plan_of(stack)
-    return plan.model_copy(update={"monitoring": plan.monitoring.model_copy(update={"slurm_exporter": source})})
+    """The stack planned with monitoring.slurm_exporter set (through the planner, which decides the rule groups)."""
+    from aicluster.catalog import load_catalog
+    from aicluster.plan import plan
+    from aicluster.spec.monitoring import Monitoring
+
+    spec = plan_stack_spec(stack)
+    changed = spec.monitoring.model_copy(update={"slurm_exporter": source})
+    return plan(spec.model_copy(update={"monitoring": Monitoring.model_validate(changed.model_dump())}), load_catalog())
+
+
+def plan_stack_spec(stack: str):  # type: ignore[no-untyped-def]
+    from aicluster.spec import parse_cluster
+
+    read = read_stack_file(find_project(ROOT), stack, None)
+    return parse_cluster(read.config["aicluster:cluster"], stack)
 
 
 def test_a_stack_without_a_slurm_exporter_neither_scrapes_nor_alerts_on_one(catalog: Catalog) -> None:

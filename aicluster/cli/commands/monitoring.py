@@ -12,7 +12,10 @@ from ..exits import EXIT_OK, UsageError
 from ..inputs import read_stack
 
 NAME = "monitoring"
-HELP = "write Prometheus scrape configs, alert rules with promtool tests, dcgm-exporter counters and Grafana dashboards"
+HELP = (
+    "write Prometheus scrape configs, alert rules with promtool tests, Alertmanager routing, dcgm-exporter counters "
+    "and Grafana dashboards"
+)
 STACK = True
 
 
@@ -45,9 +48,13 @@ def run(args: argparse.Namespace) -> int:
     except written.InventoryDirError as exc:
         raise UsageError(f"-o {exc}") from None
     rules = sum(1 for f in result.files if f.startswith("rules/"))
+    routing = "alertmanager.yml" in files
     out.print(
-        f"wrote {len(result.files)} files to {escape(shown)}: prometheus.yml, {rules} rule file(s) with their "
-        "tests, dcgm-exporter/counters.csv and dashboards/; check them with `promtool check config prometheus.yml` "
-        "and `promtool test rules tests/*.yml`"
+        f"wrote {len(result.files)} files to {escape(shown)}: prometheus.yml, "
+        + ("alertmanager.yml, " if routing else "")
+        + f"{rules} rule file(s) with their tests, dcgm-exporter/counters.csv and dashboards/; check them with "
+        "`promtool check config prometheus.yml`"
+        + (", `amtool check-config alertmanager.yml`" if routing else "")
+        + " and `promtool test rules tests/*.yml`"
     )
     return EXIT_OK
