@@ -15,15 +15,63 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import ipaddress
 import json
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
 TOKEN = "test-token"
+
+
+def certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA and a server certificate it signs for 127.0.0.1 (the API server's serving certificate, as a cluster's
+    CA signs it): (ca.crt, server.crt, server.key)."""
+    now = datetime.now(UTC)
+
+    def cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, signer: ec.EllipticCurvePrivateKey,
+             ca: bool) -> x509.Certificate:  # fmt: skip
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5))
+            .not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if ca:
+            builder = builder.add_extension(
+                x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+            )
+        else:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+            )
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_cert = cert("test-cluster-ca", ca_key, "test-cluster-ca", ca_key, True)
+    server = cert("kube-apiserver", key, "test-cluster-ca", ca_key, False)
+    paths = folder / "ca.crt", folder / "server.crt", folder / "server.key"
+    paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return paths
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -189,13 +237,15 @@ def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve(api: FakeApi) -> Iterator[str]:
-    """Run `api` on the loopback; yields its base URL."""
+def serve(api: FakeApi, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Run `api` on the loopback (over TLS with `tls`, a server context); yields its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

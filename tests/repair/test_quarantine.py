@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import ssl
 import subprocess
 import sys
+import urllib.error
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
+from aicluster.repair import quarantine
 from aicluster.repair.breaker import breaker_limit
 from aicluster.repair.quarantine import (
     ANNOTATION,
@@ -37,7 +40,7 @@ from aicluster.schedulers.kubernetes.plan import QUARANTINE_ADDON, QUARANTINE_TA
 from aicluster.schedulers.kubernetes.quarantine import CONFIG_FILE, quarantine_objects
 from aicluster.stackfile import find_project, read_stack
 from tests.conftest import ROOT
-from tests.repair.kubeapi import TOKEN, FakeApi, Rule, serve
+from tests.repair.kubeapi import TOKEN, FakeApi, Rule, certificates, serve
 
 XID, COUNT = "GpuXidCritical", "GpuCountMismatch"
 CFG = Config(
@@ -381,3 +384,56 @@ def test_the_shipped_configmap_runs_in_a_bare_interpreter(
     assert "node gpu-2: quarantine" in done.stderr
     assert taints(api, "gpu-2") == [{"key": QUARANTINE_TAINT, "value": "Xid119", "effect": "NoSchedule"}]
     assert cordoned(api, "gpu-2")
+
+
+def _server_tls(cert: Path, key: Path) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def test_in_cluster_over_tls_with_the_service_accounts_token_and_ca(
+    cluster: tuple[FakeApi, Config, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the pod: the API's address from KUBERNETES_SERVICE_HOST/PORT, HTTPS verified against the service
+    account's ca.crt, its token as the bearer."""
+    api, cfg, token = cluster
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    _, cert, key = certificates(sa)  # ca.crt stays where the pod has it
+    (sa / "token").write_text(token.read_text())
+    monkeypatch.setattr(quarantine, "SA_DIR", str(sa))
+    api.set_condition("gpu-1", XID, "True", "Xid79")
+    with serve(api, _server_tls(cert, key)) as url:
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", url.rsplit(":", 1)[1])
+        kube = KubeApi.in_cluster()
+        assert kube.base == url.replace("http:", "https:")
+        assert kinds(Controller(kube, cfg).run_once(NOW)) == [("quarantine", "gpu-1")]
+    assert cordoned(api, "gpu-1")
+
+
+def test_a_server_the_ca_did_not_sign_is_refused(cluster: tuple[FakeApi, Config, Path], tmp_path: Path) -> None:
+    api, cfg, token = cluster
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir()
+    theirs.mkdir()
+    ca, _, _ = certificates(ours)
+    _, cert, key = certificates(theirs)
+    api.set_condition("gpu-1", XID, "True", "Xid79")
+    with (
+        serve(api, _server_tls(cert, key)) as url,
+        pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"),
+    ):
+        Controller(KubeApi(url, str(token), str(ca)), cfg).run_once(NOW)
+    assert not cordoned(api, "gpu-1")
+    assert api.requests == []  # the token never reached it
+
+
+def test_outside_a_pod_without_api_is_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GOOD))
+    assert main(["--config", str(path), "--once"]) == 2
+    assert "KUBERNETES_SERVICE_HOST is not set" in capsys.readouterr().err
