@@ -118,6 +118,11 @@ RULES = [
     pytest.param("aicluster/burst", ("aicluster.burst",), id="burst-programs-are-self-contained"),
     # copied onto each node alone and run by slurmd: stdlib and pydantic only
     pytest.param("aicluster/health", ("aicluster.health",), id="health-checker-is-self-contained"),
+    # shipped into a stock Python image in a ConfigMap, the two files alone: the standard library and each other only
+    pytest.param(
+        "aicluster/repair/quarantine.py", ("aicluster.repair.breaker",), id="quarantine-controller-ships-alone"
+    ),
+    pytest.param("aicluster/repair/breaker.py", (), id="circuit-breaker-is-a-leaf"),
     # a pure plan -> files renderer, as the inventory: the plan's models and the catalog's thresholds only
     pytest.param(
         "aicluster/monitoring",

@@ -555,6 +555,10 @@ class PlannedNodeHealth(_Plan):
     service_condition: str | None = None  # the condition the service itself sets on a GPU fault
     service_gpu_checks: bool = True  # False: the service's own GPU checks do not run on these pools (AKS driver none)
     repair_overrides: tuple[RepairOverride, ...] = ()
+    # the quarantine controller's circuit breaker: the most of the GPU nodes tainted and cordoned at once (the
+    # catalog's max_share_in_repair, aicluster-repair's); None: the catalog has no repair limits, no controller
+    quarantine_max_share: float | None = None
+    quarantine_taint: str | None = None  # the taint it puts on (e.g. aicluster.io/gpu-unhealthy), NoSchedule
     sources: tuple[str, ...] = ()
 
 

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from aicluster.burst.config import NodeSet, _loopback
 from aicluster.burst.config import config_path as burst_config_path
+from aicluster.repair.breaker import breaker_limit
 
 CONFIG_NAME = "aicluster-repair.json"
 ENV_VAR = "AICLUSTER_REPAIR_CONFIG"
@@ -140,7 +141,7 @@ class RepairConfig(_Strict):
 
     def limit(self, nodes: int) -> int:
         """The most nodes of `nodes` that may be in repair at once."""
-        return int(self.max_share_in_repair * nodes + 1e-9)
+        return breaker_limit(self.max_share_in_repair, nodes)
 
 
 class ConfigError(Exception):

@@ -132,6 +132,18 @@ class KubernetesAddons(pulumi.ComponentResource):
                 rname, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
             )
             return binding
+        # the GPU quarantine controller's (schedulers/kubernetes/quarantine.py): a Role and binding for its node
+        # events in `default`, and its Deployment
+        if kind == "Role":
+            ns_role: pulumi.CustomResource = k8s.rbac.v1.Role(rname, metadata=meta, rules=obj["rules"], opts=opts)
+            return ns_role
+        if kind == "RoleBinding":
+            ns_binding: pulumi.CustomResource = k8s.rbac.v1.RoleBinding(
+                rname, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
+            )
+            return ns_binding
+        if kind == "Deployment":
+            return k8s.apps.v1.Deployment(rname, metadata=meta, spec=obj["spec"], opts=opts)
         owner = installed_by(obj)
         deps = [self.releases[owner]] if owner in self.releases else []
         spec: dict[str, Any] = dict(obj.get("spec", {}))

@@ -179,8 +179,13 @@ def test_node_problem_detector_objects_are_typed_core_and_rbac_objects_on_the_cl
     (provider,) = of_type(capture, "pulumi:providers:kubernetes")
     expected = {o["kind"]: o for o in kubernetes_objects(plan) if "node-problem-detector" in o["metadata"]["name"]}
     assert set(expected) == {"ServiceAccount", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}
-    (account,) = of_type(capture, "kubernetes:core/v1:ServiceAccount")
-    (binding,) = of_type(capture, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    # the GPU quarantine controller has its own account and binding (the next test)
+    (account,) = [r for r in of_type(capture, "kubernetes:core/v1:ServiceAccount") if "node-problem" in r.name]
+    (binding,) = [
+        r
+        for r in of_type(capture, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+        if "node-problem" in r.name
+    ]
     # the stack's managed Prometheus adds the metrics add-on's ConfigMap (test_monitoring): NPD's is the other one
     (config,) = [r for r in of_type(capture, "kubernetes:core/v1:ConfigMap") if "node-problem-detector" in r.name]
     (npd,) = [r for r in of_type(capture, "kubernetes:apps/v1:DaemonSet") if r.name.endswith("-8gpu")]
@@ -199,6 +204,39 @@ def test_node_problem_detector_objects_are_typed_core_and_rbac_objects_on_the_cl
         assert r.provider.startswith(provider.urn)
     # no Helm release: upstream publishes manifests
     assert "node-problem-detector" not in {r.inputs["name"] for r in of_type(capture, RELEASE)}
+
+
+def test_gpu_quarantine_objects_are_typed_objects_on_the_clusters_provider(aks: tuple[ClusterPlan, Capture]) -> None:
+    """The controller that acts on NPD's conditions: its ServiceAccount, roles, bindings, ConfigMap and Deployment
+    are typed resources with the rendered content, the Role and its binding in `default` (node events)."""
+    plan, capture = aks
+    (provider,) = of_type(capture, "pulumi:providers:kubernetes")
+    expected = {o["kind"]: o for o in kubernetes_objects(plan) if o["metadata"]["name"] == "aicluster-gpu-quarantine"}
+    assert set(expected) == {
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"
+    }  # fmt: skip
+    rbac = "kubernetes:rbac.authorization.k8s.io/v1"
+    types = {
+        "ServiceAccount": "kubernetes:core/v1:ServiceAccount",
+        "ClusterRole": f"{rbac}:ClusterRole",
+        "ClusterRoleBinding": f"{rbac}:ClusterRoleBinding",
+        "Role": f"{rbac}:Role",
+        "RoleBinding": f"{rbac}:RoleBinding",
+        "ConfigMap": "kubernetes:core/v1:ConfigMap",
+        "Deployment": "kubernetes:apps/v1:Deployment",
+    }
+    for kind, type_ in types.items():
+        (res,) = [r for r in of_type(capture, type_) if r.inputs["metadata"]["name"] == "aicluster-gpu-quarantine"]
+        assert res.inputs["metadata"] == expected[kind]["metadata"]
+        assert res.provider is not None
+        assert res.provider.startswith(provider.urn)
+        for key, inp in (("rules", "rules"), ("roleRef", "roleRef"), ("subjects", "subjects"), ("data", "data")):
+            if key in expected[kind]:
+                assert res.inputs[inp] == expected[kind][key], (kind, key)
+        if kind == "Deployment":
+            assert res.inputs["spec"] == expected[kind]["spec"]
+        if kind in ("Role", "RoleBinding"):
+            assert res.inputs["metadata"]["namespace"] == "default"
 
 
 def test_node_exporter_release_listens_where_the_node_job_scrapes_and_tolerates_every_node_taint() -> None:

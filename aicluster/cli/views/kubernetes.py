@@ -123,9 +123,17 @@ def _health_notes(k: PlannedKubernetes) -> list[str]:
     detector = (
         f"GPU node health: Node Problem Detector sets {h.xid_condition} on the {len(h.drain_xids)} XIDs that drain "
         f"a node (the XID catalog; an event for the {len(h.event_xids)} others) and {h.count_condition} when a "
-        "node shows fewer GPUs than its pool; a condition cordons nothing by itself (a GPU the device plugin sees "
-        "fail leaves the node's allocatable GPUs)"
+        "node shows fewer GPUs than its pool"
     )
+    if h.quarantine_max_share is None or h.quarantine_taint is None:
+        detector += "; a condition cordons nothing by itself (a GPU the device plugin sees fail leaves the node's "
+        detector += "allocatable GPUs)"
+    else:
+        detector += (
+            f"; while either is True, aicluster's quarantine controller taints the node ({h.quarantine_taint}:"
+            f"NoSchedule) and cordons it, at most {h.quarantine_max_share * 100:g} % of the GPU nodes at once (the "
+            "others: an event), and gives it back when the condition clears"
+        )
     repair = f"repair: {k.service_name} node auto-repair {REPAIR_SETTING[h.auto_repair]}, acting on {h.repair_triggers}"
     if h.agent_addon is not None:
         repair += f"; the {h.agent_addon} add-on sets {h.service_condition}"

@@ -82,6 +82,9 @@ IMAGE_SHIPS_DRIVER = frozenset({"eks"})
 XID_CONDITION = "GpuXidCritical"
 COUNT_CONDITION = "GpuCountMismatch"
 NPD_ADDON = "node-problem-detector"
+# what acts on those conditions: taints and cordons the node (aicluster/repair/quarantine.py; quarantine.py here)
+QUARANTINE_ADDON = "gpu-quarantine"
+QUARANTINE_TAINT = "aicluster.io/gpu-unhealthy"
 
 # node_exporter on every node (render's helm_values), for the Prometheus `node` job (aicluster.render.monitoring
 # kubernetes_jobs): installed where that job is scraped, a Prometheus in the cluster (self-hosted: `aicluster
@@ -119,6 +122,16 @@ def _node_job_scraped(ctx: PlanCtx, provider: str) -> bool:
     mon = ctx.catalog.monitoring
     offered = mon.managed_prometheus.get(provider) if mon is not None else None
     return offered is not None and offered.collectors.get("kubernetes") in NODE_JOB_COLLECTORS
+
+
+def _quarantine_share(ctx: PlanCtx) -> float | None:
+    """The quarantine controller's circuit breaker (the catalog's repair limits); None: no limits, no controller."""
+    data = ctx.catalog.health
+    return data.repair.limits.max_share_in_repair if data is not None and data.repair is not None else None
+
+
+def _percent(share: float | None) -> str:
+    return f"{(share or 0) * 100:g} %"
 
 
 def _group_name(svc: KubernetesService, name: str) -> str:
@@ -167,6 +180,12 @@ def _addons(
             gpu,
             f"watches the GPU nodes' kernel log for the XIDs the catalog drains on (condition {XID_CONDITION}, an "
             f"event for the others) and checks each node's GPU count against its pool's ({COUNT_CONDITION})",
+        ),
+        QUARANTINE_ADDON: (
+            gpu and _quarantine_share(ctx) is not None,
+            f"taints ({QUARANTINE_TAINT}:NoSchedule) and cordons a GPU node whose {XID_CONDITION} or "
+            f"{COUNT_CONDITION} is True, and gives it back when the condition clears, never more than "
+            f"{_percent(_quarantine_share(ctx))} of the GPU nodes at once (the circuit breaker of aicluster-repair)",
         ),
         NODE_EXPORTER_ADDON: (
             _node_job_scraped(ctx, provider),
@@ -236,6 +255,8 @@ def _node_health(
         # the service's own GPU checks skip pools whose driver it does not install (AKS: the GPU Operator's there)
         service_gpu_checks=not (nh.gpu_checks_skip_own_driver and gpu_operator_operands(svc.service)["driver"]),
         repair_overrides=tuple(overrides),
+        quarantine_max_share=_quarantine_share(ctx),
+        quarantine_taint=QUARANTINE_TAINT if _quarantine_share(ctx) is not None else None,
         sources=tuple(dict.fromkeys((nh.source, *nh.field_sources.values()))),
     )
 

@@ -33,7 +33,16 @@ from aicluster.render.nccl import acceptance_busbw
 from .collector import collector_objects
 from .health import npd_objects
 from .nvlink import CHANNEL_RESOURCE, channel_claim, compute_domain, dra_prerequisites, dra_values, kueue_values
-from .plan import DRA_ADDON, NODE_EXPORTER_ADDON, NPD_ADDON, NVLINK_LABEL, POOL_LABEL, gpu_operator_operands
+from .plan import (
+    DRA_ADDON,
+    NODE_EXPORTER_ADDON,
+    NPD_ADDON,
+    NVLINK_LABEL,
+    POOL_LABEL,
+    QUARANTINE_ADDON,
+    gpu_operator_operands,
+)
+from .quarantine import quarantine_objects
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -578,6 +587,8 @@ def manifest_objects(plan: ClusterPlan, addon: PlannedAddon) -> list[dict[str, A
     kube = _kube(plan)
     if addon.id == NPD_ADDON:  # its own objects, from the plan's node health (health.py)
         return npd_objects(plan, addon)
+    if addon.id == QUARANTINE_ADDON:  # the controller that acts on NPD's conditions (quarantine.py)
+        return quarantine_objects(plan, addon)
     if addon.kind != "manifest" or addon.id not in MANIFEST_PODS:
         raise ValueError(f"add-on {addon.id!r} is not a manifest aicluster knows how to render")
     fabric, arch = MANIFEST_FABRICS[addon.id]

@@ -352,7 +352,7 @@ def test_a4x_gets_the_arm_gib_installer() -> None:
     k = plan.kubernetes
     assert k is not None
     manifests = {a.id: a for a in k.addons if a.kind == "manifest"}
-    assert set(manifests) == {"nccl-rdma-installer-arm64", "node-problem-detector"}
+    assert set(manifests) == {"nccl-rdma-installer-arm64", "node-problem-detector", "gpu-quarantine"}
     (ds,) = manifest_objects(plan, manifests["nccl-rdma-installer-arm64"])
     pod = ds["spec"]["template"]["spec"]
     assert [c["name"] for c in pod["initContainers"]] == ["nccl-rdma-installer"]  # no gpu<N>rdma0 sysctls on A4X

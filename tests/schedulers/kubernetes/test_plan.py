@@ -35,6 +35,7 @@ def test_eks_node_group_carries_the_pool_fabric(catalog: Catalog) -> None:
         "gpu-operator",
         "efa-device-plugin",
         "node-problem-detector",
+        "gpu-quarantine",
         "node-exporter",  # the AMP scraper runs the `node` job
         "kueue",
         "jobset",

@@ -19,7 +19,7 @@ from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan
 from aicluster.preview import plan_stack
 from aicluster.render.nccl import acceptance_busbw
-from aicluster.schedulers.kubernetes.plan import NPD_ADDON
+from aicluster.schedulers.kubernetes.plan import NPD_ADDON, QUARANTINE_ADDON
 from aicluster.schedulers.kubernetes.render import (
     ACCEPTANCE_NAME,
     GKE_NETWORK_API,
@@ -164,6 +164,7 @@ def test_core_objects_validate_against_the_clusters_kubernetes_version(stack: st
     plan = stack_plan(stack)
     core = [o for o in kubernetes_objects(plan) if o["apiVersion"] in ("v1", "apps/v1", "rbac.authorization.k8s.io/v1")]
     kinds = {"Namespace", "DaemonSet", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding"}
+    kinds |= {"Role", "RoleBinding", "Deployment"}  # the GPU quarantine controller's
     assert {o["kind"] for o in core} <= kinds
     assert "Namespace" in {o["kind"] for o in core}
     for obj in core:
@@ -597,7 +598,7 @@ def test_a3_mega_gets_the_tcpxo_installer_and_the_nri_injector() -> None:
     plan = stack_plan("gke-a3mega")
     assert plan.kubernetes is not None
     manifests = {a.id: a for a in plan.kubernetes.addons if a.kind == "manifest"}
-    assert set(manifests) == {"nccl-tcpxo-installer", "nri-device-injector", NPD_ADDON}
+    assert set(manifests) == {"nccl-tcpxo-installer", "nri-device-injector", NPD_ADDON, QUARANTINE_ADDON}
     ds = _daemonsets(plan)
     assert set(ds) == {"nccl-tcpxo-installer", "device-injector"}  # upstream's names
     tcpxo = manifests["nccl-tcpxo-installer"]
@@ -644,7 +645,8 @@ def test_a3_mega_gets_the_tcpxo_installer_and_the_nri_injector() -> None:
 def test_a3_ultra_gets_the_rdma_installer_only(catalog: Catalog) -> None:
     plan = _a3_ultra(catalog)
     assert plan.kubernetes is not None
-    assert [a.id for a in plan.kubernetes.addons if a.kind == "manifest"] == ["nccl-rdma-installer", NPD_ADDON]
+    manifests = [a.id for a in plan.kubernetes.addons if a.kind == "manifest"]
+    assert manifests == ["nccl-rdma-installer", NPD_ADDON, QUARANTINE_ADDON]
     (ds,) = _daemonsets(plan).values()
     assert ds["metadata"]["name"] == "nccl-rdma-installer"
     pod = _ds_pod(ds)
