@@ -21,6 +21,7 @@ from aicluster.catalog import load_catalog
 from aicluster.monitoring import render
 from aicluster.monitoring.rules import SLURM_JOB, Case, Group, monitoring_data, slurm_group
 from aicluster.monitoring.scrape import slurm_exporter_args
+from aicluster.plan import ClusterPlan
 from tests.integration.test_slurmctld import Controller, controller, free_port
 from tests.monitoring.test_monitoring import promtool, promtool_ok
 from tests.targets import SLURM_EXPORTER_SOURCE, slurm_exporter_binary
@@ -90,6 +91,12 @@ def scraped(controller: Controller, exporter: Path, tmp_path: Path) -> Iterator[
         proc.wait()
 
 
+def with_exporter(ctl: Controller) -> ClusterPlan:
+    """The controller's plan with a Slurm exporter chosen (the rules and dashboards that read it)."""
+    monitoring = ctl.plan.monitoring.model_copy(update={"slurm_exporter": "binary"})
+    return ctl.plan.model_copy(update={"monitoring": monitoring})
+
+
 def test_the_vendored_source_is_the_catalogs_release(exporter: Path) -> None:
     release = monitoring_data(load_catalog()).slurm_exporter
     assert (SLURM_EXPORTER_SOURCE / "VERSION").read_text().strip() == release.version
@@ -126,6 +133,14 @@ def test_the_exporter_reports_what_our_slurm_rules_read_from_a_real_slurmctld(
     assert read == {"slurm_nodes_down", "slurm_nodes_drain"}
     assert read <= names, sorted(read - names)
 
+    # and so is every one the Slurm dashboard shows (names and `slurm_nodes_(a|b)` alternatives)
+    board = render(with_exporter(ctl), catalog)["dashboards/slurm.json"]
+    alternatives = re.findall(r"slurm_nodes_\(([a-z|]+)\)", board)
+    shown = set(re.findall(r"slurm_nodes_[a-z]+", board))
+    shown |= {f"slurm_nodes_{state}" for a in alternatives for state in a.split("|")}
+    assert {"slurm_nodes_drain", "slurm_nodes_mix"} <= shown
+    assert shown <= names, sorted(shown - names)
+
     # the drained node: counted in its partition's drain gauge, nowhere else, with the reason it was given
     node = ctl.plan.pools[0].node_names()[1]
     partitions = {r["PartitionName"] for r in ctl.records("partition") if node in ctl.hostnames(r["Nodes"])}
@@ -143,7 +158,8 @@ def test_the_exporter_reports_what_our_slurm_rules_read_from_a_real_slurmctld(
 
     # the scraped series, as Prometheus would store them, fire SlurmNodesDrained and leave SlurmNodesDown quiet:
     # the rule file `aicluster monitoring` writes, with promtool test cases made of what was scraped
-    instance = {"job": SLURM_JOB, "instance": f"{ctl.plan.controller_host()}:9341"}
+    port = monitoring_data(catalog).exporters.slurm_exporter_port
+    instance = {"job": SLURM_JOB, "instance": f"{ctl.plan.controller_host()}:{port}"}
 
     def series(name: str) -> dict[str, str]:
         return {
@@ -164,8 +180,7 @@ def test_the_exporter_reports_what_our_slurm_rules_read_from_a_real_slurmctld(
         dataclasses.replace(down, quiet=Case(series("slurm_nodes_down"), down.quiet.at)),
     )
     scraped_group = Group(group.file, group.name, alerts)
-    files = render(ctl.plan.model_copy(update={"monitoring": ctl.plan.monitoring.model_copy(
-        update={"slurm_exporter": "binary"})}), catalog)  # fmt: skip
+    files = render(with_exporter(ctl), catalog)
     (tmp_path / "rules").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "rules" / "slurm.yml").write_text(files["rules/slurm.yml"])
