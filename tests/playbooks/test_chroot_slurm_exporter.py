@@ -35,6 +35,7 @@ from tests.targets import slurm_exporter_binary
 pytestmark = pytest.mark.slow
 
 UNIT = "etc/systemd/system/slurm_exporter.service"
+NO_SERVICE = ("slurm_exporter_manage_services=false",)
 
 
 def controller_inventory(source: str, rootfs: Path, tmp: Path) -> tuple[Path, str, dict[str, Any]]:
@@ -118,7 +119,22 @@ def test_url_installs_the_checked_release_and_a_second_run_changes_nothing(
                 "slurm_exporter_archives": {a: f"{base}/{name}" for name, a in names.items()},
                 "slurm_exporter_checksums": f"{base}/slurm_exporter_checksums.txt",
             }
-            args = ["--limit", host, "--tags", "validate,slurm_exporter", *extra_vars(), "-e", json.dumps(mirror)]
+            args = [
+                "--limit",
+                host,
+                "--tags",
+                "validate,slurm_exporter",
+                *extra_vars(*NO_SERVICE),
+                "-e",
+                json.dumps(mirror),
+            ]
+            # `aicluster tune --check` on a fresh controller: what would change, nothing written
+            check = run_playbook(inv, *args, "--check", collections=collections_path)
+            assert check.rc == 0, check.output[-4000:]
+            assert check.recap(host)["changed"] > 0
+            assert not (rootfs / UNIT).exists()
+            assert not (rootfs / "opt/slurm_exporter").exists()
+
             first = run_playbook(inv, *args, collections=collections_path)
             assert first.rc == 0, first.output[-4000:]
             assert first.recap(host)["changed"] > 0
@@ -154,7 +170,7 @@ def test_binary_none_and_container(rootfs_tarball: Path, collections_path: Path,
     with fresh_rootfs(rootfs_tarball, tmp_path / "rootfs") as rootfs:
         inv, host, controller = controller_inventory("none", rootfs, tmp_path)
         assert "slurm_exporter_args" not in controller
-        args = ["--limit", host, "--tags", "validate,slurm_exporter", *extra_vars()]
+        args = ["--limit", host, "--tags", "validate,slurm_exporter", *extra_vars(*NO_SERVICE)]
         nothing = run_playbook(inv, *args, collections=collections_path)
         assert nothing.rc == 0, nothing.output[-4000:]
         assert nothing.recap(host)["changed"] == 0
