@@ -216,7 +216,7 @@ def _monitoring_vars(
     from aicluster.monitoring import render as monitoring_files
     from aicluster.monitoring.alerting import secret_file, secret_keys
     from aicluster.monitoring.rules import monitoring_data
-    from aicluster.monitoring.scrape import counters_csv
+    from aicluster.monitoring.scrape import counters_csv, slurm_exporter_args
 
     m = plan.monitoring
     every = {
@@ -237,8 +237,14 @@ def _monitoring_vars(
                 "workspace, whose address is a stack output; run `pulumi up`, then render the inventory again"
             )
     # the slurm_exporter role installs what the stack chose, which is what prometheus.yml scrapes (none: neither)
+    mon = monitoring_data(catalog)
     controller["slurm_exporter_source"] = m.slurm_exporter
-    controller["slurm_exporter_port"] = monitoring_data(catalog).exporters.slurm_exporter_port
+    controller["slurm_exporter_port"] = mon.exporters.slurm_exporter_port
+    if m.slurm_exporter != "none":  # what the role runs: the catalog's release, its flags and collectors
+        controller["slurm_exporter_args"] = slurm_exporter_args(mon)
+        controller["slurm_exporter_version"] = mon.slurm_exporter.version
+        controller["slurm_exporter_archives"] = dict(mon.slurm_exporter.archives)
+        controller["slurm_exporter_checksums"] = mon.slurm_exporter.checksums
     files = monitoring_files(plan, catalog, remote_write_url=url, addresses=addresses)
     controller["prometheus_files"] = {k: v for k, v in files.items() if PROMETHEUS_FILES.match(k)}
     if "alertmanager.yml" in files:  # monitoring.alerts, self-hosted: the alertmanager role's configuration

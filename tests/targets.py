@@ -238,3 +238,102 @@ def wheels_for(requirements: list[str]) -> Path:
             )
         partial.rename(target)
     return target
+
+
+# SckyzO/slurm_exporter, the Slurm exporter the slurm_exporter role installs: its source at the release the catalog
+# records (tests/data/slurm_exporter, see tests/data/README.md), built with Debian bookworm's Go and Go libraries.
+SLURM_EXPORTER_SOURCE = ROOT / "tests" / "data" / "slurm_exporter"
+SLURM_EXPORTER_GO119 = ROOT / "tests" / "data" / "slurm_exporter-go119"
+SLURM_EXPORTER_IMPORT = "github.com/sckyzo/slurm_exporter"
+GOCODE = Path("/usr/share/gocode")
+GO_PACKAGES = (
+    "golang-go",
+    "golang-github-prometheus-client-golang-dev",
+    "golang-github-prometheus-common-dev",
+    "golang-github-prometheus-exporter-toolkit-dev",
+    "golang-gopkg-alecthomas-kingpin.v2-dev",
+    "golang-golang-x-exp-dev",
+)
+# The exporter's go.mod asks for Go 1.26; bookworm has 1.19 and no module proxy is reachable, so it is built in GOPATH
+# mode against Debian's golang-*-dev packages, with these edits to a copy (each must apply: a new upstream release
+# that no longer needs one fails here, loudly). The collectors' parsing and commands are untouched.
+GO119_EDITS = (
+    ('"github.com/alecthomas/kingpin/v2"', '"gopkg.in/alecthomas/kingpin.v2"'),  # Debian packages kingpin v2.2
+    ('\t"slices"\n', '\t"golang.org/x/exp/slices"\n'),  # slices is in the standard library from Go 1.21
+    ("for line := range strings.SplitSeq(", "for _, line := range strings.Split("),  # iterators: Go 1.24
+    # exporter-toolkit 0.8 logs with go-kit's interface, which the logger below also implements
+    ("web.ListenAndServe(server, toolkitFlags, log.Logger)", "web.ListenAndServe(server, toolkitFlags, log)"),
+)
+
+
+def slurm_exporter_binary() -> Path:
+    """The Slurm exporter built from tests/data/slurm_exporter (Go 1.19 port above; internal/logger replaced by
+    tests/data/slurm_exporter-go119/logger.go, the same API over the standard library since log/slog is Go 1.21),
+    once per source into .work/cache (about 10 s)."""
+    import hashlib
+
+    if shutil.which("go") is None or not all((GOCODE / "src" / p).is_dir() for p in _GO_IMPORTS):
+        unavailable(
+            "the Slurm exporter's build needs Debian's Go and Go libraries",
+            f"apt-get install -y --no-install-recommends {' '.join(GO_PACKAGES)}",
+        )
+    sources = sorted(p for d in (SLURM_EXPORTER_SOURCE, SLURM_EXPORTER_GO119) for p in d.rglob("*") if p.is_file())
+    digest = hashlib.sha256(repr(GO119_EDITS).encode())
+    for p in sources:
+        digest.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes())
+    target = CACHE / f"slurm_exporter-{digest.hexdigest()[:12]}" / "slurm_exporter"
+    with locked(target.parent):
+        if target.exists():
+            return target
+        work = CACHE / f"{target.parent.name}.build"
+        shutil.rmtree(work, ignore_errors=True)
+        package = work / "src" / SLURM_EXPORTER_IMPORT
+        shutil.copytree(SLURM_EXPORTER_SOURCE, package)
+        (package / "go.mod").unlink()  # GOPATH mode
+        shutil.copy(SLURM_EXPORTER_GO119 / "logger.go", package / "internal" / "logger" / "logger.go")
+        applied = dict.fromkeys((old for old, _ in GO119_EDITS), 0)
+        for path in package.rglob("*.go"):
+            text = original = path.read_text()
+            for old, new in GO119_EDITS:
+                applied[old] += text.count(old)
+                text = text.replace(old, new)
+            if text != original:
+                path.write_text(text)
+        unused = [old for old, n in applied.items() if n == 0]
+        assert not unused, f"Go 1.19 edits that no longer apply to the exporter's source: {unused}"
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(work),
+            "GOPATH": f"{work}:{GOCODE}",
+            "GO111MODULE": "off",
+            "GOFLAGS": "",
+            "GOPROXY": "off",
+            "CGO_ENABLED": "0",
+            "GOCACHE": str(CACHE / "go-build"),
+        }
+        version = (SLURM_EXPORTER_SOURCE / "VERSION").read_text().strip()
+        ldflags = f"-X github.com/prometheus/common/version.Version={version}"
+        proc = subprocess.run(
+            ["go", "build", "-ldflags", ldflags, "-o", str(work / "slurm_exporter"), "./cmd/slurm_exporter"],
+            cwd=package,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"the Slurm exporter does not build with Debian's Go:\n{proc.stdout}{proc.stderr}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (work / "slurm_exporter").rename(target)
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+# Go packages of GO_PACKAGES the build imports (under /usr/share/gocode/src)
+_GO_IMPORTS = (
+    "github.com/prometheus/client_golang",
+    "github.com/prometheus/common",
+    "github.com/prometheus/exporter-toolkit",
+    "gopkg.in/alecthomas/kingpin.v2",
+    "golang.org/x/exp/slices",
+)

@@ -186,6 +186,38 @@ class ScrapeAccess(Sourced):
     ] = None
 
 
+class SlurmExporter(Sourced):
+    """The Slurm exporter the slurm_exporter role installs on the controller (SckyzO/slurm_exporter): the release,
+    where its archives and checksums are, and the flags and collectors of that release's source."""
+
+    project: Annotated[str, Field(description="The exporter's GitHub project (`SckyzO/slurm_exporter`).")]
+    version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="Release read (e.g. `1.8.4`).")]
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$", description="The release tag's commit.")]
+    archives: Annotated[
+        dict[str, str],
+        Field(min_length=1, description="`uname -m` (e.g. `x86_64`) -> that release's archive URL (tar.gz)."),
+    ]
+    checksums: Annotated[str, Field(description="URL of the release's sha256 checksums file.")]
+    binary: Annotated[str, Field(description="The binary's name in an archive (`slurm_exporter`).")]
+    listen_address_flag: Annotated[str, Field(pattern=r"^--", description="e.g. `--web.listen-address`.")]
+    collectors: Annotated[
+        tuple[str, ...], Field(min_length=1, description="Collector names (`--collector.NAME`, e.g. `nodes`).")
+    ]
+    needs_slurmdbd: Annotated[
+        tuple[str, ...], Field(description="Collectors whose command needs slurmdbd (e.g. `fairshare`: sshare).")
+    ]
+    commands: Annotated[
+        tuple[str, ...], Field(min_length=1, description="Slurm commands the exporter runs (e.g. `sinfo`).")
+    ]
+
+    @model_validator(mode="after")
+    def _known_collectors(self) -> SlurmExporter:
+        unknown = sorted(set(self.needs_slurmdbd) - set(self.collectors))
+        if unknown:
+            raise ValueError(f"slurm_exporter: needs_slurmdbd names collectors it does not have: {unknown}")
+        return self
+
+
 class MonitoringData(_Record):
     """Everything in data/monitoring.yaml."""
 
@@ -203,6 +235,7 @@ class MonitoringData(_Record):
         dict[Collector, ScrapeAccess],
         Field(default_factory=dict, description="Kubernetes collector -> what it needs inside the cluster."),
     ]
+    slurm_exporter: SlurmExporter
 
     def records(self) -> dict[str, Sourced]:
         return {
@@ -214,4 +247,5 @@ class MonitoringData(_Record):
             "alertmanager": self.alertmanager,
             **{f"managed_prometheus {p}": m for p, m in self.managed_prometheus.items()},
             **{f"scrape_access {c}": a for c, a in self.scrape_access.items()},
+            "slurm_exporter": self.slurm_exporter,
         }

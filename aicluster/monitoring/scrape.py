@@ -197,3 +197,12 @@ def counters_csv() -> str:
         *(f"{name}, {kind}, {help_}" for name, kind, help_ in COUNTERS),
     ]
     return "\n".join(lines) + "\n"
+
+
+def slurm_exporter_args(mon: MonitoringData, port: int | None = None) -> list[str]:
+    """The Slurm exporter's command-line arguments (the slurm_exporter role's unit runs it with them): listen on the
+    catalog's port (`port` in its place: a test's free one), and leave off the collectors whose commands need
+    slurmdbd, which an aicluster controller does not run (fairshare's sshare would fail on every scrape)."""
+    ex = mon.slurm_exporter
+    listen = port if port is not None else mon.exporters.slurm_exporter_port
+    return [f"{ex.listen_address_flag}=:{listen}", *(f"--no-collector.{c}" for c in ex.needs_slurmdbd)]

@@ -225,12 +225,14 @@ class Monitoring(Strict):
         Literal["none", "binary", "url", "container"],
         Field(
             description="How the Slurm controller gets its Slurm exporter (SckyzO/slurm_exporter, which Debian does "
-            "not package), on the catalog's port: `binary` one your image or build put there, `url` a release "
-            "binary, `container` an image. The inventory hands the choice to the controller as "
-            "`slurm_exporter_source`; `aicluster tune` does not install the exporter yet, so run it yourself. Any "
-            "of them makes the Prometheus configuration scrape it and alert on Slurm's node states and on the "
-            "exporter being down. `none`: no Slurm job and no Slurm alerts (they would fire on a target nobody "
-            "installed). Slurm stacks only."
+            "not package); `aicluster tune` installs it with the `slurm_exporter` role as a systemd service on the "
+            "catalog's port, with the collectors that need slurmdbd off: `binary` runs the one your image or build "
+            "put at `slurm_exporter_binary`; `url` downloads the catalog's release archive for the controller's "
+            "architecture and checks it against the release's checksums file (`-e slurm_exporter_checksum=sha256:"
+            "...` pins a digest); `container` runs `slurm_exporter_image` (required, `-e`) with docker or podman. "
+            "Any of them makes the Prometheus configuration scrape it and alert on Slurm's node states and on the "
+            "exporter being down. `none`: nothing installed, no Slurm job and no Slurm alerts (they would fire on a "
+            "target nobody installed). Slurm stacks only."
         ),
     ] = "none"
     alerts: Annotated[

@@ -113,3 +113,24 @@ def test_a_chosen_slurm_exporter_reaches_the_role_and_prometheus_alike(catalog: 
     assert {"targets/slurm.yml", "rules/slurm.yml"} <= set(controller["prometheus_files"])
     scrape = yaml.safe_load(controller["prometheus_files"]["prometheus.yml"])["scrape_configs"]
     assert "slurm" in {j["job_name"] for j in scrape}
+    # the role gets the catalog's release and the exporter's arguments: listening where Prometheus scrapes, and
+    # without the collectors whose commands need slurmdbd (the controller runs none)
+    release = catalog.monitoring.slurm_exporter if catalog.monitoring else None
+    assert release is not None
+    target = yaml.safe_load(controller["prometheus_files"]["targets/slurm.yml"])[0]["targets"][0]
+    assert controller["slurm_exporter_args"] == [
+        f"--web.listen-address=:{target.rsplit(':', 1)[1]}",
+        "--no-collector.fairshare",
+        "--no-collector.sacct_efficiency",
+    ]
+    assert controller["slurm_exporter_version"] == release.version
+    assert controller["slurm_exporter_archives"] == release.archives
+    assert set(release.archives) == {"x86_64", "aarch64"}
+    assert controller["slurm_exporter_checksums"].endswith(f"/v{release.version}/slurm_exporter_checksums.txt")
+    # none: the role installs nothing, so it is handed nothing to install
+    plan = plan_of(catalog, stack_cluster("p5-small"))
+    files = inventory(plan, {}, {}, "offline preview", slurm_version=SLURM_VERSION, catalog=catalog)
+    controller = group_vars(files, "slurm_controller")
+    assert controller["slurm_exporter_source"] == "none"
+    handed = {k for k in controller if k.startswith("slurm_exporter_")}
+    assert handed == {"slurm_exporter_source", "slurm_exporter_port"}

@@ -64,6 +64,7 @@ def test_every_role_has_its_api_and_argument_specs() -> None:
         "validate", "base", "nvidia", "efa", "infiniband", "gcp_gpudirect", "tpu", "nccl",
         "slurm_common", "slurm_controller", "slurm_burst", "slurm_repair", "slurm_compute", "acceptance", "nvidia_imex",
         "aicluster_programs", "slurm_health", "node_exporter", "dcgm_exporter", "prometheus", "alertmanager",
+        "slurm_exporter",
     }  # fmt: skip
     for role in roles:
         defaults = yaml.safe_load((role / "defaults/main.yml").read_text()) or {}
