@@ -95,7 +95,7 @@ class StackConfig:
             Problem(
                 (key,),
                 f"holds {what} in clear text (not shown): encrypt it with `pulumi config set --secret {key}`, and "
-                "change the password (the clear one is in the file's history)",
+                "rotate the secret (the clear one is in the file's history)",
             )
             for key, what in secrets.items()
             if key in self.config and key not in self.secret_keys

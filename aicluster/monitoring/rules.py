@@ -601,14 +601,15 @@ def slurm_group(controller: str, mon: MonitoringData) -> Group:
                 "slurm_nodes_down",
                 "down",
                 "Slurm has nodes down.",
-                "`sinfo -R` says why; a cloud node is replaced when its pool's repair runs.",
+                "`sinfo -R -o '%100E %19H %N'` says why; a cloud node is replaced when its pool's repair runs.",
             ),
             (
                 "SlurmNodesDrained",
                 "slurm_nodes_drain",
                 "drained",
                 "Slurm has drained nodes.",
-                "`sinfo -R` gives the reasons (a health check's start with NHC:); repair or resume them.",
+                "`sinfo -R -o '%100E %19H %N'` gives the reasons (aicluster-health's start with aicluster-health:, "
+                "and aicluster-repair acts on those); resume the others yourself.",
             ),
         )
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -205,9 +205,38 @@ class Alerts(Strict):
                         did_you_mean(name, names),
                     )
                 )
+        problems += self._unreachable_routes()
         if problems:
             raise _Problems(problems)
         return self
+
+    def _unreachable_routes(self) -> list[Problem]:
+        """A route that an earlier one covers (every severity and group it takes, the earlier takes too) is never
+        reached: the first match wins, so its receiver would silently get nothing."""
+        severities: tuple[str, ...] = get_args(AlertSeverity)
+        groups: tuple[str, ...] = get_args(AlertGroup)
+
+        def takes(r: AlertRoute) -> tuple[set[str], set[str]]:
+            return set(r.severities or severities), set(r.groups or groups)
+
+        problems = []
+        for j, later in enumerate(self.routes):
+            sev, grp = takes(later)
+            for i, earlier in enumerate(self.routes[:j]):
+                esev, egrp = takes(earlier)
+                if sev <= esev and grp <= egrp:
+                    problems.append(
+                        Problem(
+                            ("routes", j),
+                            f"this route is never reached: routes[{i}] (receiver {earlier.receiver}) comes first "
+                            "and takes every alert it would, and the first match wins; put the narrower route first, "
+                            "or remove it",
+                            later.receiver,
+                            True,
+                        )
+                    )
+                    break
+        return problems
 
 
 class Monitoring(Strict):

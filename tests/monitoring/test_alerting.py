@@ -93,6 +93,8 @@ def with_alerts(name: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     if "gpu" not in plan(parse_cluster(data, name), _catalog()).monitoring.alert_groups:  # TPU or Trainium only
         for route in alerts["routes"]:
             route.pop("groups", None)
+        # the pager now takes every critical alert: a later critical route would never be reached (refused)
+        alerts["routes"] = [r for r in alerts["routes"] if r["receiver"] != "tickets"]
     mon["alerts"] = alerts
     data["monitoring"] = mon
     return data, (None if managed and not aws else alerts)
@@ -233,6 +235,16 @@ def _alerts(**changes: Any) -> dict[str, Any]:
         ),
         pytest.param(
             _alerts(receiver="nobody"), "monitoring.alerts.receiver", "no receiver of that name", id="unknown-default",
+        ),
+        pytest.param(
+            _alerts(routes=[{"receiver": "tickets"}, {"receiver": "pager", "severities": ["critical"]}]),
+            "monitoring.alerts.routes[1]", "this route is never reached: routes[0] (receiver tickets) comes first",
+            id="route-after-a-catch-all",
+        ),
+        pytest.param(
+            _alerts(routes=[{"receiver": "chat", "groups": ["gpu", "fabric"]},
+                            {"receiver": "pager", "severities": ["critical"], "groups": ["gpu"]}]),
+            "monitoring.alerts.routes[1]", "put the narrower route first", id="route-a-wider-one-covers",
         ),
         pytest.param(
             _alerts(receivers=[{"kind": "slack", "name": "chat"}], routes=[], receiver="chat"),
