@@ -15,8 +15,8 @@ from aicluster.catalog.pricing import (
     total,
 )
 
-from ..facts.aws import AWS_VPN, EIP, NAT_GATEWAY
-from ..facts.azure import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, AZURE_VPN_GATEWAY
+from ..facts.aws import AMP_SCRAPER, AMP_WORKSPACE, AWS_VPN, EIP, NAT_GATEWAY
+from ..facts.azure import AZURE_MONITOR_WORKSPACE, AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, AZURE_VPN_GATEWAY
 from ..facts.engine import Res, items
 from ..facts.gcp import GCP_ROUTER_NAT, GCP_VPN_TUNNEL
 from ..facts.kubernetes import GKE_CLUSTER, KUBERNETES_CLUSTERS
@@ -49,12 +49,6 @@ NETWORK_CHARGES = (
 
 # Owned nodes are priced by their site, not by pricing.overrides: the fix an unpriced site line names.
 SITE_FIX = "give the site a hardware_cost (purchase_usd_per_node and amortization_years, or usd_per_node_hour)"
-
-# A managed Prometheus as the engine hands it: the AMP workspace (an AMP scraper beside it: the EKS collector,
-# else the Slurm controller's remote_write), an Azure Monitor workspace, or a GKE cluster with managed collection.
-AMP_WORKSPACE = "aws:amp/workspace:Workspace"
-AMP_SCRAPER = "aws:amp/scraper:Scraper"
-AZURE_MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
 
 # A managed Prometheus with no verified ingestion price is not priced by pricing.overrides (its tiers are catalog
 # data): what the unpriced line advises instead.
@@ -125,7 +119,9 @@ def _bill(stack: Stack) -> list[CostLine]:
 
 def _managed_prometheus(stack: Stack) -> list[CostLine]:
     """What a managed Prometheus bills for the samples of every fleet's nodes (node_exporter on each, dcgm-exporter
-    on GPU nodes), with the planner's model (Catalog.managed_prometheus_cost); no verified price: unpriced."""
+    on GPU nodes), with the planner's model (Catalog.managed_prometheus_cost); no verified price: unpriced. The
+    service as the engine hands it: an AMP workspace (an AMP scraper beside it: the EKS collector, else the Slurm
+    controller's remote_write), an Azure Monitor workspace, or a GKE cluster with managed collection."""
     found: list[tuple[Res, str, Collector]] = [
         (r, "aws", "amp-scraper" if stack.of(AMP_SCRAPER) else "remote-write") for r in stack.of(AMP_WORKSPACE)
     ]

@@ -15,7 +15,9 @@ from aicluster.monitoring.scrape import COUNTERS
 from aicluster.plan import ClusterPlan, plan
 from aicluster.preview import plan_stack
 from aicluster.preview.engine import Capture, run_program
+from aicluster.schedulers.kubernetes.collector import amp_scraper_configuration, scrape_interval_s
 from aicluster.stackfile import find_project, load_cluster, read_stack
+from policies.cost._bill import MONITORING_FIX
 from tests.conftest import ROOT, write_stack
 from tests.policies.conftest import capture_of, judge, messages
 from tests.policies.cost.conftest import pack_total
@@ -97,6 +99,12 @@ def test_eks_amp_scraper_scrapes_no_faster_than_30_s(catalog: Catalog) -> None:
     assert (m.collector, m.ingest_interval_s, m.series) == ("amp-scraper", 30, series)
     assert m.samples_per_month == series * SECONDS // 30
     assert m.ingestion_usd_per_month == round(2e9 / 1e7 * 0.90 + (m.samples_per_month - 2e9) / 1e7 * 0.35, 2)
+
+
+def test_the_bill_counts_scrapes_at_the_interval_the_amp_scraper_is_configured_with() -> None:
+    plan = example("eks-p5")
+    assert plan.monitoring.ingest_interval_s == scrape_interval_s(plan) == 30
+    assert "scrape_interval: 30s" in amp_scraper_configuration(plan)
 
 
 def test_gke_managed_collection_at_googles_first_tier(catalog: Catalog) -> None:
@@ -184,3 +192,13 @@ def test_p5_large_budget_counts_amp() -> None:
     """The example's own figure: the pack's total of p5-large includes AMP's $9,373.09 as the plan does."""
     planned = example("p5-large")
     assert pack_total(capture_of("p5-large")).usd_per_month == planned.totals.cost_usd_per_month == 11_046_932.53
+
+
+def test_the_unpriced_azure_service_is_named_with_catalog_advice_not_an_overrides_line() -> None:
+    found = messages(judge(capture_of("aks-nd-h100"), ["aicluster-cluster-missing-prices"]))
+    assert len(found) == 1
+    assert found[0].startswith(
+        "no catalog price for aks-nd-prometheus-workspace: Azure Monitor managed service for Prometheus, "
+    )
+    assert found[0].endswith(MONITORING_FIX)
+    assert "pricing.overrides" not in found[0]
