@@ -50,7 +50,7 @@ from .models import (
     TpuType,
     version_in_range,
 )
-from .monitoring import MonitoringData
+from .monitoring import Collector, ManagedCost, MonitoringData, managed_cost
 from .reliability import CheckpointState, FailureRate, ReliabilityData
 from .sizing import SizingPriors
 
@@ -169,6 +169,20 @@ class Catalog:
 
     def accelerator_of(self, it: InstanceType) -> Accelerator | None:
         return self.accelerators.get(it.accelerator) if it.accelerator else None
+
+    def managed_prometheus_cost(
+        self, provider: str, region: str | None, collector: Collector | None, nodes: Iterable[tuple[InstanceType, int]]
+    ) -> ManagedCost | None:
+        """What the managed Prometheus of `provider` bills a month for the nodes it scrapes, `nodes` being (instance
+        type, count) of each fleet; dcgm-exporter runs on GPU nodes only. The planner and the policy pack both cost
+        with this, so the figures agree to the cent. None: the catalog has no monitoring data or no such service."""
+        if self.monitoring is None:
+            return None
+        counted = []
+        for it, n in nodes:
+            acc = self.accelerator_of(it)
+            counted.append((it, n, it.accelerator_count if acc is not None and acc.kind == "gpu" else 0))
+        return managed_cost(self.monitoring, provider, region, collector, counted, self.hours_per_month)
 
     def switch(self, switch_id: str) -> Switch | None:
         return self.switches.get(switch_id)

@@ -7,11 +7,14 @@ Prometheus rules. This module imports nothing of the project (layering rule: the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .models import Sourced, _Record
+from .models import InstanceType, Sourced, _Record
+from .pricing import cents
 
 
 class Exporters(Sourced):
@@ -26,6 +29,67 @@ class Exporters(Sourced):
     rate_interval: Annotated[
         str, Field(pattern=r"^[0-9]+[smh]$", description="Range of rate()/increase() and `for` of states (e.g. `5m`).")
     ]
+
+
+class SeriesCounts(Sourced):
+    """How many series each scrape target sends (every scrape a sample of each): what a managed Prometheus bills."""
+
+    per_target_synthetic: Annotated[
+        int, Field(ge=0, description="Series Prometheus adds per target (`up`, `scrape_*`: `5`).")
+    ]
+    node_exporter_base: Annotated[int, Field(ge=0, description="node_exporter's series on a host, CPUs aside.")]
+    node_exporter_per_vcpu: Annotated[int, Field(ge=0, description="node_exporter's series per vCPU (e.g. `13`).")]
+    infiniband_per_port: Annotated[
+        int, Field(ge=0, description="Series of node_exporter's infiniband collector per RDMA port (e.g. `27`).")
+    ]
+    dcgm_per_gpu: Annotated[int, Field(ge=0, description="dcgm-exporter series per GPU: our counters file's fields.")]
+
+    def node(self, vcpus: int, gpus: int, rdma_ports: int) -> int:
+        """Series of one node: node_exporter (CPUs, RDMA ports) and, on a GPU node, dcgm-exporter, each a target."""
+        series = self.per_target_synthetic + self.node_exporter_base + self.node_exporter_per_vcpu * vcpus
+        series += self.infiniband_per_port * rdma_ports
+        if gpus:
+            series += self.per_target_synthetic + self.dcgm_per_gpu * gpus
+        return series
+
+
+class IngestionTier(_Record):
+    up_to: Annotated[
+        int | None, Field(gt=0, description="Cumulative samples a month the tier ends at; null: no end.")
+    ] = None
+    usd: Annotated[float, Field(gt=0, description="USD per `per_samples` samples in this tier.")]
+
+
+class Ingestion(Sourced):
+    """A managed Prometheus's price for metric samples ingested, by the month's cumulative count."""
+
+    per_samples: Annotated[int, Field(gt=0, description="Samples a tier's price is for (e.g. `10000000`).")]
+    tiers: Annotated[tuple[IngestionTier, ...], Field(min_length=1, description="In order; the last has no end.")]
+    regions: Annotated[
+        tuple[str, ...] | None,
+        Field(description="Regions the prices are verified for; null: one price everywhere (a global service)."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Ingestion:
+        inner = [t.up_to for t in self.tiers[:-1]]
+        ends = [e for e in inner if e is not None]
+        if self.tiers[-1].up_to is not None or len(ends) != len(inner) or ends != sorted(set(ends)):
+            raise ValueError("ingestion tiers: ascending up_to, the last one null (no end)")
+        return self
+
+    def priced_in(self, region: str | None) -> bool:
+        return self.regions is None or region in self.regions
+
+    def month(self, samples: float) -> float:
+        """USD for `samples` ingested in a month, each tier at its own rate (unrounded)."""
+        usd, start = 0.0, 0.0
+        for tier in self.tiers:
+            end = float(tier.up_to) if tier.up_to is not None else max(samples, start)
+            if samples > start:
+                usd += (min(samples, end) - start) / self.per_samples * tier.usd
+            start = end
+        return usd
 
 
 class XidRules(Sourced):
@@ -123,6 +187,10 @@ class ManagedPrometheus(Sourced):
     remote_write_auth: Annotated[
         Literal["sigv4"] | None,
         Field(description="How Prometheus authenticates its remote_write (`sigv4`: AWS Signature v4, its region)."),
+    ] = None
+    ingestion: Annotated[
+        Ingestion | None,
+        Field(description="The price of samples ingested; null: not verified, so the service is shown unpriced."),
     ] = None
     alert_receivers: Annotated[
         tuple[ReceiverKind, ...],
@@ -222,6 +290,7 @@ class MonitoringData(_Record):
     """Everything in data/monitoring.yaml."""
 
     exporters: Exporters
+    series: SeriesCounts
     xid: XidRules
     gpu_memory: GpuMemoryRules
     fabric: FabricRules
@@ -240,12 +309,84 @@ class MonitoringData(_Record):
     def records(self) -> dict[str, Sourced]:
         return {
             "exporters": self.exporters,
+            "series": self.series,
             "xid": self.xid,
             "gpu_memory": self.gpu_memory,
             "fabric": self.fabric,
             "filesystem": self.filesystem,
             "alertmanager": self.alertmanager,
             **{f"managed_prometheus {p}": m for p, m in self.managed_prometheus.items()},
+            **{
+                f"managed_prometheus {p} ingestion": m.ingestion
+                for p, m in self.managed_prometheus.items()
+                if m.ingestion is not None
+            },
             **{f"scrape_access {c}": a for c, a in self.scrape_access.items()},
             "slurm_exporter": self.slurm_exporter,
         }
+
+
+def collector_interval_s(mon: MonitoringData, collector: Collector | None) -> int:
+    """How often a collector scrapes: the exporters' interval, or the collector's floor where it has a higher one
+    (AMP's scraper: 30 s)."""
+    access = mon.scrape_access.get(collector) if collector is not None else None
+    floor = access.min_scrape_interval_s if access is not None else None
+    return max(mon.exporters.scrape_interval_s, floor or 0)
+
+
+def samples_per_month(series: int, interval_s: int, hours_per_month: float) -> int:
+    """Samples `series` series send in a month scraped every `interval_s`: series x (seconds per month / interval)."""
+    return round(series * hours_per_month * 3600 / interval_s)
+
+
+def rdma_ports(it: InstanceType) -> int:
+    """RDMA ports node_exporter's infiniband collector reports on a node of this type (/sys/class/infiniband): one
+    per EFA device on AWS, one per InfiniBand or RoCE GPU NIC elsewhere; none on TCP fabrics."""
+    net = it.network
+    if net.fabric == "efa" and net.aws is not None:
+        return len(net.aws.efa_layout())
+    if net.fabric in ("infiniband", "gpudirect-rdma"):
+        return net.gpu_nics
+    return 0
+
+
+@dataclass(frozen=True)
+class ManagedCost:
+    """What a managed Prometheus bills a month for the samples the stack's nodes send it (issue 29)."""
+
+    service: str  # the service's name, as its vendor writes it
+    series: int  # active series of every scraped node
+    interval_s: int  # how often they are scraped
+    samples: int  # samples ingested a month
+    usd_per_month: float | None  # None: no verified ingestion price for the service in that region (not 0)
+    source: str | None  # the catalog source of the price
+
+
+def managed_cost(
+    mon: MonitoringData,
+    provider: str,
+    region: str | None,
+    collector: Collector | None,
+    nodes: Iterable[tuple[InstanceType, int, int]],
+    hours_per_month: float,
+) -> ManagedCost | None:
+    """The one cost model of `monitoring.prometheus: managed`, for the planner and the policy pack alike: series per
+    node from the catalog (node_exporter, its infiniband collector, dcgm-exporter on GPU nodes) x nodes, scraped at
+    the collector's interval for a month, priced at the service's ingestion tiers. `nodes`: (instance type, nodes,
+    GPUs per node). None: the cloud has no managed Prometheus in the catalog."""
+    offered = mon.managed_prometheus.get(provider)
+    if offered is None:
+        return None
+    series = sum(n * mon.series.node(it.vcpus, gpus, rdma_ports(it)) for it, n, gpus in nodes)
+    interval = collector_interval_s(mon, collector)
+    samples = samples_per_month(series, interval, hours_per_month)
+    ing = offered.ingestion
+    priced = ing is not None and ing.priced_in(region)
+    return ManagedCost(
+        service=offered.name,
+        series=series,
+        interval_s=interval,
+        samples=samples,
+        usd_per_month=cents(ing.month(samples)) if ing is not None and priced else None,
+        source=ing.source if ing is not None and priced else None,
+    )

@@ -782,6 +782,53 @@ def _plan_monitoring(
     )
 
 
+def _monitoring_cost(
+    ctx: PlanCtx,
+    base: PlannedMonitoring,
+    pools: Sequence[PlannedPool],
+    controller: PlannedController | None,
+    kubernetes: PlannedKubernetes | None,
+) -> PlannedMonitoring:
+    """`monitoring.prometheus: managed`: what the service bills a month for the samples of every cloud node it
+    scrapes (pools, the Slurm controller, the Kubernetes system nodes: node_exporter runs on each, dcgm-exporter on
+    GPU nodes), with the catalog's one model, shared with the policy pack; no verified price there: unpriced."""
+    if base.provider is None:
+        return base
+    fleets = [(p.provider, p.instance_type, p.nodes) for p in pools]
+    if controller is not None:
+        fleets.append((controller.provider, controller.instance_type, 1))
+    if kubernetes is not None:
+        fleets.append((kubernetes.provider, kubernetes.system_instance_type, kubernetes.system_nodes))
+    nodes = [
+        (it, n)
+        for provider, name, n in fleets
+        if provider != "onprem" and (it := ctx.catalog.instance_type(provider, name)) is not None
+    ]
+    cost = ctx.catalog.managed_prometheus_cost(base.provider, base.region, base.collector, nodes)
+    if cost is None:
+        return base
+    return base.model_copy(
+        update={
+            "series": cost.series,
+            "ingest_interval_s": cost.interval_s,
+            "samples_per_month": cost.samples,
+            "ingestion_usd_per_month": cost.usd_per_month,
+            "ingestion_source": cost.source,
+        }
+    )
+
+
+def monitoring_line(m: PlannedMonitoring) -> CostLine | None:
+    """The bill's line for a managed Prometheus (None: self-hosted, its cost is the controller's)."""
+    if m.samples_per_month is None:
+        return None
+    return CostLine(
+        f"{m.service_name}: {m.samples_per_month / 1e6:,.0f}M samples ingested ({m.series:,} series every "
+        f"{m.ingest_interval_s} s)",
+        m.ingestion_usd_per_month,
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # The plan
 # ------------------------------------------------------------------------------------------------
@@ -794,6 +841,7 @@ def cost_lines(
     networks: Sequence[PlannedNetwork],
     vpns: Sequence[PlannedVpn] = (),
     kubernetes: PlannedKubernetes | None = None,
+    monitoring: PlannedMonitoring | None = None,
 ) -> list[CostLine]:
     """The plan's monthly bill, item by item, as the policy pack's budget rule counts it (None: unpriced)."""
     lines = []
@@ -821,6 +869,8 @@ def cost_lines(
             )
         )
         lines.append(CostLine(f"{k.service} system node group: root volumes", k.system_volumes_usd_per_month))
+    if monitoring is not None and (line := monitoring_line(monitoring)) is not None:
+        lines.append(line)
     return lines
 
 
@@ -859,6 +909,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     sites = [site for planner in _planners().values() for site in planner.plan_sites(ctx, pools, controller)]
     workloads = plan_workloads(ctx, pools, filesystems)
     monitoring = _plan_monitoring(ctx, controller, plane.kubernetes, any(p.accelerator_kind == "gpu" for p in pools))
+    monitoring = _monitoring_cost(ctx, monitoring, pools, controller, plane.kubernetes)
     if ctx.problems:
         raise SpecError("", ctx.problems)
     filesystems = [_with_clients(ctx, fs, pools, controller) for fs in filesystems]
@@ -870,7 +921,7 @@ def plan(spec: ClusterSpec, catalog: Catalog) -> ClusterPlan:
     )
 
     hours = catalog.hours_per_month
-    cost = total(cost_lines(pools, filesystems, controller, networks, vpns, plane.kubernetes))
+    cost = total(cost_lines(pools, filesystems, controller, networks, vpns, plane.kubernetes, monitoring))
     it_kw = sum(p.power_kw_it for p in pools) + plane.power_kw_it()
     fac_kw = sum(p.power_kw_facility for p in pools) + plane.power_kw_facility()
     co2 = sum(p.co2e_t_per_month for p in pools) + plane.co2e_t_per_month()

@@ -658,6 +658,13 @@ class PlannedMonitoring(_Plan):
     # where the alerts go (monitoring.alerts, checked against the Prometheus that sends them); None: nowhere
     alerts: Alerts | None = None
     alertmanager_port: int | None = None  # Slurm, self-hosted, with alerts: the controller's Alertmanager (catalog)
+    # managed: what the service bills for the samples the stack's nodes send it (catalog series per node x nodes x
+    # scrapes a month, at the service's ingestion tiers); None: self-hosted, or (usd) no verified price there
+    series: int | None = None
+    ingest_interval_s: int | None = None  # how often the managed collector scrapes (AMP's scraper: at least 30 s)
+    samples_per_month: int | None = None
+    ingestion_usd_per_month: float | None = None
+    ingestion_source: str | None = None
 
 
 class PlannedSite(_Plan):

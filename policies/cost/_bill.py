@@ -3,6 +3,7 @@ the planner: aicluster.catalog.pricing)."""
 
 from __future__ import annotations
 
+from aicluster.catalog.monitoring import Collector
 from aicluster.catalog.pricing import (
     CostLine,
     CostTotal,
@@ -14,11 +15,11 @@ from aicluster.catalog.pricing import (
     total,
 )
 
-from ..facts.aws import AWS_VPN, EIP, NAT_GATEWAY
-from ..facts.azure import AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, AZURE_VPN_GATEWAY
+from ..facts.aws import AMP_SCRAPER, AMP_WORKSPACE, AWS_VPN, EIP, NAT_GATEWAY
+from ..facts.azure import AZURE_MONITOR_WORKSPACE, AZURE_NAT_GATEWAY, AZURE_PUBLIC_IP, AZURE_VPN_GATEWAY
 from ..facts.engine import Res, items
 from ..facts.gcp import GCP_ROUTER_NAT, GCP_VPN_TUNNEL
-from ..facts.kubernetes import KUBERNETES_CLUSTERS
+from ..facts.kubernetes import GKE_CLUSTER, KUBERNETES_CLUSTERS
 from ..facts.model import Fleet
 from ..facts.stack import Stack
 
@@ -48,6 +49,16 @@ NETWORK_CHARGES = (
 
 # Owned nodes are priced by their site, not by pricing.overrides: the fix an unpriced site line names.
 SITE_FIX = "give the site a hardware_cost (purchase_usd_per_node and amortization_years, or usd_per_node_hour)"
+
+# A managed Prometheus with no verified ingestion price is not priced by pricing.overrides (its tiers are catalog
+# data): what the unpriced line advises instead.
+MONITORING_FIX = (
+    "a managed Prometheus's ingestion tiers are catalog data (data/monitoring.yaml managed_prometheus, with a "
+    "source): add them there, or use monitoring.prometheus: self-hosted"
+)
+
+# Fixes that are advice rather than a pricing.overrides line.
+ADVICE = (SITE_FIX, MONITORING_FIX)
 
 Line = CostLine  # one item of the bill; None: not priced (named in the findings, never counted as 0)
 
@@ -96,12 +107,41 @@ def _bill(stack: Stack) -> list[CostLine]:
             continue
         month = hourly_month(cp.usd_per_hour, 1, stack.catalog.hours_per_month) if cp.usd_per_hour is not None else None
         lines.append(CostLine(f"{r.name}: {cp.service} control plane ({cp.support} support)", month))
+    lines += _managed_prometheus(stack)
     for site in stack.sites:  # owned nodes: amortised hardware (or the site's node-hour rate) and their energy
         for p in site.pools:
             owned = f"{p.nodes} x {p.node_shape} at site {site.name}"
             lines.append(CostLine(f"{site.res.name}: hardware of {owned}", p.hardware_usd_per_month, SITE_FIX))
             if p.energy_usd_per_month is not None:
                 lines.append(CostLine(f"{site.res.name}: energy of {owned}", p.energy_usd_per_month))
+    return lines
+
+
+def _managed_prometheus(stack: Stack) -> list[CostLine]:
+    """What a managed Prometheus bills for the samples of every fleet's nodes (node_exporter on each, dcgm-exporter
+    on GPU nodes), with the planner's model (Catalog.managed_prometheus_cost); no verified price: unpriced. The
+    service as the engine hands it: an AMP workspace (an AMP scraper beside it: the EKS collector, else the Slurm
+    controller's remote_write), an Azure Monitor workspace, or a GKE cluster with managed collection."""
+    found: list[tuple[Res, str, Collector]] = [
+        (r, "aws", "amp-scraper" if stack.of(AMP_SCRAPER) else "remote-write") for r in stack.of(AMP_WORKSPACE)
+    ]
+    found += [(r, "azure", "aks-metrics-addon") for r in stack.of(AZURE_MONITOR_WORKSPACE)]
+    found += [
+        (r, "gcp", "gke-managed-collection")
+        for r in stack.of(GKE_CLUSTER)
+        if r.get("monitoringConfig", "managedPrometheus", "enabled") is True
+    ]
+    nodes = [(f.spec, f.nodes) for f in stack.fleets if f.spec is not None]
+    lines = []
+    for r, provider, collector in found:
+        cost = stack.catalog.managed_prometheus_cost(provider, r.region, collector, nodes)
+        if cost is None:
+            continue
+        what = (
+            f"{r.name}: {cost.service}, {cost.samples / 1e6:,.0f}M samples ingested ({cost.series:,} series every "
+            f"{cost.interval_s} s)"
+        )
+        lines.append(CostLine(what, cost.usd_per_month, MONITORING_FIX))
     return lines
 
 

@@ -11,7 +11,7 @@ from aicluster.catalog.pricing import money, total
 from ..facts.engine import Res
 from ..facts.stack import Stack
 from ..rule import Ctx, Meta, StackRule
-from ._bill import SITE_FIX, bill
+from ._bill import ADVICE, bill
 
 
 def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
@@ -19,12 +19,11 @@ def _unpriced(stack: Stack, ctx: Ctx) -> Iterator[tuple[Res | None, str]]:
     cost = total(lines)
     if cost.unpriced:
         missing = [x for x in lines if x.usd_per_month is None]
-        fixes = list(dict.fromkeys(x.fix for x in missing if x.fix and x.fix != SITE_FIX))
+        fixes = list(dict.fromkeys(x.fix for x in missing if x.fix and x.fix not in ADVICE))
         advice = []
-        if any(x.fix != SITE_FIX for x in missing):
+        if any(x.fix not in ADVICE for x in missing):
             advice.append("add your rates under pricing.overrides" + (f": {', '.join(fixes)}" if fixes else ""))
-        if any(x.fix == SITE_FIX for x in missing):
-            advice.append(SITE_FIX)
+        advice += [a for a in ADVICE if any(x.fix == a for x in missing)]
         yield (
             None,
             f"no catalog price for {', '.join(cost.unpriced)}: the monthly cost "

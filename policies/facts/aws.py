@@ -35,6 +35,9 @@ EIP = "aws:ec2/eip:Eip"
 EBS_VOLUME = "aws:ebs/volume:Volume"
 TRAIL = "aws:cloudtrail/trail:Trail"
 AWS_VPN = "aws:ec2/vpnConnection:VpnConnection"
+# Amazon Managed Service for Prometheus: the workspace, and the agentless scraper of an EKS cluster
+AMP_WORKSPACE = "aws:amp/workspace:Workspace"
+AMP_SCRAPER = "aws:amp/scraper:Scraper"
 
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 # Resources that cost money: these must carry the allocation tags even where the program gave them none.

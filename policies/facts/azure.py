@@ -35,6 +35,7 @@ AZURE_VNET = "azure-native:network:VirtualNetwork"
 AZURE_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
 AZURE_VPN_CONNECTION = "azure-native:network:VirtualNetworkGatewayConnection"
 AZURE_SUBSCRIPTION_DIAGNOSTICS = "azure-native:monitor:SubscriptionDiagnosticSetting"
+AZURE_MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"  # managed Prometheus metrics
 DIAGNOSTIC_SETTINGS = ("azure-native:insights:DiagnosticSetting", "azure-native:monitor:DiagnosticSetting")
 AZURE_AUDIT = (AZURE_SUBSCRIPTION_DIAGNOSTICS, *DIAGNOSTIC_SETTINGS)
 AZURE_AUDIT_CATEGORY = "Administrative"  # the activity log's record of every create, update and delete

@@ -136,6 +136,21 @@ def pools_table(plan: ClusterPlan, title: str = "Pools") -> Table:
                 f"{c.node_power_kw:,.2f}",
                 f"{c.power_kw_facility:,.2f}",
             )
+    m = plan.monitoring
+    if m.samples_per_month is not None:  # a managed Prometheus bills the samples the nodes send it: in the totals
+        t.add_row(
+            "monitoring",
+            m.provider or "",
+            m.region or "",
+            f"managed Prometheus, {m.samples_per_month / 1e9:,.1f}B samples",
+            "",
+            "",
+            "usage",
+            money(hourly(m.ingestion_usd_per_month, plan.hours_per_month)),
+            money(m.ingestion_usd_per_month),
+            "—",
+            "—",
+        )
     tot = plan.totals
     t.add_section()
     t.add_row(
@@ -201,6 +216,18 @@ def print_plan_details(plan: ClusterPlan) -> None:
             out.print(f"[dim]{escape(nvlink_note(p))}[/]")
     if plan.kubernetes is not None:
         print_kubernetes(plan)
+    m = plan.monitoring
+    if m.samples_per_month is not None:
+        priced = (
+            f"{money(m.ingestion_usd_per_month)}/month at the catalog's ingestion tiers"
+            if m.ingestion_usd_per_month is not None
+            else f"not priced: the catalog has no verified ingestion price for it in {m.region}"
+        )
+        text = (
+            f"monitoring: {m.service_name}, {m.series:,} series every {m.ingest_interval_s} s = "
+            f"{m.samples_per_month:,} samples/month; {priced}"
+        )
+        out.print(f"[dim]{escape(text)}[/]")
     c = plan.controller
     if c is not None and c.host is not None:
         at = f" at {c.address}" if c.address else ""
