@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import inspect
 from typing import Any
 
 import pytest
@@ -271,3 +272,44 @@ def test_a_parent_of_another_shape_is_no_parent(catalog: Catalog, parent: Any) -
     old["parent"] = new["parent"] = parent
     steps = classify(doc(old), doc(new), catalog.change_rules).steps
     assert [s.name for s in steps] == ["h100-lt"]
+
+
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+
+
+def daemonset(**labels: str) -> dict[str, Any]:
+    spec = {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {}}}
+    return resource(
+        DAEMONSET, "nccl-installer", metadata={"name": "nccl-installer", "namespace": "kube-system"}, spec=spec
+    )
+
+
+def test_a_new_daemonset_selector_replaces_it(catalog: Catalog) -> None:
+    """The API refuses the selector's change in place (field is immutable: counts-k8s-selector-immutable), and
+    pulumi-kubernetes replaces the DaemonSet instead: diff.go's forceNew key is "DaemonSet", the kind as the SDK sets
+    it and the provider looks it up (exactly), since 3.18.2 (counts-pulumi-k8s-daemonset-kind). So: a replace, never
+    an update the API would refuse."""
+    rule = catalog.change_rules[DAEMONSET]
+    assert "spec.selector" in rule.replace
+    assert not rule.rejected_by_api
+    before, after = daemonset(app="nccl"), daemonset(app="nccl-v2")
+    step = one(classify(doc(before), doc(after), catalog.change_rules))
+    assert (step.op, step.rejected, step.replace_reasons) == ("replace", [], ["spec"]), step.to_json()
+    assert "spec.selector.matchLabels.app" in step.why[0], step.why
+    assert "pulumi-kubernetes-diff" in step.why[0], step.why
+
+    # a new template alone (labels kept) is an update: the DaemonSet rolls its pods itself
+    same = daemonset(app="nccl")
+    same["inputs"]["spec"]["template"]["spec"] = {"hostNetwork": True}
+    step = one(classify(doc(before), doc(same), catalog.change_rules))
+    assert (step.op, step.replace_reasons) == ("update", [])
+
+
+def test_the_sdks_daemonset_kind_is_the_providers_forcenew_key() -> None:
+    """diff.go looks forceNew up by the object's kind without case folding: the rule holds only while the SDK's
+    DaemonSet carries the kind "DaemonSet" (the key since pulumi-kubernetes 3.18.2; the old "Daemonset" never
+    matched)."""
+    import pulumi_kubernetes.apps.v1 as apps
+
+    source = inspect.getsource(apps.DaemonSet)
+    assert "__props__.__dict__[\"kind\"] = 'DaemonSet'" in source
