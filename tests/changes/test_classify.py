@@ -12,6 +12,7 @@ import pytest
 
 from aicluster.catalog import Catalog
 from aicluster.changes import CHANGE_SAFETY, ChangeSet, Step, blocked_steps, classify
+from aicluster.report._changes import risky_steps
 from aicluster.spec import Waiver
 from tests.report.previews import ASG, FSX, LT, PASSING, pool, resource, urn
 
@@ -313,3 +314,67 @@ def test_the_sdks_daemonset_kind_is_the_providers_forcenew_key() -> None:
 
     source = inspect.getsource(apps.DaemonSet)
     assert "__props__.__dict__[\"kind\"] = 'DaemonSet'" in source
+
+
+# A group's zone move (issue 28): the plan puts a pool in one zone, so a group that leaves its one zone loses all its
+# nodes; one spanning several loses those in the zones it leaves, which the plan does not count ("up to").
+
+
+def zoned(zone: str, *resources: dict[str, Any]) -> dict[str, Any]:
+    d = doc(*resources)
+    d["pools"][0]["zone"] = zone
+    return d
+
+
+def gke_pool(*zones: str) -> dict[str, Any]:
+    labels = {"aicluster.io/pool": "h100"}
+    return resource(
+        NODE_POOL, "gke-h100", nodeCount=4, nodeLocations=list(zones), nodeConfig={"machineType": "m", "labels": labels}
+    )
+
+
+def test_a_group_leaving_its_one_zone_loses_every_node_exactly(catalog: Catalog) -> None:
+    base, head = zoned("us-central1-a", gke_pool("us-central1-a")), zoned("us-central1-b", gke_pool("us-central1-b"))
+    step = one(classify(base, head, catalog.change_rules))
+    assert (step.op, step.rollout, step.risks, step.nodes, step.gpus) == ("update", True, ["job-kill"], 4, 32)
+    assert "nodesUpTo" not in step.to_json()
+    assert "all 4 nodes of pool h100 are in us-central1-a, the zone it leaves" in step.why[-1]
+
+
+def test_a_group_spanning_zones_that_leaves_one_counts_up_to_its_nodes(catalog: Catalog) -> None:
+    base = zoned("us-central1-a", gke_pool("us-central1-a", "us-central1-b"))
+    head = zoned("us-central1-a", gke_pool("us-central1-a", "us-central1-c"))
+    step = one(classify(base, head, catalog.change_rules))
+    assert (step.op, step.rollout, step.risks, step.nodes, step.nodes_up_to) == (
+        "update",
+        True,
+        ["job-kill"],
+        4,
+        True,
+    )
+    assert step.to_json()["nodesUpTo"] is True
+    assert "up to 4 nodes: the group spans 2 zones (subnets)" in step.why[-1]
+    assert "(us-central1-b)" in step.why[-1]
+    (row,) = risky_steps(changes_json(base, head, catalog))
+    assert row.nodes.startswith("up to 4 nodes, 32 GPUs")
+
+
+def test_a_group_that_only_gains_zones_removes_no_node(catalog: Catalog) -> None:
+    base = zoned("us-central1-a", gke_pool("us-central1-a"))
+    head = zoned("us-central1-a", gke_pool("us-central1-a", "us-central1-b"))
+    step = one(classify(base, head, catalog.change_rules))
+    assert (step.op, step.rollout, step.risks, step.nodes) == ("update", False, [], None)
+    assert "it keeps every zone it has (us-central1-a), so no node is removed" in step.why[-1]
+
+
+def test_an_asg_spanning_subnets_known_only_after_deployment_counts_up_to_its_nodes(catalog: Catalog) -> None:
+    """Subnet IDs are computed in a preview: with the plan's zone unchanged, which subnets go is not known."""
+    base = asg(vpcZoneIdentifiers=["<computed>", "<computed>"])
+    head = asg(vpcZoneIdentifiers=["<computed>"])
+    step = one(classify(zoned("us-east-1a", base), zoned("us-east-1a", head), catalog.change_rules))
+    assert (step.rollout, step.nodes, step.nodes_up_to) == (True, 4, True), step.to_json()
+    assert "up to 4 nodes: the group spans 2 zones (subnets)" in step.why[-1]
+
+
+def changes_json(base: dict[str, Any], head: dict[str, Any], catalog: Catalog) -> dict[str, Any]:
+    return classify(base, head, catalog.change_rules).to_json()

@@ -56,6 +56,10 @@ def test_moving_an_aws_slurm_pool_to_another_zone_rolls_its_group_and_drains_it(
     assert asg.diff_reasons == ["vpcZoneIdentifiers"]
     assert "terminates its instances in the zones (subnets) it no longer has" in asg.why[-1]
     assert "(zones-aws-asg-rebalancing)" in asg.why[-1]
+    # exact: the plan puts the pool in one zone, and its group leaves it (the subnet IDs are known only after the
+    # deployment, the plan's zones say what moved)
+    assert "all 4 nodes of pool h100 are in us-east-1a, the zone it leaves" in asg.why[-1]
+    assert "nodesUpTo" not in asg.to_json()
     # the Slurm drain plan covers the pool, as for any rollout: its nodes come back (in the new zone)
     (drain,) = changes.drains
     assert (drain.pool, len(drain.nodes), drain.removed) == ("h100", 4, False)
@@ -193,6 +197,7 @@ def test_a_gke_zone_move_says_what_gke_does_per_zone(tmp_path: Path) -> None:
     (why,) = pool.why
     assert why.startswith("nodeLocations[0]: a rollout, GKE creates nodeCount nodes in each added zone")
     assert "removes every node of each dropped zone" in why
+    assert why.endswith("; all 32 nodes of pool h100 are in us-central1-a, the zone it leaves")
     assert "at a time" not in why  # not the surge settings' pace: that is for machine type, image, version
 
 
