@@ -456,7 +456,10 @@ class _Classifier:
         rule = self.rules.get(step.type)
         name = self.pool_of.get(key)
         pool = pools.get(name) if name else None
-        if pool is None or rule is None or not (rule.capacity or "job-kill" in rule.risks):
+        if name is None or rule is None or not (rule.capacity or "job-kill" in rule.risks):
+            return
+        if pool is None:  # a group of no pool of the plan (a Kubernetes system pool): named, not counted (GKE's
+            step.pool = name  # nodeCount is per zone, so its input is not the group's node count)
             return
         step.pool = pool.name
         nodes = None

@@ -224,3 +224,14 @@ def test_other_aks_pool_settings_the_api_refuses_are_blocked(edit: Any, field: s
     blocked, _ = blocked_steps(changes, [])
     assert [(b.step.type, b.step.rejected) for b in blocked] == [(AGENT_POOL, [field])]
     assert f"refuses to change {field} in place" in blocked[0].fix
+
+
+def test_an_eks_zone_move_counts_the_gpu_group_not_the_system_group_as_gpu_nodes(tmp_path: Path) -> None:
+    """The system node group spans two zones and holds no GPU pool's nodes: it carries its own pool label (as GKE's
+    system pool does), so its replacement is not counted as the GPU pool's nodes and GPUs (it was: 2 nodes and 16
+    GPUs of pool h100, taken from its sibling's label)."""
+    changes, _ = changed(tmp_path, "eks-p5", _zone("us-east-1a"))
+    groups = {s.name: s for s in changes.steps if s.type == "aws:eks/nodeGroup:NodeGroup"}
+    gpu, system = groups["eks-p5-eks-h100"], groups["eks-p5-eks-system"]
+    assert (gpu.op, gpu.pool, gpu.nodes, gpu.gpus) == ("replace", "h100", 16, 128)
+    assert (system.op, system.pool, system.nodes, system.gpus) == ("replace", "system", None, None), system.to_json()
