@@ -254,6 +254,10 @@ class ScrapeAccess(Sourced):
     ] = None
 
 
+# The node states rules and dashboards count (sinfo's, as the exporter's slurm_nodes_<state> gauges name them)
+SlurmNodeState = Literal["down", "drain", "alloc", "idle", "mix"]
+
+
 class SlurmExporter(Sourced):
     """The Slurm exporter the slurm_exporter role installs on the controller (SckyzO/slurm_exporter): the release,
     where its archives and checksums are, and the flags and collectors of that release's source."""
@@ -276,6 +280,22 @@ class SlurmExporter(Sourced):
     ]
     commands: Annotated[
         tuple[str, ...], Field(min_length=1, description="Slurm commands the exporter runs (e.g. `sinfo`).")
+    ]
+    node_metric: Annotated[
+        str,
+        Field(
+            pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$",
+            description="The per-node gauge (labels node, status, partition) nodes are counted from, once each "
+            "(e.g. `slurm_node_status`); the per-partition slurm_nodes_<state> count a node once per partition.",
+        ),
+    ]
+    node_states: Annotated[
+        dict[SlurmNodeState, str],
+        Field(
+            min_length=1,
+            description="A node state -> the regex (fully anchored, as PromQL's `=~`) of the `status` values in it "
+            '(e.g. `drain: "drain.*"`: drained, draining, drained*).',
+        ),
     ]
 
     @model_validator(mode="after")

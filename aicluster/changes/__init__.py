@@ -156,6 +156,7 @@ class Step:
     why: list[str] = field(default_factory=list)  # each cause in words, with the rule's source
     pool: str | None = None
     nodes: int | None = None  # nodes the step removes or recreates
+    nodes_up_to: bool = False  # `nodes` is a bound: the plan does not know how many of them the step reaches
     gpus: int | None = None
     nodes_removed: list[str] = field(default_factory=list)
     protect: bool = False
@@ -191,6 +192,7 @@ class Step:
             "why": self.why,
             "pool": self.pool,
             "nodes": self.nodes,
+            "nodesUpTo": self.nodes_up_to or None,
             "gpus": self.gpus,
             "nodesRemoved": self.nodes_removed,
         }
@@ -210,6 +212,7 @@ class _Pool:
     nodes: int
     gpus: int
     hosts: tuple[str, ...] = ()  # owned hosts the stack names
+    zone: str | None = None  # the plan's zone for the pool (a pool is in one zone; None: regional or not known)
 
     def names(self) -> list[str]:
         return list(self.hosts) or [node_name(self.name, i, self.nodes) for i in range(self.nodes)]
@@ -287,7 +290,8 @@ def _pools(doc: Mapping[str, Any]) -> dict[str, _Pool]:
         if isinstance(p, Mapping) and isinstance(p.get("name"), str):
             given = p.get("hosts")
             hosts = tuple(h for h in given if isinstance(h, str)) if isinstance(given, list) else ()
-            out[p["name"]] = _Pool(p["name"], int(p.get("nodes") or 0), int(p.get("gpus") or 0), hosts)
+            zone = p.get("zone") if isinstance(p.get("zone"), str) else None
+            out[p["name"]] = _Pool(p["name"], int(p.get("nodes") or 0), int(p.get("gpus") or 0), hosts, zone)
     return out
 
 
@@ -452,7 +456,10 @@ class _Classifier:
         rule = self.rules.get(step.type)
         name = self.pool_of.get(key)
         pool = pools.get(name) if name else None
-        if pool is None or rule is None or not (rule.capacity or "job-kill" in rule.risks):
+        if name is None or rule is None or not (rule.capacity or "job-kill" in rule.risks):
+            return
+        if pool is None:  # a group of no pool of the plan (a Kubernetes system pool): named, not counted (GKE's
+            step.pool = name  # nodeCount is per zone, so its input is not the group's node count)
             return
         step.pool = pool.name
         nodes = None
@@ -661,15 +668,62 @@ class _Classifier:
             self._nodes_of(step, key, {"inputs": new_in}, self.head_pools, whole=True)
         for case in dict.fromkeys(c for _, c in cases):
             paths = ", ".join(p for p, c in cases if c == case)
+            moved = self._zone_move(key, case.path, old_in, new_in)
+            if moved is not None and moved[0] == 0:  # zones added, none left: nodes come, none go
+                step.why.append(f"{paths}: {moved[2]}; {case.note} ({case.source})")
+                continue
             # its own pace, whatever the rule's rollout settings (an ASG moves zones without an instance refresh)
             step.rollout = True
             step.risks = ["job-kill"]
-            step.why.append(f"{paths}: a rollout, {case.note} ({case.source})")
+            counted = f"; {moved[2]}" if moved is not None else ""
+            step.why.append(f"{paths}: a rollout, {case.note} ({case.source}){counted}")
             self._nodes_of(step, key, {"inputs": new_in}, self.head_pools, whole=True)
+            if moved is not None:
+                pool = self.base_pools[self.pool_of[key]]
+                step.pool, step.nodes, step.nodes_up_to = pool.name, moved[0], moved[1]
+                step.gpus = round(moved[0] * pool.gpus_per_node)
         for path in rule.capacity:
             a, b = _get(old_in, path), _get(new_in, path)
             if _is_number(a) and _is_number(b) and b < a:
                 self._removed(step, key, int(a), int(b), path)
+
+    def _zone_move(
+        self, key: str, path: str, old_in: Mapping[str, Any], new_in: Mapping[str, Any]
+    ) -> tuple[int, bool, str] | None:
+        """The nodes a group's new zones (or subnets) take from it: (nodes, whether that is only a bound, why), or
+        None where the group belongs to no pool of the plan. The plan puts a pool in one zone, so a group that held
+        one zone (or subnet) and leaves it loses all its nodes; a group that spans several loses those in the zones it
+        leaves, which the plan does not count: "up to" the pool's nodes. Zones only added remove no node."""
+        name = self.pool_of.get(key)
+        pool = self.base_pools.get(name or "")
+        old, new = _get(old_in, path), _get(new_in, path)
+        if pool is None or not isinstance(old, list) or not isinstance(new, list) or not old:
+            return None
+        after = self.head_pools.get(pool.name)
+        dropped: list[str] | None = None
+        if all(isinstance(v, str) and v != COMPUTED for v in (*old, *new)):  # zone names (GKE's nodeLocations)
+            dropped = sorted(set(old) - set(new))
+        elif pool.zone and after is not None and after.zone and after.zone != pool.zone:
+            dropped = [pool.zone]  # subnet IDs known after the deployment: the plan's zones say what moved
+        nodes = f"{pool.nodes} node{'s' if pool.nodes != 1 else ''}"
+        if dropped == []:
+            return 0, False, f"it keeps every zone it has ({', '.join(old)}), so no node is removed"
+        if len(old) == 1 and dropped is not None:
+            return pool.nodes, False, f"all {nodes} of pool {pool.name} are in {dropped[0]}, the zone it leaves"
+        if len(old) == 1:
+            return (
+                pool.nodes,
+                True,
+                f"up to {nodes}: pool {pool.name} stays in {pool.zone or 'its zone'} as far as the plan says, and the "
+                "preview does not show whether the group's new subnet is in the zone it leaves",
+            )
+        leaves = f" ({', '.join(dropped)})" if dropped else ""
+        return (
+            pool.nodes,
+            True,
+            f"up to {nodes}: the group spans {len(old)} zones (subnets) and the plan does not know how many of its "
+            f"nodes are in those it leaves{leaves}",
+        )
 
     def _removed(self, step: Step, key: str, old: int, new: int, path: str) -> None:
         if "job-kill" not in step.risks:

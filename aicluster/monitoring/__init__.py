@@ -73,5 +73,5 @@ def render(
         files[f"rules/{g.file}.yml"] = head + _yaml(g.rules_doc())
         files[f"tests/{g.file}.yml"] = head + _yaml(g.tests_doc())
     files["dcgm-exporter/counters.csv"] = counters_csv()
-    files.update(dashboards(plan))
+    files.update(dashboards(plan, mon))
     return files

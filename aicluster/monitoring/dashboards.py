@@ -12,10 +12,11 @@ from grafana_foundation_sdk.builders import dashboard, prometheus, stat, timeser
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
 
+from aicluster.catalog import MonitoringData
 from aicluster.plan.models import ClusterPlan
 from aicluster.render.monitoring import DCGM_JOB, NODE_JOB
 
-from .rules import SLURM_JOB
+from .rules import SLURM_JOB, slurm_nodes
 
 _DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 
@@ -156,24 +157,27 @@ def node_dashboard(plan: ClusterPlan) -> dashboard.Dashboard:
     return board
 
 
-def slurm_dashboard(plan: ClusterPlan) -> dashboard.Dashboard:
-    s = f'{{job="{SLURM_JOB}"}}'
+def slurm_dashboard(plan: ClusterPlan, mon: MonitoringData) -> dashboard.Dashboard:
+    """Node states, each node counted once (rules.slurm_nodes: not the exporter's per-partition counts, which
+    count a hybrid stack's nodes twice)."""
+    ex = mon.slurm_exporter
     board = _base(plan, "slurm", "Slurm nodes", NODE_JOB).with_row(dashboard.Row("Node states"))
-    for state in ("down", "drain", "alloc", "idle", "mix"):
-        board = board.with_panel(_stat(f"Nodes {state}", f"sum(slurm_nodes_{state}{s})", state))
+    for state in ex.node_states:
+        # `or vector(0)`: no node in the state is 0, not "No data"
+        board = board.with_panel(_stat(f"Nodes {state}", f"{slurm_nodes(mon, state)} or vector(0)", state))
     return board.with_panel(
         _series(
             "Nodes by state",
-            f'sum by (__name__) ({{__name__=~"slurm_nodes_(down|drain|alloc|idle|mix)", job="{SLURM_JOB}"}})',
-            "{{__name__}}",
+            f'count by (status) (group by (node, status) ({ex.node_metric}{{job="{SLURM_JOB}"}}))',
+            "{{status}}",
         )
     )
 
 
-def dashboards(plan: ClusterPlan) -> dict[str, str]:
+def dashboards(plan: ClusterPlan, mon: MonitoringData) -> dict[str, str]:
     boards = {"dashboards/fabric.json": node_dashboard(plan)}
     if any(p.accelerator_kind == "gpu" for p in plan.pools):
         boards["dashboards/gpu.json"] = gpu_dashboard(plan)
     if plan.controller is not None:  # a Slurm controller (the only scheduler with one)
-        boards["dashboards/slurm.json"] = slurm_dashboard(plan)
+        boards["dashboards/slurm.json"] = slurm_dashboard(plan, mon)
     return {path: json.dumps(b.build(), cls=JSONEncoder, indent=2, sort_keys=True) + "\n" for path, b in boards.items()}

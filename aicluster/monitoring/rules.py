@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aicluster.catalog import Catalog, MonitoringData
+from aicluster.catalog.monitoring import SlurmNodeState
 from aicluster.plan.models import ClusterPlan, PlannedPool
 from aicluster.render.monitoring import DCGM_JOB, NODE_JOB
 
@@ -579,39 +580,60 @@ def filesystem_group(plan: ClusterPlan, node: str, pool: str, mon: MonitoringDat
 # ------------------------------------------------------------------------------------------------
 
 
-def slurm_group(controller: str, mon: MonitoringData) -> Group:
+def slurm_nodes(mon: MonitoringData, state: SlurmNodeState, by: tuple[str, ...] = ()) -> str:
+    """PromQL for the number of Slurm nodes in `state`, each node once whatever partitions it is in: the exporter's
+    per-node gauge grouped by node (its per-partition slurm_nodes_<state> count a node once per partition, twice for
+    a hybrid stack's node in its pool's partition and `hybrid`). Without series in the state it has no value."""
+    ex = mon.slurm_exporter
+    sel = f'{ex.node_metric}{{job="{SLURM_JOB}", status=~"{ex.node_states[state]}"}}'
+    outer = f"by ({', '.join(by)}) " if by else ""
+    return f"count {outer}(group by ({', '.join((*by, 'node'))}) ({sel}))"
+
+
+def slurm_group(controller: str, node: str, partitions: tuple[str, ...], mon: MonitoringData) -> Group:
+    """Nodes down or drained, counted once per node; the exporter's own scrape. The tests' node is in each of
+    `partitions` (the exporter gives it one series per partition) and must count once."""
     rate = mon.exporters.rate_interval
     late = f"{_minutes(rate) + 10}m"
+    ex = mon.slurm_exporter
     inst = {"job": SLURM_JOB, "instance": f"{controller}:{mon.exporters.slurm_exporter_port}"}
+
+    def status(value: str) -> dict[str, str]:
+        return {f"{ex.node_metric}{_sel(**inst, node=node, partition=p, status=value)}": _steady(1) for p in partitions}
+
+    cases: tuple[tuple[str, SlurmNodeState, str, str, str, str], ...] = (
+        (
+            "SlurmNodesDown",
+            "down",
+            "down*",
+            "down",
+            "Slurm has nodes down.",
+            "`sinfo -R -o '%100E %19H %N'` says why; a cloud node is replaced when its pool's repair runs.",
+        ),
+        (
+            "SlurmNodesDrained",
+            "drain",
+            "drained",
+            "drained",
+            "Slurm has drained nodes.",
+            "`sinfo -R -o '%100E %19H %N'` gives the reasons (aicluster-health's start with aicluster-health:, "
+            "and aicluster-repair acts on those); resume the others yourself.",
+        ),
+    )
     alerts = tuple(
         Alert(
             name,
-            f'{metric}{{job="{SLURM_JOB}"}} > 0',
+            slurm_nodes(mon, state, by=("job", "instance")),
             "warning",
             summary,
-            f"Slurm has {{{{ $labels.instance }}}} reporting nodes {state} for {rate}: {action}",
-            Case({f"{metric}{_sel(**inst)}": _steady(2)}, late),
-            Case({f"{metric}{_sel(**inst)}": _steady(0)}, late),
+            f"Slurm on {{{{ $labels.instance }}}} has {{{{ $value }}}} node(s) {shown} (for {rate}): {action}",
+            Case(status(example), late),
+            Case(status("idle"), late),
             inst,
             for_=rate,
+            value="1",  # one node, in every one of its partitions
         )
-        for name, metric, state, summary, action in (
-            (
-                "SlurmNodesDown",
-                "slurm_nodes_down",
-                "down",
-                "Slurm has nodes down.",
-                "`sinfo -R -o '%100E %19H %N'` says why; a cloud node is replaced when its pool's repair runs.",
-            ),
-            (
-                "SlurmNodesDrained",
-                "slurm_nodes_drain",
-                "drained",
-                "Slurm has drained nodes.",
-                "`sinfo -R -o '%100E %19H %N'` gives the reasons (aicluster-health's start with aicluster-health:, "
-                "and aicluster-repair acts on those); resume the others yourself.",
-            ),
-        )
+        for name, state, example, shown, summary, action in cases
     )
     down = Alert(
         "SlurmExporterDown",
@@ -649,7 +671,8 @@ def groups(plan: ClusterPlan, catalog: Catalog) -> list[Group]:
     if "filesystem" in wanted:
         found.append(filesystem_group(plan, first.node_names()[0], first.name, mon, node_label=node_label))
     if "slurm" in wanted and scrapes_slurm(plan):
-        found.append(slurm_group(plan.controller_host(), mon))
+        # the test's node is in its pool's partition and a second one, as a hybrid stack's nodes are in `hybrid`
+        found.append(slurm_group(plan.controller_host(), first.node_names()[0], (first.name, "hybrid"), mon))
     return found
 
 

@@ -76,7 +76,7 @@ def risky_steps(changes: Mapping[str, Any] | None) -> list[RiskyStep]:
             op += " (may replace)"
         nodes = ""
         if step.get("nodes"):
-            nodes = f"{plural(int(step['nodes']), 'node')}"
+            nodes = ("up to " if step.get("nodesUpTo") else "") + plural(int(step["nodes"]), "node")
             if step.get("gpus"):
                 nodes += f", {plural(int(step['gpus']), 'GPU')}"
             if step.get("pool"):

@@ -310,6 +310,9 @@ class AwsEksCluster(pulumi.ComponentResource):
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=node_repair(k.health, gpu=False),
+            # its own pool label, as GKE's system pool has: its nodes are not a GPU pool's (the change diff counts a
+            # resource's nodes by this label, else by a sibling's)
+            labels={"aicluster.io/pool": SYSTEM_GROUP},
             region=region,
             opts=pulumi.ResourceOptions.merge(child, group_deps),
         )

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import inspect
 from typing import Any
 
 import pytest
 
 from aicluster.catalog import Catalog
 from aicluster.changes import CHANGE_SAFETY, ChangeSet, Step, blocked_steps, classify
+from aicluster.report._changes import risky_steps
 from aicluster.spec import Waiver
 from tests.report.previews import ASG, FSX, LT, PASSING, pool, resource, urn
 
@@ -271,3 +273,108 @@ def test_a_parent_of_another_shape_is_no_parent(catalog: Catalog, parent: Any) -
     old["parent"] = new["parent"] = parent
     steps = classify(doc(old), doc(new), catalog.change_rules).steps
     assert [s.name for s in steps] == ["h100-lt"]
+
+
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+
+
+def daemonset(**labels: str) -> dict[str, Any]:
+    spec = {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {}}}
+    return resource(
+        DAEMONSET, "nccl-installer", metadata={"name": "nccl-installer", "namespace": "kube-system"}, spec=spec
+    )
+
+
+def test_a_new_daemonset_selector_replaces_it(catalog: Catalog) -> None:
+    """The API refuses the selector's change in place (field is immutable: counts-k8s-selector-immutable), and
+    pulumi-kubernetes replaces the DaemonSet instead: diff.go's forceNew key is "DaemonSet", the kind as the SDK sets
+    it and the provider looks it up (exactly), since 3.18.2 (counts-pulumi-k8s-daemonset-kind). So: a replace, never
+    an update the API would refuse."""
+    rule = catalog.change_rules[DAEMONSET]
+    assert "spec.selector" in rule.replace
+    assert not rule.rejected_by_api
+    before, after = daemonset(app="nccl"), daemonset(app="nccl-v2")
+    step = one(classify(doc(before), doc(after), catalog.change_rules))
+    assert (step.op, step.rejected, step.replace_reasons) == ("replace", [], ["spec"]), step.to_json()
+    assert "spec.selector.matchLabels.app" in step.why[0], step.why
+    assert "pulumi-kubernetes-diff" in step.why[0], step.why
+
+    # a new template alone (labels kept) is an update: the DaemonSet rolls its pods itself
+    same = daemonset(app="nccl")
+    same["inputs"]["spec"]["template"]["spec"] = {"hostNetwork": True}
+    step = one(classify(doc(before), doc(same), catalog.change_rules))
+    assert (step.op, step.replace_reasons) == ("update", [])
+
+
+def test_the_sdks_daemonset_kind_is_the_providers_forcenew_key() -> None:
+    """diff.go looks forceNew up by the object's kind without case folding: the rule holds only while the SDK's
+    DaemonSet carries the kind "DaemonSet" (the key since pulumi-kubernetes 3.18.2; the old "Daemonset" never
+    matched)."""
+    import pulumi_kubernetes.apps.v1 as apps
+
+    source = inspect.getsource(apps.DaemonSet)
+    assert "__props__.__dict__[\"kind\"] = 'DaemonSet'" in source
+
+
+# A group's zone move (issue 28): the plan puts a pool in one zone, so a group that leaves its one zone loses all its
+# nodes; one spanning several loses those in the zones it leaves, which the plan does not count ("up to").
+
+
+def zoned(zone: str, *resources: dict[str, Any]) -> dict[str, Any]:
+    d = doc(*resources)
+    d["pools"][0]["zone"] = zone
+    return d
+
+
+def gke_pool(*zones: str) -> dict[str, Any]:
+    labels = {"aicluster.io/pool": "h100"}
+    return resource(
+        NODE_POOL, "gke-h100", nodeCount=4, nodeLocations=list(zones), nodeConfig={"machineType": "m", "labels": labels}
+    )
+
+
+def test_a_group_leaving_its_one_zone_loses_every_node_exactly(catalog: Catalog) -> None:
+    base, head = zoned("us-central1-a", gke_pool("us-central1-a")), zoned("us-central1-b", gke_pool("us-central1-b"))
+    step = one(classify(base, head, catalog.change_rules))
+    assert (step.op, step.rollout, step.risks, step.nodes, step.gpus) == ("update", True, ["job-kill"], 4, 32)
+    assert "nodesUpTo" not in step.to_json()
+    assert "all 4 nodes of pool h100 are in us-central1-a, the zone it leaves" in step.why[-1]
+
+
+def test_a_group_spanning_zones_that_leaves_one_counts_up_to_its_nodes(catalog: Catalog) -> None:
+    base = zoned("us-central1-a", gke_pool("us-central1-a", "us-central1-b"))
+    head = zoned("us-central1-a", gke_pool("us-central1-a", "us-central1-c"))
+    step = one(classify(base, head, catalog.change_rules))
+    assert (step.op, step.rollout, step.risks, step.nodes, step.nodes_up_to) == (
+        "update",
+        True,
+        ["job-kill"],
+        4,
+        True,
+    )
+    assert step.to_json()["nodesUpTo"] is True
+    assert "up to 4 nodes: the group spans 2 zones (subnets)" in step.why[-1]
+    assert "(us-central1-b)" in step.why[-1]
+    (row,) = risky_steps(changes_json(base, head, catalog))
+    assert row.nodes.startswith("up to 4 nodes, 32 GPUs")
+
+
+def test_a_group_that_only_gains_zones_removes_no_node(catalog: Catalog) -> None:
+    base = zoned("us-central1-a", gke_pool("us-central1-a"))
+    head = zoned("us-central1-a", gke_pool("us-central1-a", "us-central1-b"))
+    step = one(classify(base, head, catalog.change_rules))
+    assert (step.op, step.rollout, step.risks, step.nodes) == ("update", False, [], None)
+    assert "it keeps every zone it has (us-central1-a), so no node is removed" in step.why[-1]
+
+
+def test_an_asg_spanning_subnets_known_only_after_deployment_counts_up_to_its_nodes(catalog: Catalog) -> None:
+    """Subnet IDs are computed in a preview: with the plan's zone unchanged, which subnets go is not known."""
+    base = asg(vpcZoneIdentifiers=["<computed>", "<computed>"])
+    head = asg(vpcZoneIdentifiers=["<computed>"])
+    step = one(classify(zoned("us-east-1a", base), zoned("us-east-1a", head), catalog.change_rules))
+    assert (step.rollout, step.nodes, step.nodes_up_to) == (True, 4, True), step.to_json()
+    assert "up to 4 nodes: the group spans 2 zones (subnets)" in step.why[-1]
+
+
+def changes_json(base: dict[str, Any], head: dict[str, Any], catalog: Catalog) -> dict[str, Any]:
+    return classify(base, head, catalog.change_rules).to_json()

@@ -56,6 +56,10 @@ def test_moving_an_aws_slurm_pool_to_another_zone_rolls_its_group_and_drains_it(
     assert asg.diff_reasons == ["vpcZoneIdentifiers"]
     assert "terminates its instances in the zones (subnets) it no longer has" in asg.why[-1]
     assert "(zones-aws-asg-rebalancing)" in asg.why[-1]
+    # exact: the plan puts the pool in one zone, and its group leaves it (the subnet IDs are known only after the
+    # deployment, the plan's zones say what moved)
+    assert "all 4 nodes of pool h100 are in us-east-1a, the zone it leaves" in asg.why[-1]
+    assert "nodesUpTo" not in asg.to_json()
     # the Slurm drain plan covers the pool, as for any rollout: its nodes come back (in the new zone)
     (drain,) = changes.drains
     assert (drain.pool, len(drain.nodes), drain.removed) == ("h100", 4, False)
@@ -193,6 +197,7 @@ def test_a_gke_zone_move_says_what_gke_does_per_zone(tmp_path: Path) -> None:
     (why,) = pool.why
     assert why.startswith("nodeLocations[0]: a rollout, GKE creates nodeCount nodes in each added zone")
     assert "removes every node of each dropped zone" in why
+    assert why.endswith("; all 32 nodes of pool h100 are in us-central1-a, the zone it leaves")
     assert "at a time" not in why  # not the surge settings' pace: that is for machine type, image, version
 
 
@@ -219,3 +224,14 @@ def test_other_aks_pool_settings_the_api_refuses_are_blocked(edit: Any, field: s
     blocked, _ = blocked_steps(changes, [])
     assert [(b.step.type, b.step.rejected) for b in blocked] == [(AGENT_POOL, [field])]
     assert f"refuses to change {field} in place" in blocked[0].fix
+
+
+def test_an_eks_zone_move_counts_the_gpu_group_not_the_system_group_as_gpu_nodes(tmp_path: Path) -> None:
+    """The system node group spans two zones and holds no GPU pool's nodes: it carries its own pool label (as GKE's
+    system pool does), so its replacement is not counted as the GPU pool's nodes and GPUs (it was: 2 nodes and 16
+    GPUs of pool h100, taken from its sibling's label)."""
+    changes, _ = changed(tmp_path, "eks-p5", _zone("us-east-1a"))
+    groups = {s.name: s for s in changes.steps if s.type == "aws:eks/nodeGroup:NodeGroup"}
+    gpu, system = groups["eks-p5-eks-h100"], groups["eks-p5-eks-system"]
+    assert (gpu.op, gpu.pool, gpu.nodes, gpu.gpus) == ("replace", "h100", 16, 128)
+    assert (system.op, system.pool, system.nodes, system.gpus) == ("replace", "system", None, None), system.to_json()

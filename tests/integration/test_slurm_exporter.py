@@ -2,11 +2,14 @@
 tests/data with Debian's Go: tests/targets.py) run against a real slurmctld (Debian's 22.05, the p5-small plan that
 tests/integration/test_slurmctld.py starts) with the arguments the inventory hands the role. It must export every
 metric our Slurm alert rules read, count a drained node in the node-state gauges, and its scraped series must make
-the drained-node alert fire under promtool (and the down-node alert stay quiet)."""
+the drained-node alert fire under promtool (and the down-node alert stay quiet). With the hybrid site (every node in
+its pool's partition and in `hybrid`) the drained node is in two partitions: the exporter's per-partition gauges
+count it twice, and the rules and dashboard, which count from its per-node gauge, once."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import subprocess
 import time
@@ -22,7 +25,8 @@ from aicluster.monitoring import render
 from aicluster.monitoring.rules import SLURM_JOB, Case, Group, monitoring_data, slurm_group
 from aicluster.monitoring.scrape import slurm_exporter_args
 from aicluster.plan import ClusterPlan
-from tests.integration.test_slurmctld import Controller, controller, free_port
+from tests.helpers import hybrid_site_cluster, plan_of
+from tests.integration.test_slurmctld import HYBRID_SITE, Controller, controller, free_port
 from tests.monitoring.test_monitoring import promtool, promtool_ok, with_slurm_exporter
 from tests.targets import SLURM_EXPORTER_SOURCE, slurm_exporter_binary
 
@@ -66,7 +70,7 @@ def scraped(controller: Controller, exporter: Path, tmp_path: Path) -> Iterator[
     """/metrics of the exporter, started as the role's unit starts it (the inventory's arguments, on a free port),
     after one of the plan's nodes was drained."""
     ctl = controller
-    node = ctl.plan.pools[0].node_names()[1]
+    node = drained_node(ctl.plan)
     ctl.run("scontrol", "update", f"nodename={node}", "state=DRAIN", f"reason={REASON}")
     port = free_port()
     args = slurm_exporter_args(monitoring_data(load_catalog()), port)
@@ -91,10 +95,19 @@ def scraped(controller: Controller, exporter: Path, tmp_path: Path) -> Iterator[
         proc.wait()
 
 
+def drained_node(plan: ClusterPlan) -> str:
+    """The node the test drains: a cloud pool's second (a hybrid stack's cloud nodes are in their pool's partition and
+    in `hybrid`; its owned ones wait for a slurmd this machine does not run)."""
+    return next(p for p in plan.pools if p.onprem is None).node_names()[1]
+
+
 def with_exporter(ctl: Controller) -> ClusterPlan:
     """The controller's stack planned again with a Slurm exporter chosen (through the planner, which decides the
     rule groups and so the rules and dashboards that read it)."""
-    plan = with_slurm_exporter(STACK, "binary")
+    if ctl.plan.name == plan_of(load_catalog(), hybrid_site_cluster()).name:
+        plan = plan_of(load_catalog(), {**hybrid_site_cluster(), "monitoring": {"slurm_exporter": "binary"}})
+    else:
+        plan = with_slurm_exporter(STACK, "binary")
     assert plan.name == ctl.plan.name
     return plan  # type: ignore[no-any-return]
 
@@ -113,42 +126,56 @@ def test_the_vendored_source_is_the_catalogs_release(exporter: Path) -> None:
         assert re.search(rf"--collector\.{name}\s", usage.stdout + usage.stderr), name
 
 
-@pytest.mark.parametrize("controller", [STACK], indirect=True)
+@pytest.mark.parametrize("controller", [STACK, HYBRID_SITE], indirect=True)
 def test_the_exporter_reports_what_our_slurm_rules_read_from_a_real_slurmctld(
     scraped: tuple[Controller, str], promtool: str, tmp_path: Path
 ) -> None:
     ctl, text = scraped
     found = samples(text)
     names = {s.name for s in found}
-    release = monitoring_data(load_catalog()).slurm_exporter
+    catalog = load_catalog()
+    mon = monitoring_data(catalog)
+    release = mon.slurm_exporter
 
     # every collector the unit leaves on ran its commands against this slurmctld without an error
     status = {s.labels["collector"]: s.value for s in found if s.name == "slurm_exporter_collector_success"}
-    assert {"nodes", "drain_reason"} <= set(status)
+    assert {"nodes", "node", "drain_reason"} <= set(status)
     assert not set(release.needs_slurmdbd) & set(status)  # off: no slurmdbd
     assert {c: v for c, v in status.items() if v != 1} == {}
 
     # every metric the Slurm alert rules read is exported (`up` is Prometheus's own)
-    catalog = load_catalog()
-    group = slurm_group(ctl.plan.controller_host(), monitoring_data(catalog))
-    read = {m for a in group.alerts for m in re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", a.expr)} - {"up"}
-    assert read == {"slurm_nodes_down", "slurm_nodes_drain"}
+    node = drained_node(ctl.plan)
+    pool = next(p for p in ctl.plan.pools if node in p.node_names())
+    group = slurm_group(ctl.plan.controller_host(), node, (pool.name,), mon)
+    metric = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
+    read = {m for a in group.alerts for m in metric.findall(a.expr)} - {"up"}
+    assert read == {release.node_metric}
     assert read <= names, sorted(read - names)
 
-    # and so is every one the Slurm dashboard shows (names and `slurm_nodes_(a|b)` alternatives)
-    board = render(with_exporter(ctl), catalog)["dashboards/slurm.json"]
-    alternatives = re.findall(r"slurm_nodes_\(([a-z|]+)\)", board)
-    shown = set(re.findall(r"slurm_nodes_[a-z]+", board))
-    shown |= {f"slurm_nodes_{state}" for a in alternatives for state in a.split("|")}
-    assert {"slurm_nodes_drain", "slurm_nodes_mix"} <= shown
+    # and so is every one the Slurm dashboard shows
+    files = render(with_exporter(ctl), catalog)
+    board = json.loads(files["dashboards/slurm.json"])
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    shown = {m for e in exprs for m in metric.findall(e)}
+    assert shown == {release.node_metric}
     assert shown <= names, sorted(shown - names)
 
-    # the drained node: counted in its partition's drain gauge, nowhere else, with the reason it was given
-    node = ctl.plan.pools[0].node_names()[1]
+    # the drained node is in every partition slurmctld lists it in (two with the hybrid site: its pool's and
+    # `hybrid`): the exporter's per-partition gauges count it once in each, its per-node gauge has one series each
     partitions = {r["PartitionName"] for r in ctl.records("partition") if node in ctl.hostnames(r["Nodes"])}
+    assert len(partitions) == (2 if ctl.plan.sites else 1)
     drain = [s for s in found if s.name == "slurm_nodes_drain"]
     assert {s.labels["partition"] for s in drain if s.value > 0} == partitions
-    assert sum(s.value for s in drain) == len(partitions)
+    assert sum(s.value for s in drain) == len(partitions)  # what `sum(slurm_nodes_drain)` showed: 2 for 1 node
+    per_node = [s for s in found if s.name == release.node_metric and s.labels["node"] == node]
+    assert {s.labels["partition"] for s in per_node} == partitions
+    assert {s.labels["status"] for s in per_node} <= {"drained", "drained~", "drained*", "draining"}
+    assert all(re.fullmatch(release.node_states["drain"], s.labels["status"]) for s in per_node)
+    # every node of the plan has a status, and only the drained one a drain status
+    statuses = {s.labels["node"]: s.labels["status"] for s in found if s.name == release.node_metric}
+    assert set(statuses) == {n for p in ctl.plan.pools for n in p.node_names()}
+    assert [n for n, v in statuses.items() if re.fullmatch(release.node_states["drain"], v)] == [node]
+    assert not [n for n, v in statuses.items() if re.fullmatch(release.node_states["down"], v)]
     assert sum(s.value for s in found if s.name == "slurm_nodes_down") == 0
     reasons = {s.labels["node"]: s.labels["reason"] for s in found if s.name == "slurm_node_drain_reason_info"}
     assert reasons == {node: REASON}
@@ -158,31 +185,25 @@ def test_the_exporter_reports_what_our_slurm_rules_read_from_a_real_slurmctld(
     assert check.returncode in (0, 3), check.stdout + check.stderr
     assert not [line for line in (check.stdout + check.stderr).splitlines() if any(m in line for m in read)]
 
-    # the scraped series, as Prometheus would store them, fire SlurmNodesDrained and leave SlurmNodesDown quiet:
-    # the rule file `aicluster monitoring` writes, with promtool test cases made of what was scraped
-    port = monitoring_data(catalog).exporters.slurm_exporter_port
-    instance = {"job": SLURM_JOB, "instance": f"{ctl.plan.controller_host()}:{port}"}
-
-    def series(name: str) -> dict[str, str]:
-        return {
-            name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**s.labels, **instance}.items()) + "}": f"{s.value:g}+0x30"
-            for s in found
-            if s.name == name
-        }
-
+    # the scraped series, as Prometheus would store them, fire SlurmNodesDrained with a value of 1 (one node, in
+    # however many partitions) and leave SlurmNodesDown quiet: the rule file `aicluster monitoring` writes, with
+    # promtool test cases made of what was scraped
+    instance = {"job": SLURM_JOB, "instance": f"{ctl.plan.controller_host()}:{mon.exporters.slurm_exporter_port}"}
+    scraped_series = {
+        release.node_metric
+        + "{"
+        + ", ".join(f'{k}="{v}"' for k, v in {**s.labels, **instance}.items())
+        + "}": f"{s.value:g}+0x30"
+        for s in found
+        if s.name == release.node_metric
+    }
     drained = next(a for a in group.alerts if a.name == "SlurmNodesDrained")
     down = next(a for a in group.alerts if a.name == "SlurmNodesDown")
-    fired = next(s for s in drain if s.value > 0)
     alerts = (
-        dataclasses.replace(
-            drained,
-            fires=Case(series("slurm_nodes_drain"), drained.fires.at),
-            fired_labels={**fired.labels, **instance},
-        ),
-        dataclasses.replace(down, quiet=Case(series("slurm_nodes_down"), down.quiet.at)),
+        dataclasses.replace(drained, fires=Case(scraped_series, drained.fires.at), fired_labels=instance, value="1"),
+        dataclasses.replace(down, quiet=Case(scraped_series, down.quiet.at)),
     )
     scraped_group = Group(group.file, group.name, alerts)
-    files = render(with_exporter(ctl), catalog)
     (tmp_path / "rules").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "rules" / "slurm.yml").write_text(files["rules/slurm.yml"])

@@ -190,6 +190,40 @@ def test_a_chosen_slurm_exporter_is_scraped_and_its_rules_pass_promtool(
     assert "SUCCESS" in promtool_ok(promtool, tmp_path, "test", "rules", "tests/slurm.yml")
 
 
+def test_slurm_rules_and_dashboard_count_a_node_in_two_partitions_once(
+    catalog: Catalog, tmp_path: Path, promtool: str
+) -> None:
+    """The exporter's slurm_nodes_<state> are per partition, so a hybrid stack's node (its pool's partition and
+    `hybrid`) counted twice in their sum. The rules and the dashboard read the per-node slurm_node_status instead,
+    grouped by node: the drained-node alert's test case is one node in two partitions, and it fires with a value
+    of 1 (promtool checks the description, which shows the value)."""
+    plan = with_slurm_exporter("p5-small", "binary")
+    files = render(plan, catalog)
+    (group,) = [g for g in groups(plan, catalog) if g.file == "slurm"]
+    drained = next(a for a in group.alerts if a.name == "SlurmNodesDrained")
+    node = plan.pools[0].node_names()[0]
+    assert sorted(drained.fires.series) == [
+        f'slurm_node_status{{job="slurm", instance="{plan.controller_host()}:9341", node="{node}", '
+        f'partition="{p}", status="drained"}}'
+        for p in sorted((plan.pools[0].name, "hybrid"))
+    ]
+    assert "has 1 node(s) drained" in str(drained.expected()["exp_annotations"])
+    assert drained.expr == (
+        'count by (job, instance) (group by (job, instance, node) (slurm_node_status{job="slurm", status=~"drain.*"}))'
+    )
+    # nothing reads the per-partition gauges any more
+    assert "slurm_nodes_" not in files["rules/slurm.yml"] + files["dashboards/slurm.json"]
+    board = json.loads(files["dashboards/slurm.json"])
+    stats = {p["title"]: p["targets"][0]["expr"] for p in board["panels"] if p.get("type") == "stat"}
+    assert stats["Nodes drain"] == (
+        'count (group by (node) (slurm_node_status{job="slurm", status=~"drain.*"})) or vector(0)'
+    )
+    for rel in ("rules/slurm.yml", "tests/slurm.yml"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(files[rel])
+    assert "SUCCESS" in promtool_ok(promtool, tmp_path, "test", "rules", "tests/slurm.yml")
+
+
 def test_a_kubernetes_stack_with_a_slurm_exporter_is_refused(tmp_path: Path) -> None:
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.eks-p5.yaml").read_text(encoding="utf-8"))
     doc["config"]["aicluster:cluster"]["monitoring"] = {"slurm_exporter": "binary"}
