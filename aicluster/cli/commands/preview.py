@@ -100,11 +100,13 @@ def _waiver_warnings(result: Any) -> list[str]:
 
 
 def _blocked_words(blocked: list[dict[str, Any]]) -> str:
-    """`1 stateful resource(s) replaced or deleted, 1 update the cloud's API refuses (aks-x: availabilityZones[0])`."""
+    """`1 stateful or guarded resource(s) replaced or deleted, 1 update the cloud's API refuses (aks-x:
+    availabilityZones[0])`: guarded as the catalog's change rules say (a cluster, a GPU node pool, the Slurm
+    controller)."""
     refused = [b for b in blocked if b.get("refused")]
     parts = []
     if len(refused) < len(blocked):
-        parts.append(f"{len(blocked) - len(refused)} stateful resource(s) replaced or deleted")
+        parts.append(f"{len(blocked) - len(refused)} stateful or guarded resource(s) replaced or deleted")
     if refused:
         named = "; ".join(f"{b['name']}: {', '.join(b['refused'])}" for b in refused)
         parts.append(f"{len(refused)} update(s) the cloud's API refuses ({named})")
