@@ -18,7 +18,7 @@ from typing import Any, TypeVar, get_args
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import cache as _cache
-from .changes import RISKS, ChangeRule, ConditionalReplace, PlatformEffect, RolloutCase, UpdatePolicy
+from .changes import RISKS, ChangeRule, ConditionalReplace, Guard, PlatformEffect, RolloutCase, UpdatePolicy
 from .collectives import CollectivesData, collective_problems
 from .health import NO_DRAIN_ACTIONS, HealthData, NodeThresholds, Xid, XidAction, XidList
 from .models import (
@@ -69,6 +69,7 @@ __all__ = [
     "CpuTopology",
     "FailureRate",
     "GcpNicLayout",
+    "Guard",
     "HealthData",
     "Image",
     "InstanceType",
@@ -271,6 +272,11 @@ def _check(cat: Catalog) -> None:
             f"change rule {rule.type} rollout case {case.path}: unknown source id {case.source!r}"
             for case in rule.rollout_cases
             if case.source not in cat.sources
+        )
+        problems.extend(
+            f"change rule {rule.type} guard {g.loses!r}: unknown source id {g.source!r}"
+            for g in rule.guards
+            if g.source not in cat.sources
         )
     for policy in cat.update_policies:
         for platform, eff in policy.effects.items():

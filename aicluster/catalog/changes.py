@@ -50,6 +50,23 @@ class RolloutCase(_Record):
     source: Annotated[str, Field(description="Source id of the note.")]
 
 
+class Guard(_Record):
+    """A replace or delete of this resource that the change-safety gate fails on (as on data loss), beyond the
+    rule's `data-loss` risk: a cluster's control plane, a node pool with running GPU nodes, a VM that holds the
+    scheduler's state. `under` narrows it to resources under one of these component types (the URN's type chain)."""
+
+    loses: Annotated[str, Field(description="What is lost, in words (e.g. `Slurm state: job queue`).")]
+    risk: Annotated[Risk, Field(description="The risk the loss is (data-loss, job-kill).")]
+    under: Annotated[
+        tuple[str, ...],
+        Field(description="Component types the resource must be under (e.g. `aicluster:aws:SlurmController`)."),
+    ] = ()
+    gpu_nodes: Annotated[
+        bool, Field(description="Only where the step removes or recreates running GPU nodes (a node pool).")
+    ] = False
+    source: Annotated[str, Field(description="Source id of the loss.")]
+
+
 class ChangeRule(Sourced):
     """What a change to one resource type does. `file` is the path inside the source's repository."""
 
@@ -112,6 +129,10 @@ class ChangeRule(Sourced):
     recreates_nodes_of_others: Annotated[
         bool, Field(description="Replacing it recreates the nodes of the groups that use it (a template, a placement).")
     ] = False
+    guards: Annotated[
+        tuple[Guard, ...],
+        Field(description="Replaces or deletes of it that the change-safety gate fails on besides data loss."),
+    ] = ()
     file: Annotated[str, Field(description="The source file the rules were read from.")] = ""
     note: Annotated[str, Field(description="Anything the rules above do not say.")] = ""
 

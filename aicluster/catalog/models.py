@@ -918,6 +918,19 @@ class KubernetesService(Sourced):
         ),
     ]
     max_nodes_per_group: Annotated[int, Field(ge=1, description="Nodes one node group / node pool may hold.")]
+    pod_cidr_prefix: Annotated[
+        int | None,
+        Field(
+            ge=8,
+            le=24,
+            description="Prefix length of the overlay pod range a cluster gets when the stack pins none "
+            "(`network.pod_cidr`): fixed, since the range cannot change without replacing the cluster; null: pods "
+            "take VPC addresses (EKS's VPC CNI).",
+        ),
+    ] = None
+    pod_node_prefix: Annotated[
+        int | None, Field(ge=8, le=28, description="Prefix length of the block of the pod range each node takes.")
+    ] = None
     system_pool_per_zone: Annotated[
         bool,
         Field(

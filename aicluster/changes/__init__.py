@@ -161,7 +161,10 @@ class Step:
     nodes_removed: list[str] = field(default_factory=list)
     protect: bool = False
     provider: bool = False  # a pulumi:providers:* resource
-    stateful: bool = False  # a replace or delete of it loses data
+    stateful: bool = False  # a replace or delete of it fails the change-safety gate (data loss, or a guard's loss)
+    loses: str = ""  # a guard's loss, in words (`Slurm state: job queue`)
+    risks_if_replaced: list[str] = field(default_factory=list)  # a guarded resource that may be replaced
+    stack_fields: list[str] = field(default_factory=list)  # the stack fields behind its change (`storage[x].zone`)
     conditions: list[str] = field(default_factory=list)  # the conditional rules that replaced it (`decrease`)
 
     @property
@@ -195,10 +198,14 @@ class Step:
             "nodesUpTo": self.nodes_up_to or None,
             "gpus": self.gpus,
             "nodesRemoved": self.nodes_removed,
+            "stackFields": self.stack_fields,
+            "risksIfReplaced": self.risks_if_replaced,
         }
         out.update({k: v for k, v in extras.items() if v not in (None, [])})
         if (self.stateful and self.op in ("replace", "delete")) or self.rejected:
             out["guardedBy"] = CHANGE_SAFETY
+        if self.loses and self.op in ("replace", "delete"):
+            out["loses"] = self.loses
         if self.protect:
             out["protect"] = True
         if self.provider:
@@ -358,6 +365,11 @@ class _Classifier:
         for key, r in self.old.items():
             if key not in self.new:
                 self.steps[key] = self._deleted(key, r)
+        fields = _plan_field_changes(self.base, self.head)
+        for key, step in self.steps.items():
+            self._guard(key, step)
+            if step.op in ("replace", "delete") or step.rejected or step.may_replace:
+                step.stack_fields = self._stack_fields(key, step, fields)
         order = [*self.new, *(k for k in self.old if k not in self.new)]
         steps = [self.steps[k] for k in order if k in self.steps]
         steps.sort(key=lambda s: not s.provider)  # provider changes first (a stable sort keeps the rest in order)
@@ -365,6 +377,47 @@ class _Classifier:
         names = {name: pool.names() for name, pool in self.base_pools.items()}
         drains = slurm_drains(self.base, self.head, steps, shrunk, names)
         return ChangeSet(steps, same, self.base_stack, self.head_stack, sorted(self.unknown), shrunk, drains, self.now)
+
+    def _guard(self, key: str, step: Step) -> None:
+        """A replace or delete the rule's guards make the gate fail on (besides data loss): a control plane, a node
+        pool with running GPU nodes, a VM under a component that keeps the scheduler's state on its disk."""
+        rule = self.rules.get(step.type)
+        maybe = step.op == "update" and bool(step.may_replace)
+        if rule is None or (step.op not in ("replace", "delete") and not maybe):
+            return
+        chain = _component_types(step.urn)
+        for guard in rule.guards:
+            if guard.under and not any(t in chain for t in guard.under):
+                continue
+            if guard.gpu_nodes and not self._runs_gpus(key, step):
+                continue
+            if maybe:  # shown, not gated: the offline diff cannot tell whether the provider replaces it
+                step.risks_if_replaced = [guard.risk]
+                step.why.append(f"if replaced, loses {guard.loses} ({guard.source})")
+                return
+            step.stateful = True
+            step.loses = guard.loses
+            step.risks = [r for r in _RISK_ORDER if r in {*step.risks, guard.risk}]
+            step.why.append(f"{step.op} loses {guard.loses} ({guard.source})")
+            return
+
+    def _stack_fields(self, key: str, step: Step, fields: Mapping[str, list[str]]) -> list[str]:
+        """The stack fields a user changed that lead to this step: those of the pool or file system the resource
+        belongs to (by its pool label, else its name), else the cluster-wide ones (a pod range)."""
+        prefix = f"{(self.head.get('cluster') or self.base.get('cluster') or {}).get('name', '')}-"
+        owners = [o for o in fields if o and step.name.startswith(f"{prefix}{o.split(':', 1)[1]}-")]
+        label = self.pool_of.get(key)
+        if label and f"pools:{label}" in fields:
+            owners = [f"pools:{label}"]
+        owner = max(owners, key=len, default="")
+        return fields.get(owner) or fields.get("", [])
+
+    def _runs_gpus(self, key: str, step: Step) -> bool:
+        """Whether the step removes or recreates running GPU nodes: its own count, else its pool's in the base."""
+        if step.gpus:
+            return True
+        pool = self.base_pools.get(self.pool_of.get(key) or "")
+        return pool is not None and pool.nodes > 0 and pool.gpus > 0
 
     def _shrunk_pools(self) -> list[dict[str, Any]]:
         """Each pool of the base that the head removes or gives fewer nodes, with the nodes it loses (by the plan's
@@ -740,6 +793,45 @@ class _Classifier:
         step.why.append(f"{path}: {old} → {new} removes {gone} node{'s' if gone != 1 else ''} and the jobs on them")
 
 
+# The stack fields the preview JSON's plan records show, by record kind: a changed value there is a changed field
+# (the plan copies these from the stack, or places them from it: an unset zone is the plan's choice)
+_PLAN_FIELDS = {
+    "pools": ("provider", "region", "zone", "instance_type", "market"),
+    "filesystems": ("provider", "region", "zone", "kind", "service", "capacity_tib"),
+}
+_CLUSTER_FIELDS = {"pod_cidr": "network.pod_cidr", "version": "scheduler.version", "endpoint": "scheduler.endpoint"}
+_STACK_LISTS = {"pools": "pools", "filesystems": "storage"}
+
+
+def _plan_field_changes(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The stack fields whose planned value differs between the previews, by owner (`pools:h100`,
+    `filesystems:scratch`; "" for cluster-wide ones such as the pod range)."""
+    out: dict[str, list[str]] = {}
+    for kind, keys in _PLAN_FIELDS.items():
+        before = {r.get("name"): r for r in base.get(kind) or [] if isinstance(r, Mapping)}
+        for r in head.get(kind) or []:
+            if not isinstance(r, Mapping) or r.get("name") not in before:
+                continue
+            name, old = str(r["name"]), before[r.get("name")]
+            changed = [
+                f"{_STACK_LISTS[kind]}[{name}].{k} at {_shown(old.get(k))}" for k in keys if old.get(k) != r.get(k)
+            ]
+            if changed:
+                out[f"{kind}:{name}"] = changed
+    kb, kh = base.get("kubernetes"), head.get("kubernetes")
+    if isinstance(kb, Mapping) and isinstance(kh, Mapping):
+        changed = [f"{f} at {_shown(kb.get(k))}" for k, f in _CLUSTER_FIELDS.items() if kb.get(k) != kh.get(k)]
+        if changed:
+            out[""] = changed
+    return out
+
+
+def _component_types(urn: str) -> list[str]:
+    """The types of the components a resource is under, from its URN (`...::a$b$type::name` -> `[a, b]`)."""
+    parts = urn.split("::")
+    return parts[2].split("$")[:-1] if len(parts) >= 4 else []
+
+
 def _own_risks(rule: ChangeRule) -> list[str]:
     """What replacing or deleting this resource costs by itself: a template's or placement's nodes belong to the
     groups that use it, whose own steps (a rollout, or running nodes left as they are) carry the jobs at risk."""
@@ -814,35 +906,54 @@ def blocked_steps(
     refuses (the provider previews it, `pulumi up` fails on it), fails the preview, unless a waiver of CHANGE_SAFETY
     names the resource (logical name or URN) and has not expired."""
     today = today or dt.date.today()
-    live = {}
+    live: dict[str, Any] = {}
+    expired: dict[str, Any] = {}
     for w in waivers:
-        if getattr(w, "policy", None) == CHANGE_SAFETY and dt.date.fromisoformat(str(w.expires)) >= today:
-            live[str(w.resource)] = w
+        if getattr(w, "policy", None) == CHANGE_SAFETY:
+            current = dt.date.fromisoformat(str(w.expires)) >= today
+            (live if current else expired)[str(w.resource)] = w
     blocked, waived = [], []
     for step in changes.steps:
         if not step.rejected and (step.op not in ("replace", "delete") or not step.stateful):
             continue
         w = live.get(step.name) or live.get(step.urn)
-        if w is not None:
+        if w is not None:  # a refused step too (a change made by hand): the fix does not suggest it
             waived.append(Waived(step, str(w.reason), str(w.expires)))
-        else:
-            blocked.append(Blocked(step, _fix(step)))
+            continue
+        old = expired.get(step.name) or expired.get(step.urn)
+        lapsed = f"the waiver for {step.name} expired on {old.expires}: renew it or " if old is not None else ""
+        blocked.append(Blocked(step, lapsed + _fix(step)))
     return blocked, waived
+
+
+def _what(step: Step) -> str:
+    """What to leave as it is: the stack fields behind the step where known (the inputs they set in brackets),
+    else the provider inputs that replace it."""
+    inputs = ", ".join(step.replace_reasons)
+    if step.stack_fields:
+        # the value the base had: a field the stack leaves unset (a file system's zone follows its pools) is pinned
+        verb = "it sets" if len(step.stack_fields) == 1 else "they set"
+        return f"{', '.join(step.stack_fields)} (set it where unset; {verb} {inputs})"
+    return f"{inputs} as {'it is' if len(step.replace_reasons) == 1 else 'they are'}"
 
 
 def _fix(step: Step) -> str:
     if step.rejected:
-        how = (
+        # a waiver cannot help: the cloud's API refuses the update whatever the gate says
+        return (
             f"the cloud's API refuses to change {', '.join(step.rejected)} in place (`pulumi up` would fail on it); "
             f"{step.refused_fix or 'keep the value, or create a new resource beside it and remove the old one'}"
         )
-    elif step.op == "delete":
-        how = "keep it in the stack (or move its data first)"
+    lost = f"it loses {step.loses}: " if step.loses else ""
+    if step.op == "delete":
+        how = f"{lost}keep it in the stack" + ("" if step.loses else " (or move its data first)")
     elif "decrease" in step.conditions:
-        how = "keep its size or grow it: only an increase is in place"
+        how = f"{lost}keep its size or grow it: only an increase is in place"
+    elif step.loses:
+        how = f"{lost}keep {_what(step)}"
     else:
-        how = f"keep {', '.join(step.replace_reasons)} as they are, or create a new one beside it and move the data"
+        how = f"keep {_what(step)}, or create a new one beside it and move the data"
     return (
-        f"{how}; {'to go ahead anyway' if step.rejected else 'to accept the loss'}, waive it: compliance.waivers "
-        f"with policy {CHANGE_SAFETY}, resource {step.name}, a reason and an expiry"
+        f"{how}; to accept the loss, waive it: compliance.waivers with policy {CHANGE_SAFETY}, resource "
+        f"{step.name}, a reason and an expiry"
     )

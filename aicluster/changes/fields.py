@@ -26,6 +26,7 @@ class FieldChange:
     platform: str
     change: str  # the policy row's change (`fewer nodes`), "" where none is recorded
     effect: str  # the policy's effect, "" where none is recorded
+    note: str = ""  # for a refused change: what refuses it
 
 
 def _by_name(cluster: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,7 +107,8 @@ def field_changes(
         display = leaf.path if name is None else leaf.path.replace(f".{name}", f"[{name}]", 1)
         platform = _platform(head if leaf.new is not _MISSING else base, field, name)
         row = _change(field, leaf.old, leaf.new, policies, platform)
-        effect = row.effects[platform].effect if row is not None and platform in row.effects else ""
+        recorded = row.effects.get(platform) if row is not None else None
+        effect = recorded.effect if recorded is not None else ""
         out.append(
             FieldChange(
                 path=display,
@@ -116,6 +118,7 @@ def field_changes(
                 platform=platform,
                 change=row.change if row is not None and effect else "",
                 effect=effect,
+                note=recorded.note if recorded is not None else "",
             )
         )
     return out

@@ -346,7 +346,9 @@ def _with_clients(
         if far:
             ctx.warnings.append(
                 f"{fs.name} ({fs.service}) is in {fs.zone}; pool(s) {', '.join(far)} reach it across zones "
-                "(more latency, and inter-zone data charges); set its zone to where the busiest pool runs"
+                "(more latency, and inter-zone data charges); move those pools to its zone, or, for a new file "
+                "system, set storage[].zone to where the busiest pool runs (moving an existing one replaces it: "
+                "its data is lost)"
             )
         remote = sorted({(name, zone) for name, zone in users if zone in local})
         if remote:

@@ -12,7 +12,8 @@ load the policy engine or the Pulumi SDK.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import datetime
+from collections.abc import Iterable, Sequence
 
 from aicluster.catalog import REQUIRED_TAGS, load_catalog
 from aicluster.catalog.pricing import money
@@ -95,6 +96,35 @@ def waiver_problems(
                     True,
                     did_you_mean(w.policy, list(policies)),
                 )
+            )
+    return out
+
+
+def waiver_warnings(
+    waivers: Sequence[Waiver],
+    resources: Iterable[tuple[str, str]] | None = None,
+    cluster: str | None = None,
+    today: datetime.date | None = None,
+) -> list[str]:
+    """Waivers that waive nothing: expired ones (the pack and the change-safety gate ignore them), and those naming
+    no resource: none of the preview's (name, URN) pairs where given, else no name of this cluster's (every
+    resource aicluster declares is named `<cluster>-...`)."""
+    today = today or datetime.date.today()
+    names = {x for pair in resources for x in pair} if resources is not None else None
+    out = []
+    for i, w in enumerate(waivers):
+        where = f"compliance.waivers[{i}]: waiver for {w.resource} ({w.policy})"
+        if datetime.date.fromisoformat(w.expires) < today:
+            out.append(
+                f"{where} expired on {w.expires}: renew it (a later `expires`) or remove it; until then it waives "
+                "nothing"
+            )
+        elif names is not None and w.resource not in names:
+            out.append(f"{where} matches no resource of this preview: give a resource's name or URN, or remove it")
+        elif names is None and cluster and not w.resource.startswith((f"{cluster}-", "urn:pulumi:")):
+            out.append(
+                f"{where} matches no resource of cluster {cluster} (their names begin with {cluster}-): give a "
+                "resource's name or URN, or remove it"
             )
     return out
 

@@ -56,6 +56,7 @@ from .base import (
     LazyPattern,
     Market,
     MountPath,
+    NetworkCidr,
     Path,
     Problem,
     Provider,
@@ -430,6 +431,15 @@ class NetworkSpec(Strict):
             "Unpinned regions take their fixed slot of the supernet."
         ),
     ] = {}
+    pod_cidr: Annotated[
+        NetworkCidr | None,
+        Field(
+            description="The pod range of a GKE or AKS cluster (its overlay; e.g. `100.64.0.0/14`). Unset: the "
+            "catalog's fixed size for the provider, the first such block of 100.64.0.0/10 clear of the networks. "
+            "It must lie in 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10. The range is fixed at "
+            "cluster creation: changing it replaces the cluster, so a cluster created with another range pins it here."
+        ),
+    ] = None
 
 
 # ------------------------------------------------------------------------------------------------

@@ -68,6 +68,12 @@ def _add_nodes(n: int) -> Edit:
     return lambda c: c["pools"][0].update(nodes=c["pools"][0]["nodes"] + n)
 
 
+def _double_nodes(c: dict[str, Any]) -> None:
+    """Twice the nodes: a growth that crosses any power-of-two sizing (a pod range sized from the node count would
+    grow a prefix bit, and replace the cluster)."""
+    c["pools"][0]["nodes"] *= 2
+
+
 def _fs(key: str, value: Callable[[Any], Any]) -> Edit:
     return lambda c: c["storage"][0].update({key: value(c["storage"][0][key])})
 
@@ -184,7 +190,7 @@ ALL_DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
 EDITS: list[FieldEdit] = [
     # pools: every platform
-    *(FieldEdit("pools[].nodes", "more nodes", p, _add_nodes(1)) for p in PLATFORMS),
+    *(FieldEdit("pools[].nodes", "more nodes", p, _double_nodes) for p in PLATFORMS),
     *(FieldEdit("pools[].nodes", "fewer nodes", p, _add_nodes(1), reverse=True) for p in PLATFORMS),
     *(
         FieldEdit("pools[].instance_type", "another type", p, _pool("instance_type", t))

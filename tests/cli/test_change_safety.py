@@ -92,6 +92,51 @@ def test_preview_base_fails_on_a_replaced_file_system_unless_waived(tmp_path: Pa
     assert code == 0, out + err
     assert "waived llm-dev-scratch-fs" in out
     assert json.loads(head.read_text())["changes"]["waived"][0]["name"] == "llm-dev-scratch-fs"
+    assert "change safety: 1 step waived" in out  # the summary counts the waived step, not just the pack's
+
+
+def test_preview_base_reports_waivers_that_waive_nothing(tmp_path: Path) -> None:
+    _, head_dir, base = _base_and_head(tmp_path)
+    expired = {"policy": CHANGE_SAFETY, "resource": "llm-dev-scratch-fs", "reason": "scratch is rebuilt anyway",
+               "expires": "2020-01-01"}  # fmt: skip
+    stray = {**expired, "resource": "llm-dev-no-such-thing", "expires": "2099-01-01"}
+    code, out, err = _preview(_project(head_dir, 24, [expired, stray]), tmp_path / "h.json", "--base", str(base))
+    assert code == 1, out + err
+    assert "waiver for llm-dev-scratch-fs (aicluster-change-disallow-stateful-replace) expired on 2020-01-01" in err
+    assert "waiver for llm-dev-no-such-thing" in err
+    assert "matches no resource of this preview" in err
+    assert "blocked llm-dev-scratch-fs" in out
+    assert "the waiver for llm-dev-scratch-fs expired on 2020-01-01: renew it or keep its size" in " ".join(out.split())
+    # validate says so too, without a preview
+    proc = run_cli("-C", str(head_dir), "validate", "p5-small")
+    assert proc.returncode == 0, proc.stderr
+    assert "expired on 2020-01-01: renew it" in proc.stderr
+    assert "waiver for llm-dev-no-such-thing" not in proc.stderr  # a name of the cluster's: only a preview can tell
+
+
+def test_preview_base_of_a_pool_zone_move_shows_every_row_and_names_the_stack_field(tmp_path: Path) -> None:
+    """The controller VM that may be replaced is a row (with the Slurm state it would lose), an EIP and a NAT
+    gateway of one name are two rows told apart by their type, and the fix names the stack field, not the
+    provider input (`subnetIds`) it sets."""
+    _, head_dir, base = _base_and_head(tmp_path)
+    project = _project(head_dir, 48)
+    path = project / "stacks" / "Pulumi.p5-small.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["config"]["aicluster:cluster"]["pools"][0]["zone"] = "us-east-1b"
+    path.write_text(yaml.safe_dump(doc))
+    code, out, err = _preview(project, tmp_path / "head.json", "--base", str(base))
+    assert code == 1, out + err
+    rows = [line for line in out.splitlines() if line.startswith("│ llm-dev-")]
+    vm = next(r for r in rows if "llm-dev-slurmctld-vm" in r)
+    assert "Instance" in vm
+    assert "update (may replace)" in vm
+    assert "data loss if replaced" in vm
+    nat = [r.split("│")[2].strip() for r in rows if r.startswith("│ llm-dev-us-east-1-nat-us-east-1a ")]
+    assert sorted(nat) == ["Eip", "NatGateway"]
+    text = " ".join(out.split())
+    fix = "blocked llm-dev-scratch-fs (aws:fsx/lustreFileSystem:LustreFileSystem, replace): keep storage[scratch].zone"
+    assert f'{fix} at "us-east-1a"' in text
+    assert "keep subnetIds" not in text
 
 
 def test_preview_base_growing_passes(tmp_path: Path) -> None:
@@ -126,6 +171,17 @@ def test_validate_base_names_what_each_changed_field_does(tmp_path: Path) -> Non
     assert "pools[h100].nodes │ 4 → 2 │ aws-slurm │ removes nodes" in text
     assert "storage[scratch].capacity_tib │ 48 → 24 │ aws-slurm │ replaces: data lost" in text
     assert "tags.owner │ ml-platform → ml-infra │ aws-slurm │ not recorded" in text
+
+
+def test_validate_base_exits_1_on_a_change_the_platform_refuses(tmp_path: Path) -> None:
+    """As `preview --base` fails on it: an AKS pool's zones cannot change in place (`pulumi up` would fail)."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.aks-nd-h100.yaml").read_text())
+    doc["config"]["aicluster:cluster"]["pools"][0]["zone"] = "3"
+    head = tmp_path / "Pulumi.aks-nd-h100.yaml"
+    head.write_text(yaml.safe_dump(doc))
+    proc = run_cli("validate", str(head), "--base", "stacks/Pulumi.aks-nd-h100.yaml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "refused pools[h100].zone: the cloud's API refuses updating" in " ".join(proc.stderr.split())
 
 
 def test_validate_base_that_is_not_a_stack_file_is_exit_2(tmp_path: Path) -> None:

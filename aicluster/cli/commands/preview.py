@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import options
-from ..console import err, escape, out, print_warnings
+from ..console import err, escape, out, print_warnings, warn
 from ..exits import EXIT_FAILED, UsageError
 from ..inputs import json_target, policy_config, read_json, read_stack
 from ..views.changes import blocked_lines, risky_table, summary_line
@@ -91,12 +91,22 @@ def _changes(base: Any, head: dict[str, Any], result: Any) -> dict[str, Any]:
     }
 
 
+def _waiver_warnings(result: Any) -> list[str]:
+    """Waivers of the stack that waive nothing here: expired, or naming no resource of this preview."""
+    from aicluster.preview.check import waiver_warnings
+
+    resources = [(r.name, r.urn) for r in result.capture.resources]
+    return waiver_warnings(result.plan.compliance.waivers, resources)
+
+
 def _blocked_words(blocked: list[dict[str, Any]]) -> str:
-    """`1 stateful resource(s) replaced or deleted, 1 update the cloud's API refuses (aks-x: availabilityZones[0])`."""
+    """`1 stateful or guarded resource(s) replaced or deleted, 1 update the cloud's API refuses (aks-x:
+    availabilityZones[0])`: guarded as the catalog's change rules say (a cluster, a GPU node pool, the Slurm
+    controller)."""
     refused = [b for b in blocked if b.get("refused")]
     parts = []
     if len(refused) < len(blocked):
-        parts.append(f"{len(blocked) - len(refused)} stateful resource(s) replaced or deleted")
+        parts.append(f"{len(blocked) - len(refused)} stateful or guarded resource(s) replaced or deleted")
     if refused:
         named = "; ".join(f"{b['name']}: {', '.join(b['refused'])}" for b in refused)
         parts.append(f"{len(refused)} update(s) the cloud's API refuses ({named})")
@@ -115,11 +125,15 @@ def _output(args: argparse.Namespace, stack: Any, result: Any, target: Path | No
     if changes is not None and changes["blocked"]:
         code = EXIT_FAILED
         line += f"; change safety: {_blocked_words(changes['blocked'])} without a waiver"
+    if changes is not None and changes["waived"]:
+        n = len(changes["waived"])
+        line += f"{'' if changes['blocked'] else '; change safety:'} {n} step{'s' if n != 1 else ''} waived"
     if args.json == "-":
         sys.stdout.write(data)
         err.print(line)
         return code
     print_warnings(result.plan)
+    warn(_waiver_warnings(result))
     title = f"Resources ({len(result.capture.resources)}) in preview of {escape(stack.stack)}"
     if args.tree:
         out.print(f"{title}:")

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import options
-from ..console import escape, out, print_warnings
-from ..exits import EXIT_OK, UsageError
+from ..console import err, escape, out, print_warnings, warn
+from ..exits import EXIT_FAILED, EXIT_OK, UsageError
 from ..inputs import read_stack
 from ..views.format import accelerators, money
 
@@ -35,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
     base = _base_cluster(project, args.base) if args.base else None
     plan = check_stack(stack, policy_checks=True)
     print_warnings(plan)
+    from aicluster.preview.check import waiver_warnings
+
+    warn(waiver_warnings(plan.compliance.waivers, cluster=plan.name))
     out.print(
         f"[green]ok[/] {escape(str(stack.source))}: cluster {escape(plan.name)}, {len(plan.pools)} pool(s), "
         f"{plan.totals.nodes:,} nodes, {plan.totals.gpus:,} {accelerators(plan.pools)}, "
@@ -47,7 +50,15 @@ def run(args: argparse.Namespace) -> int:
         from ..views.changes import field_table
 
         head = stack.config.get("aicluster:cluster") or {}
-        out.print(field_table(field_changes(base, head, load_catalog().update_policies), args.base))
+        changes = field_changes(base, head, load_catalog().update_policies)
+        out.print(field_table(changes, args.base))
+        refused = [c for c in changes if c.effect == "refused"]
+        for c in refused:
+            # as `preview --base` fails on an update the cloud's API refuses: `pulumi up` would fail on it
+            why = c.note or "the platform refuses this change in place"
+            err.print(f"[red]refused[/] {escape(c.path)}: {escape(why)}")
+        if refused:
+            return EXIT_FAILED
     return EXIT_OK
 
 

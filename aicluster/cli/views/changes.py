@@ -22,27 +22,51 @@ def summary_line(changes: Mapping[str, Any]) -> str:
     return f"changes from base {changes['base']}: {text}, {counts['same']} same"
 
 
+def short_type(type_: str) -> str:
+    """A Pulumi type token's last part (`aws:ec2/eip:Eip` -> `Eip`): enough to tell an EIP from a NAT gateway."""
+    return type_.rsplit(":", 1)[-1] or type_
+
+
 def risky_table(changes: Mapping[str, Any]) -> Table | None:
-    """One row per step that costs data, jobs, audit or network, or rolls nodes; provider changes first."""
+    """One row per step that costs data, jobs, audit or network, rolls nodes, or may replace; provider changes
+    first."""
     rows = [
         s
         for s in changes["steps"]
-        if s["op"] != "create" and (s.get("risks") or s.get("rollout") or s.get("providerChange") or s.get("refused"))
+        if s["op"] != "create"
+        and (
+            s.get("risks")
+            or s.get("rollout")
+            or s.get("providerChange")
+            or s.get("refused")
+            or s.get("mayReplaceReasons")
+        )
     ]
     if not rows:
         return None
     t = Table(title="Replaced, deleted and rolled out", title_justify="left")
-    for col in ("resource", "step", "loses", "nodes", "why"):
+    for col in ("resource", "type", "step", "loses", "nodes", "why"):
         t.add_column(col, overflow="fold")
     for s in rows:
-        op = s["op"] + (" (refused by the API)" if s.get("refused") else " (rollout)" if s.get("rollout") else "")
+        op = s["op"] + (
+            " (refused by the API)"
+            if s.get("refused")
+            else " (rollout)"
+            if s.get("rollout")
+            else " (may replace)"
+            if s.get("mayReplaceReasons") and s["op"] == "update"
+            else ""
+        )
         nodes = ""
         if s.get("nodes"):
             nodes = f"{s['nodes']} nodes" + (f", {s['gpus']} GPUs" if s.get("gpus") else "")
         risks = ", ".join(_RISK.get(r, r) for r in s.get("risks") or []) or "-"
-        style = "red" if "data-loss" in (s.get("risks") or []) or s.get("refused") else "yellow"
+        if s.get("risksIfReplaced"):
+            risks = ", ".join(f"{_RISK.get(r, r)} if replaced" for r in s["risksIfReplaced"])
+        style = "red" if "data-loss" in (s.get("risks") or []) or s.get("refused") or s.get("guardedBy") else "yellow"
         t.add_row(
             escape(s["urn"].rsplit("::", 1)[-1]),
+            escape(short_type(str(s.get("type", "")))),
             f"[{style}]{escape(op)}[/]",
             escape(risks),
             escape(nodes),

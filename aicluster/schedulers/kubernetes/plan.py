@@ -58,8 +58,10 @@ ACCELERATOR_RESOURCES = {"gpu": "nvidia.com/gpu", "tpu": "google.com/tpu"}
 # Address ranges the cluster's pods and services take, off every cloud network: services first from these blocks,
 # pods (GKE and AKS overlay) from the shared address space, one /24 per node.
 SERVICE_CIDRS = ("172.20.0.0/16", "192.168.0.0/16", "172.21.0.0/16")
-POD_SPACE = "100.64.0.0/10"
-POD_NODE_PREFIX = 24
+POD_SPACE = "100.64.0.0/10"  # where an unpinned pod range is carved from (shared address space, RFC 6598)
+POD_ALLOWED = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", POD_SPACE)  # where a pinned one may lie
+POD_NODE_PREFIX = 24  # a /24 per node, where the catalog names none
+POD_DEFAULT_PREFIX = 14  # where the catalog names no size
 BASE: tuple[str | int, ...] = ("scheduler",)
 # The system nodes' root volume: room for the images of kube-system, the operators and Kueue (our choice)
 SYSTEM_ROOT_GIB = 100
@@ -714,25 +716,89 @@ def _minor(version: str) -> tuple[int, ...]:
 def with_address_ranges(
     ctx: PlanCtx, kube: PlannedKubernetes, networks: Sequence[PlannedNetwork], overlay: bool
 ) -> PlannedKubernetes:
-    """Service (and, for an overlay, pod) ranges clear of every cloud network of the stack; pods get a /24 per
-    node of the largest the cluster may grow to."""
+    """Service (and, for an overlay, pod) ranges clear of every cloud network of the stack. The pod range is the
+    stack's `network.pod_cidr`, else the catalog's fixed size for the service: never sized from the node count,
+    since a new range replaces the cluster."""
     taken = [ipaddress.IPv4Network(c) for n in networks for c in (n.cidr, *(s.cidr for s in n.subnets))]
+    taken += [ipaddress.IPv4Network(c) for c in ctx.spec.network.exclude]
 
     def free(candidates: Sequence[ipaddress.IPv4Network]) -> str | None:
         return next((str(c) for c in candidates if not any(c.overlaps(t) for t in taken)), None)
 
-    service = free([ipaddress.IPv4Network(c) for c in SERVICE_CIDRS])
-    nodes = kube.system_nodes + sum(g.nodes for g in kube.node_groups)
-    prefix = max(ipaddress.IPv4Network(POD_SPACE).prefixlen, POD_NODE_PREFIX - math.ceil(math.log2(max(2, nodes))))
-    pods = free(list(ipaddress.IPv4Network(POD_SPACE).subnets(new_prefix=prefix))) if overlay else None
-    if service is None or (overlay and pods is None):
+    pinned = ctx.spec.network.pod_cidr
+    clear = [*taken, *([ipaddress.IPv4Network(pinned)] if pinned is not None and overlay else [])]
+    service = next((c for c in SERVICE_CIDRS if not any(ipaddress.IPv4Network(c).overlaps(t) for t in clear)), None)
+    if not overlay:
+        if pinned is not None:
+            ctx.problem(
+                ("network", "pod_cidr"),
+                f"{kube.service_name} gives pods VPC addresses: it has no pod range of its own; remove "
+                "network.pod_cidr",
+                pinned,
+            )
+        pods = None
+    elif pinned is not None:
+        pods = _pinned_pod_range(ctx, kube, pinned, taken)
+    else:
+        svc = ctx.catalog.kubernetes.get(kube.provider)
+        prefix = (svc.pod_cidr_prefix if svc is not None else None) or POD_DEFAULT_PREFIX
+        pods = free(list(ipaddress.IPv4Network(POD_SPACE).subnets(new_prefix=prefix)))
+        if pods is not None:
+            _pod_range_holds(ctx, kube, pods, ("network", "pod_cidr"), None)
+    if service is None or (overlay and pods is None and pinned is None):
         ctx.problem(
             ("network", "supernet"),
             f"the cloud networks leave no room for the cluster's {'service' if service is None else 'pod'} range "
-            f"({', '.join(SERVICE_CIDRS) if service is None else POD_SPACE}): move the networks elsewhere",
+            f"({', '.join(SERVICE_CIDRS) if service is None else POD_SPACE}): move the networks elsewhere"
+            + ("" if service is None else ", or pin a free range in network.pod_cidr"),
         )
         return kube
     return kube.model_copy(update={"service_cidr": service, "pod_cidr": pods})
+
+
+def _pod_range_holds(ctx: PlanCtx, kube: PlannedKubernetes, pods: str, path: SpecPath, value: str | None) -> bool:
+    """Whether the pod range has a node block for every node the cluster plans (system nodes included)."""
+    svc = ctx.catalog.kubernetes.get(kube.provider)
+    per_node = (svc.pod_node_prefix if svc is not None else None) or POD_NODE_PREFIX
+    net = ipaddress.IPv4Network(pods)
+    nodes = kube.system_nodes + sum(g.nodes for g in kube.node_groups)
+    blocks = 2 ** max(0, per_node - net.prefixlen) if net.prefixlen <= per_node else 0
+    if nodes <= blocks:
+        return True
+    need = per_node - math.ceil(math.log2(max(2, nodes)))
+    ctx.problem(
+        path,
+        f"the pod range {pods} holds {blocks} node(s) (a /{per_node} per node on {kube.service_name}), but the "
+        f"cluster plans {nodes}; pin a /{need} or larger in network.pod_cidr (a cluster that exists keeps its "
+        "range: a new one replaces the cluster)",
+        value,
+        has_value=value is not None,
+    )
+    return False
+
+
+def _pinned_pod_range(
+    ctx: PlanCtx,
+    kube: PlannedKubernetes,
+    pinned: str,
+    taken: Sequence[ipaddress.IPv4Network],
+) -> str | None:
+    """The stack's pod range, if it is private, clear of the networks and the service range, and large enough."""
+    path: SpecPath = ("network", "pod_cidr")
+    net = ipaddress.IPv4Network(pinned)
+    allowed = [ipaddress.IPv4Network(c) for c in POD_ALLOWED]
+    if not any(net.subnet_of(a) for a in allowed):
+        ctx.problem(path, f"a pod range must lie inside {', '.join(POD_ALLOWED)}; pick one there", pinned)
+        return None
+    clash = next((t for t in taken if net.overlaps(t)), None)
+    if clash is not None:
+        ctx.problem(
+            path,
+            f"overlaps {clash}, a network, subnet or excluded range of the stack; pick a range clear of it",
+            pinned,
+        )
+        return None
+    return pinned if _pod_range_holds(ctx, kube, pinned, path, pinned) else None
 
 
 class KubernetesPlanner:

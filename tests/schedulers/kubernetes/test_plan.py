@@ -118,16 +118,16 @@ def test_aks_agent_pool_per_infiniband_domain(catalog: Catalog) -> None:
         assert not any(ipaddress.ip_network(cidr).overlaps(t) for t in taken)
 
 
-def test_pod_range_grows_with_the_cluster(catalog: Catalog) -> None:
+def test_pod_range_does_not_follow_the_node_count(catalog: Catalog) -> None:
+    """A new pod range replaces the cluster (clusterIpv4CidrBlock is ForceNew), so growing the cluster must keep it:
+    the catalog's fixed size (GKE's default /14), with a /24 per node for every node (1,002 here)."""
     small = plan_of(catalog, gcp_cluster(storage=[], scheduler=K8S))
     big = plan_of(catalog, gcp_cluster(storage=[], scheduler=K8S, pools=[{**gcp_cluster()["pools"][0], "nodes": 1000}]))
     assert small.kubernetes is not None
     assert big.kubernetes is not None
-    small_net, big_net = (ipaddress.ip_network(x.kubernetes.pod_cidr or "") for x in (small, big))
-    # a /24 per node: room for every node of the cluster
-    assert small_net.num_addresses >= 256 * 18
-    assert big_net.num_addresses >= 256 * 1002
-    assert big_net.prefixlen < small_net.prefixlen
+    assert small.kubernetes.pod_cidr == big.kubernetes.pod_cidr == "100.64.0.0/14"
+    assert catalog.kubernetes["gcp"].pod_cidr_prefix == 14
+    assert ipaddress.ip_network(big.kubernetes.pod_cidr).num_addresses >= 256 * 1002
 
 
 def test_gke_tpu_slices_are_node_pools_with_their_own_topology(catalog: Catalog) -> None:
