@@ -5,7 +5,10 @@ GKE networks, the DaemonSets of manifest add-ons, the managed Prometheus collect
 custom resource after the release that installs its CRD. The NCCL acceptance JobSet and its ComputeDomains are not
 deployed: `aicluster acceptance` writes them out (a ComputeDomain belongs to one workload). On GKE with managed
 collection, the stack's alert rules (the groups `aicluster monitoring` writes as rules/*.yml) as one ClusterRules
-object, which Google's managed rule evaluator runs."""
+object, which Google's managed rule evaluator runs. With a Prometheus in the cluster (self-hosted: the
+kube-prometheus-stack add-on), after its release: the rule groups as PrometheusRules, the PodMonitors, the
+dashboards' ConfigMaps (aicluster.schedulers.kubernetes.prometheus) and the Alertmanager's receiver Secret, its
+values Pulumi secrets."""
 
 from __future__ import annotations
 

@@ -254,7 +254,7 @@ def _alerts(**changes: Any) -> dict[str, Any]:
         pytest.param(
             _alerts(receivers=[{"kind": "sns", "name": "x", "topic_arn": "arn:aws:sns:us-east-1:123456789012:t"}],
                     routes=[], receiver="x"),
-            "monitoring.alerts.receivers[0].kind", "the controller's Alertmanager has no AWS identity",
+            "monitoring.alerts.receivers[0].kind", "(on the controller, or in the cluster) has no AWS identity",
             id="sns-self-hosted",
         ),
         pytest.param(
