@@ -253,8 +253,11 @@ def test_the_alertmanager_routes_monitoring_alerts_after_helms_merge(
     chat = next(r for r in config["receivers"] if r["name"] == "chat")
     assert chat["slack_configs"][0]["api_url_file"] == f"{ALERTMANAGER_SECRETS_DIR}/slackWebhook"
     assert values["alertmanager"]["alertmanagerSpec"] == {"secrets": [ALERTMANAGER_SECRET]}
-    # and `aicluster monitoring` writes the same routing
-    assert yaml.safe_load(render(p, catalog)["alertmanager.yml"]) == monitoring["alertmanager"]
+    # and `aicluster monitoring` writes the same routing, saying where it runs and where its secrets come from
+    text = render(p, catalog)["alertmanager.yml"]
+    assert yaml.safe_load(text) == monitoring["alertmanager"]
+    assert "the kube-prometheus-stack release's Alertmanager" in text
+    assert f"the Kubernetes Secret\n# {ALERTMANAGER_SECRET}, which `pulumi up` writes" in text
 
 
 def test_without_alerts_the_chart_keeps_its_default_routing_and_no_secret(catalog: Catalog) -> None:
