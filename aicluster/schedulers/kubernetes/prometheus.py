@@ -88,7 +88,13 @@ def prometheus_stack_values(plan: ClusterPlan, monitoring: InClusterMonitoring |
 
 
 def _pod_monitor(
-    addon: PlannedAddon, name: str, job: str, port: int, namespaces: dict[str, Any], labels: dict[str, str]
+    addon: PlannedAddon,
+    name: str,
+    job: str,
+    port: int,
+    namespaces: dict[str, Any],
+    labels: dict[str, str],
+    honor_labels: bool = False,
 ) -> dict[str, Any]:
     relabel = [
         {"targetLabel": "job", "replacement": job},
@@ -103,7 +109,9 @@ def _pod_monitor(
             "attachMetadata": {"node": True},  # the node's labels, for `pool`
             "namespaceSelector": namespaces,
             "selector": {"matchLabels": labels},
-            "podMetricsEndpoints": [{"portNumber": port, "relabelings": relabel}],
+            "podMetricsEndpoints": [
+                {"portNumber": port, "relabelings": relabel, **({"honorLabels": True} if honor_labels else {})}
+            ],
         },
     }
 
@@ -140,9 +148,17 @@ def prometheus_stack_objects(plan: ClusterPlan, monitoring: InClusterMonitoring 
             )
         )
     if _addon(plan, "gpu-operator") is not None:  # GKE runs no GPU Operator, so no dcgm-exporter of ours
+        # honorLabels: the labels dcgm-exporter puts on a GPU's series for the pod using it (pod, namespace,
+        # container) keep their names, as under the kubernetes_sd job, rather than yield to the exporter pod's own
         objs.append(
             _pod_monitor(
-                addon, f"aicluster-{DCGM_JOB}", DCGM_JOB, m.dcgm_exporter_port, {"any": True}, {"app": DCGM_POD_LABEL}
+                addon,
+                f"aicluster-{DCGM_JOB}",
+                DCGM_JOB,
+                m.dcgm_exporter_port,
+                {"any": True},
+                {"app": DCGM_POD_LABEL},
+                honor_labels=True,
             )
         )
     for path, text in (monitoring["dashboards"] if monitoring is not None else {}).items():

@@ -206,6 +206,8 @@ def test_the_pod_monitors_give_the_targets_the_jobs_the_rules_select(catalog: Ca
     # GKE runs no GPU Operator, so no dcgm-exporter of ours is there to scrape
     assert jobs == ({"node", "dcgm-exporter"} if gpu_operator else {"node"})
     assert selected - {"dcgm-exporter"} <= jobs
+    if gpu_operator:  # the GPU's workload labels (pod, namespace, container) win over the exporter pod's
+        assert monitors["aicluster-dcgm-exporter"]["podMetricsEndpoints"][0]["honorLabels"] is True
     node = monitors["aicluster-node"]
     assert node["podMetricsEndpoints"][0]["portNumber"] == p.monitoring.node_exporter_port
     assert node["selector"]["matchLabels"]["app.kubernetes.io/instance"] == "node-exporter"
