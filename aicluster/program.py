@@ -12,7 +12,7 @@ import os
 import pulumi
 
 from aicluster.catalog import load_catalog
-from aicluster.monitoring import managed_alertmanager, managed_rules
+from aicluster.monitoring import in_cluster, managed_alertmanager, managed_rules
 from aicluster.plan import plan
 from aicluster.spec import SpecError, parse_cluster
 from components import AiCluster
@@ -70,13 +70,40 @@ def main() -> None:
             raise pulumi.RunError(what)
         pulumi.log.warn(f"{what} before `pulumi up` (this preview records those hosts without a credential)")
 
+    # a Prometheus the stack deploys in its Kubernetes cluster gets the same rules, routing and dashboards, and the
+    # alert receivers' secrets for its Alertmanager's Secret (checked as the BMC passwords are)
+    monitoring = in_cluster(cluster_plan, catalog)
+    alert_secrets: dict[str, pulumi.Output[str]] = {}
+    for key in monitoring["secrets"] if monitoring is not None and monitoring["alertmanager"] is not None else ():
+        namespace, _, name = key.partition(":")
+        secret = pulumi.Config(namespace).get_secret(name)
+        what = f"{stack_file}: the alert receivers' secret {key}"
+        if secret is None:
+            if not pulumi.runtime.is_dry_run():
+                raise pulumi.RunError(f"{what} is not set; set it with `pulumi config set --secret {key}`")
+            pulumi.log.warn(f"{what} is not set; set it with `pulumi config set --secret {key}` before `pulumi up`")
+        elif not pulumi.runtime.is_config_secret(key):
+            raise pulumi.RunError(
+                f"{what} is in clear text (not shown): encrypt it with `pulumi config set --secret {key}`, and "
+                "change it at the receiver (the clear one is in the file's history)"
+            )
+        else:
+            alert_secrets[key] = secret
+
     # a managed Prometheus gets the alert rules `aicluster monitoring` writes (components read no catalog)
     # and the alert manager definition that routes them, where the stack routes alerts (monitoring.alerts)
     rules = managed_rules(cluster_plan, catalog)
     routing = managed_alertmanager(cluster_plan, catalog)
     cluster = AiCluster(
         cluster_plan.name,
-        {"plan": cluster_plan, "bmc_credentials": bmc_credentials, "alert_rules": rules, "alert_manager": routing},
+        {
+            "plan": cluster_plan,
+            "bmc_credentials": bmc_credentials,
+            "alert_rules": rules,
+            "alert_manager": routing,
+            "in_cluster_monitoring": monitoring,
+            "alert_secrets": alert_secrets,
+        },
     )
     for key, value in cluster.outputs.items():
         pulumi.export(key, value)

@@ -14,6 +14,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 
 from aicluster.plan import ClusterPlan
+from aicluster.render.monitoring import InClusterMonitoring
 
 from . import workload
 from .protect import protecting
@@ -118,6 +119,12 @@ class AiClusterArgs(TypedDict):
     # the alert manager definition of a managed Prometheus that routes alerts (monitoring.alerts, AMP's YAML),
     # rendered by the Pulumi program as `aicluster monitoring` renders alertmanager.yml; None: no routing
     alert_manager: NotRequired[str | None]
+    # a Prometheus the stack deploys in its Kubernetes cluster (self-hosted): its rule groups, routing and dashboards,
+    # rendered by the Pulumi program as `aicluster monitoring` writes them (aicluster.monitoring.in_cluster)
+    in_cluster_monitoring: NotRequired[InClusterMonitoring | None]
+    # the alert receivers' secrets, Pulumi config key -> secret, read by the Pulumi program (monitoring.alerts);
+    # the Kubernetes add-ons write them into the in-cluster Alertmanager's Secret
+    alert_secrets: NotRequired[Mapping[str, pulumi.Input[str]]]
 
 
 class AiCluster(pulumi.ComponentResource):
@@ -156,6 +163,8 @@ class AiCluster(pulumi.ComponentResource):
         self.bmc_credentials: Mapping[str, pulumi.Input[str]] = args.get("bmc_credentials", {})
         self.alert_rules: Sequence[Mapping[str, Any]] = args.get("alert_rules", ())
         self.alert_manager: str | None = args.get("alert_manager")
+        self.in_cluster_monitoring: InClusterMonitoring | None = args.get("in_cluster_monitoring")
+        self.alert_secrets: Mapping[str, pulumi.Input[str]] = args.get("alert_secrets", {})
         merged: dict[str, Any] = {
             "cluster": plan.name,
             "scheduler": plan.scheduler,

@@ -22,13 +22,14 @@ import yaml
 
 from aicluster.catalog import Catalog
 from aicluster.plan.models import ClusterPlan
+from aicluster.render.monitoring import InClusterMonitoring
 
-from .alerting import alertmanager_yml, managed_definition
+from .alerting import alertmanager_config, alertmanager_yml, managed_definition, secret_keys, secret_name
 from .dashboards import dashboards
 from .rules import Group, groups, monitoring_data
 from .scrape import counters_csv, prometheus_yml, targets
 
-__all__ = ["Group", "groups", "managed_alertmanager", "managed_rules", "render"]
+__all__ = ["Group", "groups", "in_cluster", "managed_alertmanager", "managed_rules", "render"]
 
 _HEAD = "# Written by `aicluster monitoring` for the cluster {name}; regenerate rather than edit.\n"
 
@@ -49,6 +50,21 @@ def managed_alertmanager(plan: ClusterPlan, catalog: Catalog) -> str | None:
     """The alert manager definition the stack's managed Prometheus is given (`monitoring.alerts`, on AWS); None where
     the Prometheus is self-hosted (alertmanager.yml goes to the controller) or routes nothing."""
     return managed_definition(plan, monitoring_data(catalog), groups(plan, catalog))
+
+
+def in_cluster(plan: ClusterPlan, catalog: Catalog) -> InClusterMonitoring | None:
+    """What the Prometheus, Alertmanager and Grafana a Kubernetes stack deploys in its cluster (monitoring.prometheus
+    self-hosted) are given: the very rule groups, routing and dashboards `render` writes. None for other stacks (a
+    Slurm controller's Prometheus reads the files; a managed one gets managed_rules and managed_alertmanager)."""
+    if plan.kubernetes is None or plan.monitoring.service is not None:
+        return None
+    found = groups(plan, catalog)
+    return {
+        "rule_groups": [g.rule_group() for g in found],
+        "alertmanager": alertmanager_config(plan, monitoring_data(catalog), found),
+        "secrets": {key: secret_name(key) for key in secret_keys(plan.monitoring)},
+        "dashboards": dashboards(plan),
+    }
 
 
 def render(

@@ -18,6 +18,7 @@ import yaml
 
 from aicluster.catalog import MonitoringData
 from aicluster.plan.models import ClusterPlan, PlannedMonitoring
+from aicluster.render.monitoring import ALERTMANAGER_SECRET, ALERTMANAGER_SECRETS_DIR
 
 from .rules import Group
 
@@ -28,9 +29,15 @@ SECRET_DIR = "/etc/prometheus/alertmanager-secrets"
 GROUP_BY = ("alertname", "cluster")
 
 
-def secret_file(key: str) -> str:
-    """The file a receiver's secret (named by its Pulumi config key) is read from on the controller."""
-    return f"{SECRET_DIR}/{key.partition(':')[2] or key}"
+def secret_name(key: str) -> str:
+    """A receiver's secret as a file (or Kubernetes Secret key) is named: its Pulumi config key less the namespace."""
+    return key.partition(":")[2] or key
+
+
+def secret_file(key: str, directory: str = SECRET_DIR) -> str:
+    """The file a receiver's secret (named by its Pulumi config key) is read from: on the controller, or, in a
+    Kubernetes cluster, in the Alertmanager pod where the Prometheus Operator mounts the receivers' Secret."""
+    return f"{directory}/{secret_name(key)}"
 
 
 def secret_keys(monitoring: PlannedMonitoring) -> list[str]:
@@ -56,7 +63,7 @@ def _set_path(entry: dict[str, Any], dotted: str, value: str) -> None:
     entry[last] = value
 
 
-def _receiver(r: Any, mon: MonitoringData, region: str | None) -> dict[str, Any]:
+def _receiver(r: Any, mon: MonitoringData, region: str | None, directory: str) -> dict[str, Any]:
     fields = mon.alertmanager.secret_file_fields
     if r.kind == "email":
         entry: dict[str, Any] = {
@@ -68,23 +75,23 @@ def _receiver(r: Any, mon: MonitoringData, region: str | None) -> dict[str, Any]
         }
         if r.username is not None and r.password_secret is not None:
             entry["auth_username"] = r.username
-            _set_path(entry, fields["email"], secret_file(r.password_secret))
+            _set_path(entry, fields["email"], secret_file(r.password_secret, directory))
         return {"name": r.name, "email_configs": [entry]}
     if r.kind == "slack":
         entry = {"send_resolved": True}
-        _set_path(entry, fields["slack"], secret_file(r.webhook_secret))
+        _set_path(entry, fields["slack"], secret_file(r.webhook_secret, directory))
         if r.channel is not None:
             entry["channel"] = r.channel
         return {"name": r.name, "slack_configs": [entry]}
     if r.kind == "pagerduty":
         entry = {"send_resolved": True}
-        _set_path(entry, fields["pagerduty"], secret_file(r.routing_key_secret))
+        _set_path(entry, fields["pagerduty"], secret_file(r.routing_key_secret, directory))
         return {"name": r.name, "pagerduty_configs": [entry]}
     if r.kind == "webhook":
         entry = {"url": r.url, "send_resolved": True}
         if r.token_secret is not None:
             entry["http_config"] = {"authorization": {"type": "Bearer"}}
-            _set_path(entry, fields["webhook"], secret_file(r.token_secret))
+            _set_path(entry, fields["webhook"], secret_file(r.token_secret, directory))
         return {"name": r.name, "webhook_configs": [entry]}
     # sns: the AWS managed service signs with its own identity, in the topic's region (required there)
     topic_region = r.topic_arn.split(":")[3] or region
@@ -104,8 +111,14 @@ def _matchers(severities: list[str], groups: list[str], by_group: dict[str, list
     return matchers
 
 
-def alertmanager_config(plan: ClusterPlan, mon: MonitoringData, groups: list[Group]) -> dict[str, Any] | None:
-    """Alertmanager's configuration for the stack's `monitoring.alerts` (None: the stack routes no alerts)."""
+def alertmanager_config(
+    plan: ClusterPlan, mon: MonitoringData, groups: list[Group], secret_dir: str | None = None
+) -> dict[str, Any] | None:
+    """Alertmanager's configuration for the stack's `monitoring.alerts` (None: the stack routes no alerts); the
+    receivers' secrets are read from files below `secret_dir` (default: the controller's; a Kubernetes stack's
+    Alertmanager: where the operator mounts the receivers' Secret)."""
+    if secret_dir is None:
+        secret_dir = ALERTMANAGER_SECRETS_DIR if plan.kubernetes is not None else SECRET_DIR
     alerts = plan.monitoring.alerts
     if alerts is None:
         return None
@@ -119,7 +132,7 @@ def alertmanager_config(plan: ClusterPlan, mon: MonitoringData, groups: list[Gro
         routes.append(entry)
     doc: dict[str, Any] = {
         "route": {"receiver": alerts.receiver, "group_by": list(GROUP_BY), **({"routes": routes} if routes else {})},
-        "receivers": [_receiver(r, mon, plan.monitoring.region) for r in alerts.receivers],
+        "receivers": [_receiver(r, mon, plan.monitoring.region, secret_dir) for r in alerts.receivers],
     }
     return doc
 
@@ -138,7 +151,18 @@ def alertmanager_yml(plan: ClusterPlan, mon: MonitoringData, groups: list[Group]
         f"# Alertmanager for the aicluster cluster {plan.name}, written by `aicluster monitoring` from "
         "monitoring.alerts;\n# regenerate rather than edit. Check it with `amtool check-config alertmanager.yml`.\n"
     )
-    if keys:
+    if plan.kubernetes is not None:
+        head = (
+            f"# Alertmanager for the aicluster cluster {plan.name}, from monitoring.alerts: `pulumi up` gives it to\n"
+            "# the kube-prometheus-stack release's Alertmanager (alertmanager.config); this copy is for reading and\n"
+            "# `amtool check-config`.\n"
+        )
+        if keys:
+            head += (
+                f"# Secrets are read from files below {ALERTMANAGER_SECRETS_DIR}: the Kubernetes Secret\n"
+                f"# {ALERTMANAGER_SECRET}, which `pulumi up` writes from the Pulumi secrets {', '.join(keys)}.\n"
+            )
+    elif keys:
         head += (
             f"# Secrets are read from files below {SECRET_DIR}, which `aicluster tune` writes from the Pulumi\n"
             f"# secrets {', '.join(keys)}.\n"

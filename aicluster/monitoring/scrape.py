@@ -128,18 +128,20 @@ def prometheus_yml(
     text = head + _dump(doc)
     if plan.kubernetes is not None:
         alt = _dump({"scrape_configs": kubernetes_jobs(plan.monitoring)})
+        deployed = (
+            "# `pulumi up` deploys a Prometheus in the cluster (the kube-prometheus-stack add-on) with these rules,\n"
+            "# scraping node_exporter and dcgm-exporter by PodMonitors as these jobs do"
+            + (", and its Alertmanager with alertmanager.yml" if plan.monitoring.alerts is not None else "")
+            + "; this file is for a Prometheus of\n# your own.\n"
+            if plan.monitoring.service is None
+            else "# A managed Prometheus takes the rules/ files.\n"
+        )
         text += (
-            "# Kubernetes: the target files hold the plan's node names, which the cloud does not use; fill them\n"
+            deployed
+            + "# Kubernetes: the target files hold the plan's node names, which the cloud does not use; fill them\n"
             "# from `kubectl get nodes -L aicluster.io/pool -o wide`, or, with a Prometheus built with kubernetes_sd\n"
             "# running in the cluster (GPU Operator's dcgm-exporter, a node_exporter DaemonSet on the host network),\n"
-            "# use these jobs instead. A managed Prometheus takes the rules/ files.\n"
-            + (
-                "# Alerts: run an Alertmanager with alertmanager.yml in the cluster and add it under\n"
-                "# alerting.alertmanagers (its secrets' files mounted where alertmanager.yml names them).\n"
-                if plan.monitoring.alerts is not None and plan.monitoring.service is None
-                else ""
-            )
-            + "".join(f"#   {line}\n" for line in alt.splitlines())
+            "# use these jobs instead.\n" + "".join(f"#   {line}\n" for line in alt.splitlines())
         )
     return text
 

@@ -682,8 +682,8 @@ def _plan_alerts(
                 ctx.problem(
                     ("monitoring", "alerts", "receivers", i, "kind"),
                     "an SNS receiver is for the alert manager of Amazon Managed Service for Prometheus "
-                    "(monitoring.prometheus: managed, on AWS); the controller's Alertmanager has no AWS identity to "
-                    "publish with: use email, slack, pagerduty or webhook",
+                    "(monitoring.prometheus: managed, on AWS); a self-hosted Alertmanager (on the controller, or in "
+                    "the cluster) has no AWS identity to publish with: use email, slack, pagerduty or webhook",
                     receiver.kind,
                 )
         if not kubernetes:  # the alertmanager role runs it beside the controller's Prometheus

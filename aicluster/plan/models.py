@@ -631,9 +631,10 @@ class PlannedKubernetes(_Plan):
 
 
 class PlannedMonitoring(_Plan):
-    """Where the cluster's Prometheus runs. `self-hosted`: Debian's Prometheus on the Slurm controller (Kubernetes
-    stacks: none is deployed; `aicluster monitoring` writes what a Prometheus in the cluster would take). `managed`:
-    the service of the cloud the controller or control plane runs in, reached by `collector`."""
+    """Where the cluster's Prometheus runs. `self-hosted`: Debian's Prometheus on the Slurm controller; on a
+    Kubernetes stack, the kube-prometheus-stack add-on in the cluster (Prometheus by its operator, Alertmanager,
+    Grafana), given the alert rules, routing and dashboards `aicluster monitoring` writes. `managed`: the service of
+    the cloud the controller or control plane runs in, reached by `collector`."""
 
     prometheus: Literal["self-hosted", "managed"]
     # the exporters every node runs and how often they are scraped (catalog monitoring.exporters)

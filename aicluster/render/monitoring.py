@@ -4,7 +4,7 @@ A pure function of the plan (its exporter ports and scrape interval), so both sa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
@@ -59,3 +59,24 @@ def scraper_configuration(plan: ClusterPlan, interval_s: int | None = None) -> s
     interval = m.scrape_interval_s if interval_s is None else interval_s
     doc = {"global": {"scrape_interval": f"{interval}s"}, "scrape_configs": kubernetes_jobs(m)}
     return yaml.safe_dump(doc, sort_keys=False, width=120)
+
+
+# A Prometheus in a Kubernetes cluster (monitoring.prometheus self-hosted; the kube-prometheus-stack add-on): the
+# Kubernetes Secret that holds the alert receivers' secrets, one key per Pulumi secret (named as secret_file names
+# the controller's files), which the Prometheus Operator mounts into the Alertmanager pods below this directory
+# (prometheus-operator pkg/alertmanager/statefulset.go: secretsDir + the Secret's name).
+ALERTMANAGER_SECRET = "aicluster-alertmanager-receivers"
+ALERTMANAGER_SECRETS_DIR = f"/etc/alertmanager/secrets/{ALERTMANAGER_SECRET}"
+
+
+class InClusterMonitoring(TypedDict):
+    """What the Pulumi program hands the Kubernetes add-ons for a Prometheus the stack deploys in the cluster, as
+    `aicluster monitoring` renders it (the components read no catalog): the rule groups (rules/*.yml), the
+    Alertmanager configuration (alertmanager.yml, secrets read from files below ALERTMANAGER_SECRETS_DIR; None: the
+    stack routes no alerts), the receivers' secrets (Pulumi config key -> the Secret's key, the file's name), and the
+    dashboards (file -> JSON)."""
+
+    rule_groups: list[dict[str, Any]]
+    alertmanager: dict[str, Any] | None
+    secrets: dict[str, str]
+    dashboards: dict[str, str]

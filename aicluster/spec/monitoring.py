@@ -243,11 +243,12 @@ class Monitoring(Strict):
     prometheus: Annotated[
         Literal["self-hosted", "managed"],
         Field(
-            description="`self-hosted`: Debian's Prometheus on the Slurm controller, with the configuration and "
-            "rules `aicluster monitoring` writes; `managed`: the cloud's managed Prometheus as stack resources (Amazon "
-            "Managed Service for Prometheus, GKE managed collection, an Azure Monitor workspace), fed by the "
-            "controller's Prometheus (remote_write) or the Kubernetes service's collector. On-prem has no managed "
-            "option."
+            description="`self-hosted`: Debian's Prometheus on the Slurm controller, with the configuration and rules "
+            "`aicluster monitoring` writes (Kubernetes: Prometheus, Alertmanager and Grafana in the cluster, "
+            "from the kube-prometheus-stack chart, with the same rules, routing and dashboards); `managed`: the "
+            "cloud's managed Prometheus as stack resources (Amazon Managed Service for Prometheus, GKE managed "
+            "collection, an Azure Monitor workspace), fed by the controller's Prometheus (remote_write) or the "
+            "Kubernetes service's collector. On-prem has no managed option."
         ),
     ] = "self-hosted"
     slurm_exporter: Annotated[

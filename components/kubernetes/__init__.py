@@ -33,6 +33,8 @@ def finish(
         "plan": plan,
         "kubeconfig": outputs["kubeconfig"],
         "alert_rules": getattr(parent, "alert_rules", ()),
+        "in_cluster_monitoring": getattr(parent, "in_cluster_monitoring", None),
+        "alert_secrets": getattr(parent, "alert_secrets", {}),
     }
     net = handles.get(kube.network)
     if net is not None and hasattr(net, "vpc_ids"):  # GKE: the GPU VPCs' real (suffixed) names

@@ -5,7 +5,10 @@ GKE networks, the DaemonSets of manifest add-ons, the managed Prometheus collect
 custom resource after the release that installs its CRD. The NCCL acceptance JobSet and its ComputeDomains are not
 deployed: `aicluster acceptance` writes them out (a ComputeDomain belongs to one workload). On GKE with managed
 collection, the stack's alert rules (the groups `aicluster monitoring` writes as rules/*.yml) as one ClusterRules
-object, which Google's managed rule evaluator runs."""
+object, which Google's managed rule evaluator runs. With a Prometheus in the cluster (self-hosted: the
+kube-prometheus-stack add-on), after its release: the rule groups as PrometheusRules, the PodMonitors, the
+dashboards' ConfigMaps (aicluster.schedulers.kubernetes.prometheus) and the Alertmanager's receiver Secret, its
+values Pulumi secrets."""
 
 from __future__ import annotations
 
@@ -16,6 +19,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from aicluster.plan import ClusterPlan
+from aicluster.render.monitoring import InClusterMonitoring
+from aicluster.schedulers.kubernetes.prometheus import (
+    alertmanager_secret,
+    prometheus_stack,
+    prometheus_stack_objects,
+)
 from aicluster.schedulers.kubernetes.render import (
     gke_networks,
     helm_values,
@@ -34,6 +43,10 @@ class KubernetesAddonsArgs(TypedDict):
     gcp_subnet_ids: NotRequired[Mapping[tuple[str, int], pulumi.Input[str]]]
     # the alert rule groups (aicluster.monitoring's, as the rules files hold them); GKE managed collection runs them
     alert_rules: NotRequired[Sequence[Mapping[str, Any]]]
+    # a Prometheus in the cluster (kube-prometheus-stack): its rule groups, routing and dashboards
+    # (aicluster.monitoring.in_cluster), and the alert receivers' secrets, Pulumi config key -> secret
+    in_cluster_monitoring: NotRequired[InClusterMonitoring | None]
+    alert_secrets: NotRequired[Mapping[str, pulumi.Input[str]]]
 
 
 # Google Cloud Managed Service for Prometheus's rules API (its CRDs come with managed collection, not with a release):
@@ -72,6 +85,7 @@ class KubernetesAddons(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["kubeconfig"]),
         )
         on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        monitoring = args.get("in_cluster_monitoring")
         self.releases = {}
         for addon in kube.addons:
             if addon.kind != "helm":
@@ -88,7 +102,7 @@ class KubernetesAddons(pulumi.ComponentResource):
                 namespace=addon.namespace,
                 create_namespace=not any(isinstance(r, k8s.core.v1.Namespace) for r in before),
                 atomic=True,
-                values=helm_values(plan, addon),
+                values=helm_values(plan, addon, monitoring),
                 opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=before)),
             )
         vpcs, subnets = args.get("gcp_vpc_ids") or {}, args.get("gcp_subnet_ids") or {}
@@ -99,10 +113,53 @@ class KubernetesAddons(pulumi.ComponentResource):
         self.objects: list[pulumi.CustomResource] = []
         for obj in kubernetes_objects(plan):
             self.objects.append(self._create(name, obj, names, on_cluster))
+        stack = prometheus_stack(plan)
+        if stack is not None:  # after its release, which installs the CRDs and makes the namespace
+            after = pulumi.ResourceOptions.merge(
+                on_cluster, pulumi.ResourceOptions(depends_on=[self.releases[stack.id]])
+            )
+            for obj in prometheus_stack_objects(plan, monitoring):
+                self.objects.append(self._create(name, obj, {}, after))
+        self._alertmanager_secret(name, plan, monitoring, args.get("alert_secrets") or {}, on_cluster)
         rules = args.get("alert_rules") or ()
         if rules and plan.monitoring.collector == "gke-managed-collection":
             self.objects.append(self._create(name, cluster_rules(f"aicluster-{plan.name}", rules), {}, on_cluster))
         self.register_outputs({"releases": {k: r.status for k, r in self.releases.items()}})
+
+    def _alertmanager_secret(
+        self,
+        name: str,
+        plan: ClusterPlan,
+        monitoring: InClusterMonitoring | None,
+        secrets: Mapping[str, pulumi.Input[str]],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        """The in-cluster Alertmanager's receiver secrets, as a Secret the operator mounts (its routing reads them
+        as files): each value a Pulumi secret, so neither the state nor a preview shows it. A key the program has no
+        secret for (a preview before it is set) is left out: the program warns, and `pulumi up` refuses."""
+        obj = alertmanager_secret(plan, monitoring)
+        addon = prometheus_stack(plan)
+        if obj is None or monitoring is None or addon is None:
+            return
+        data = {
+            file: pulumi.Output.secret(secrets[key]) for key, file in monitoring["secrets"].items() if key in secrets
+        }
+        meta = obj["metadata"]
+        self.objects.append(
+            k8s.core.v1.Secret(
+                f"{name}-secret-{meta['name']}",
+                metadata=meta,
+                type=obj["type"],
+                string_data=data,
+                # in the release's namespace, which the release creates
+                opts=pulumi.ResourceOptions.merge(
+                    opts,
+                    pulumi.ResourceOptions(
+                        depends_on=[self.releases[addon.id]], additional_secret_outputs=["stringData", "data"]
+                    ),
+                ),
+            )
+        )
 
     def _create(
         self,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from aicluster.catalog import Catalog
-from aicluster.monitoring import managed_alertmanager, managed_rules
+from aicluster.monitoring import in_cluster, managed_alertmanager, managed_rules
 from aicluster.plan import ClusterPlan, plan
 from aicluster.preview.engine import Capture, Resource, run
 from aicluster.spec import parse_cluster
@@ -44,6 +44,7 @@ def build(catalog: Catalog) -> Callable[[dict[str, Any]], Built]:
             "plan": cluster_plan,
             "alert_rules": managed_rules(cluster_plan, catalog),
             "alert_manager": managed_alertmanager(cluster_plan, catalog),
+            "in_cluster_monitoring": in_cluster(cluster_plan, catalog),
         }
         capture = run(lambda: AiCluster(cluster_plan.name, args), "aicluster", "test")
         return Built(cluster_plan, capture)

@@ -153,7 +153,7 @@ def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> 
 def test_rack_scale_stack_gets_the_dra_release_its_prerequisites_and_an_nvlink_topology() -> None:
     plan, capture = deploy("gke-a4x")
     releases = {r.inputs["name"]: r for r in of_type(capture, RELEASE)}
-    assert set(releases) == {"dra-driver-gpu", "node-exporter", "kueue", "jobset"}
+    assert set(releases) == {"dra-driver-gpu", "node-exporter", "kube-prometheus-stack", "kueue", "jobset"}
     dra = releases["dra-driver-gpu"]
     assert plan.kubernetes is not None
     (addon,) = [a for a in plan.kubernetes.addons if a.id == "dra-driver-gpu"]
@@ -289,3 +289,35 @@ def test_no_node_exporter_where_the_managed_collector_does_not_run_the_node_job(
     plan, capture = deploy(stack)
     assert plan.monitoring.collector in {"aks-metrics-addon", "gke-managed-collection"}
     assert [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "node-exporter"] == []
+
+
+def test_the_in_cluster_prometheus_objects_wait_for_its_release_and_run_on_the_cluster() -> None:
+    """gke-a4x (self-hosted): the PrometheusRules, the node PodMonitor and the dashboards' ConfigMaps go in after the
+    kube-prometheus-stack release (its CRDs, its namespace), through the cluster's provider."""
+    from aicluster.monitoring import in_cluster
+
+    plan = stack_plan("gke-a4x")
+    monitoring = in_cluster(plan, CATALOG)
+    assert monitoring is not None
+
+    def program() -> None:
+        KubernetesAddons(
+            "a4x",
+            {"plan": plan, "kubeconfig": pulumi.Output.secret(KUBECONFIG), "in_cluster_monitoring": monitoring},
+        )
+
+    capture = run(program, "aicluster", "test")
+    (release,) = [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "kube-prometheus-stack"]
+    assert release.inputs["values"]["nodeExporter"] == {"enabled": False}
+    created = [r for r in capture.resources if r.inputs.get("metadata", {}).get("namespace") == "monitoring"]
+    kinds = sorted(r.type.rpartition(":")[2] for r in created)
+    assert kinds == sorted(
+        ["PodMonitor"]
+        + ["PrometheusRule"] * len(monitoring["rule_groups"])
+        + ["ConfigMap"] * len(monitoring["dashboards"])
+    )
+    provider = next(r.urn for r in capture.resources if r.type == "pulumi:providers:kubernetes")
+    for r in created:
+        assert release.urn in r.dependencies, r.name
+        assert r.provider is not None, r.name
+        assert r.provider.startswith(provider), r.name

@@ -130,9 +130,9 @@ def test_every_example_stack_routes_its_alerts_through_a_config_amtool_accepts(
         prometheus = yaml.safe_load(files["prometheus.yml"])
         if planned.kubernetes is None:  # the controller's Alertmanager, beside its Prometheus
             assert prometheus["alerting"] == {"alertmanagers": [{"static_configs": [{"targets": ["localhost:9093"]}]}]}
-        else:  # nothing runs one in the cluster yet: the file says where to add it
+        else:  # the kube-prometheus-stack add-on runs it in the cluster (its release's alertmanager.config)
             assert "alerting" not in prometheus
-            assert "# Alerts: run an Alertmanager with alertmanager.yml in the cluster" in files["prometheus.yml"]
+            assert "and its Alertmanager with alertmanager.yml" in files["prometheus.yml"]
     else:  # AMP: the same configuration, in the workspace's alert manager definition
         definition = managed_alertmanager(planned, catalog)
         assert definition is not None
@@ -266,7 +266,7 @@ def _alerts(**changes: Any) -> dict[str, Any]:
         pytest.param(
             _alerts(receivers=[{"kind": "sns", "name": "x", "topic_arn": "arn:aws:sns:us-east-1:123456789012:t"}],
                     routes=[], receiver="x"),
-            "monitoring.alerts.receivers[0].kind", "the controller's Alertmanager has no AWS identity",
+            "monitoring.alerts.receivers[0].kind", "(on the controller, or in the cluster) has no AWS identity",
             id="sns-self-hosted",
         ),
         pytest.param(

@@ -95,6 +95,10 @@ QUARANTINE_TAINT = "aicluster.io/gpu-unhealthy"
 # node-exporter its own default targets scrape.
 NODE_EXPORTER_ADDON = "node-exporter"
 NODE_JOB_COLLECTORS = frozenset({"amp-scraper"})
+# Prometheus (with its operator), Alertmanager and Grafana in the cluster where monitoring.prometheus is self-hosted:
+# they scrape the node-exporter add-on above (the chart's own node-exporter stays off) and the GPU Operator's
+# dcgm-exporter (prometheus.py)
+PROMETHEUS_STACK_ADDON = "kube-prometheus-stack"
 
 
 def gpu_operator_operands(service: str) -> dict[str, bool]:
@@ -193,6 +197,11 @@ def _addons(
             _node_job_scraped(ctx, provider),
             "runs node_exporter on every node, on the host network at the port the Prometheus `node` job scrapes "
             "(file systems, InfiniBand port counters, node up)",
+        ),
+        PROMETHEUS_STACK_ADDON: (
+            ctx.spec.monitoring.prometheus == "self-hosted",
+            "runs Prometheus (by its operator), Alertmanager and Grafana in the cluster: the stack's alert rules, "
+            "scrapes of node_exporter and dcgm-exporter, the routing of monitoring.alerts and aicluster's dashboards",
         ),
         "kueue": (True, "queues jobs and admits them by quota, placing them by network topology"),
         "jobset": (True, "runs multi-node training jobs (and the NCCL acceptance test) as one unit"),

@@ -28,6 +28,7 @@ from typing import Any, Literal, NamedTuple
 
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan, PlannedAddon, PlannedKubernetes, PlannedNodeGroup, PlannedPool
+from aicluster.render.monitoring import InClusterMonitoring
 from aicluster.render.nccl import acceptance_busbw
 
 from .collector import collector_objects
@@ -39,9 +40,11 @@ from .plan import (
     NPD_ADDON,
     NVLINK_LABEL,
     POOL_LABEL,
+    PROMETHEUS_STACK_ADDON,
     QUARANTINE_ADDON,
     gpu_operator_operands,
 )
+from .prometheus import prometheus_stack_values
 from .quarantine import quarantine_objects
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -54,6 +57,7 @@ CRD_ADDONS = {
     "jobset.x-k8s.io": "jobset",
     "mellanox.com": "network-operator",
     "resource.nvidia.com": DRA_ADDON,
+    "monitoring.coreos.com": PROMETHEUS_STACK_ADDON,
 }
 
 # Hugepages are a node resource a pod must request (EFA's libfabric uses them), not a capacity worth queueing on:
@@ -203,8 +207,11 @@ def _network_operator(kube: PlannedKubernetes) -> dict[str, Any]:
     }
 
 
-def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
+def helm_values(
+    plan: ClusterPlan, addon: PlannedAddon, monitoring: InClusterMonitoring | None = None
+) -> dict[str, Any]:
     """The values of `addon`'s Helm release for this cluster; every key is one the chart's values.yaml defines.
+    `monitoring`: what the Pulumi program rendered for a Prometheus in the cluster (kube-prometheus-stack's routing).
 
     Kueue and JobSet keep their chart defaults: Topology-Aware Scheduling is beta and on by default since Kueue
     v0.14, and the JobSet integration is in Kueue's default integrations list; on a rack-scale stack Kueue's
@@ -219,6 +226,8 @@ def helm_values(plan: ClusterPlan, addon: PlannedAddon) -> dict[str, Any]:
         return {"tolerations": _accelerator_tolerations(kube)}
     if addon.id == NODE_EXPORTER_ADDON:
         return _node_exporter(plan, kube)
+    if addon.id == PROMETHEUS_STACK_ADDON:
+        return prometheus_stack_values(plan, monitoring)
     if addon.id == "kueue":
         return kueue_values(plan)
     if addon.id == "jobset":

@@ -36,7 +36,8 @@ def test_eks_node_group_carries_the_pool_fabric(catalog: Catalog) -> None:
         "efa-device-plugin",
         "node-problem-detector",
         "gpu-quarantine",
-        "node-exporter",  # the AMP scraper runs the `node` job
+        "node-exporter",  # the `node` job, scraped by the Prometheus below
+        "kube-prometheus-stack",  # monitoring.prometheus self-hosted (the default): a Prometheus in the cluster
         "kueue",
         "jobset",
     ]
