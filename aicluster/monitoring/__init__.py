@@ -63,7 +63,7 @@ def in_cluster(plan: ClusterPlan, catalog: Catalog) -> InClusterMonitoring | Non
         "rule_groups": [g.rule_group() for g in found],
         "alertmanager": alertmanager_config(plan, monitoring_data(catalog), found),
         "secrets": {key: secret_name(key) for key in secret_keys(plan.monitoring)},
-        "dashboards": dashboards(plan),
+        "dashboards": dashboards(plan, monitoring_data(catalog)),
     }
 
 
