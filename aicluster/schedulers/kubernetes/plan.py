@@ -618,9 +618,10 @@ def _maintenance_window(ctx: PlanCtx, svc: KubernetesService, grouped: set[str])
         ok = False
         ctx.problem(
             (*path, "days"),
-            f"{svc.name}'s maintenance schedule ({rule.resource}) recurs weekly on one day or daily on every day: "
-            "give one day, or all seven",
-            list(days),
+            f"got {len(days)} days, [{', '.join(days)}]; {svc.name}'s maintenance schedule ({rule.resource}) recurs "
+            f"weekly on one day or daily on every day: set days to one day (e.g. [{days[-1]}]) or to all seven "
+            f"([{', '.join(WEEK)}])",
+            has_value=False,  # a list: shown in the message, as the stack file writes it
         )
     if rule.min_hours is not None and rule.per_days is not None:
         # a period of per_days days holds each weekday at least per_days // 7 times
