@@ -4,8 +4,10 @@ managed`, issue 29), from the plan's collector and the catalog's scrape_access f
 - EKS (amp-scraper): the RBAC of the Kubernetes user the AMP scraper's access entry names: a ClusterRole that may
   discover nodes, pods, services and endpoints and GET /metrics, bound to that user. The scraper's configuration
   sets an interval no shorter than AMP accepts.
-- AKS (aks-metrics-addon): the metrics add-on scrapes node-exporter, kubelet and cAdvisor by itself; the GPU
-  Operator's dcgm-exporter it learns of from a custom scrape job in its ConfigMap in kube-system.
+- AKS (aks-metrics-addon): the metrics add-on scrapes node-exporter (job `node`, the job the rules select on),
+  kubelet and cAdvisor by itself, keeping only its minimal profile's metrics: its settings ConfigMap adds the
+  InfiniBand counters the fabric rules read. The GPU Operator's dcgm-exporter it learns of from a custom scrape job
+  in its ConfigMap in kube-system.
 - GKE (gke-managed-collection): no GPU Operator runs there (GKE installs the driver), so there is no dcgm-exporter
   of ours to point a PodMonitoring at; the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and
   the ClusterPodMonitoring that scrapes it (gke_monitoring_components). aicluster's node_exporter add-on goes only
@@ -80,9 +82,12 @@ def collector_objects(plan: ClusterPlan, catalog: Catalog | None = None) -> list
         return []
     if access.cluster_role and access.role_binding and access.user:
         return _amp_rbac(access)
+    objs: list[dict[str, Any]] = []
     if access.config_map and access.config_namespace and access.config_key and _runs_dcgm_exporter(plan):
-        return [_ama_config(plan, access)]
-    return []
+        objs.append(_ama_config(plan, access))
+    if access.settings_config_map and access.config_namespace and access.node_metrics_keep:
+        objs.append(_ama_settings(access))
+    return objs
 
 
 def _amp_rbac(a: ScrapeAccess) -> list[dict[str, Any]]:
@@ -136,4 +141,21 @@ def _ama_config(plan: ClusterPlan, a: ScrapeAccess) -> dict[str, Any]:
         "kind": "ConfigMap",
         "metadata": {"name": a.config_map, "namespace": a.config_namespace, "labels": dict(MANAGED_BY)},
         "data": {a.config_key: yaml.safe_dump(doc, sort_keys=False, width=120)},
+    }
+
+
+def _ama_settings(a: ScrapeAccess) -> dict[str, Any]:
+    """The metrics add-on's settings: its node-exporter target (job `node`, what the rules select on) keeps the
+    metrics the fabric rules read (node_infiniband_*) besides its minimal ingestion profile's, which has none of
+    them. Every other setting is left out, so it keeps the add-on's default."""
+    nodeexporter = a.node_metrics_keep
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": a.settings_config_map, "namespace": a.config_namespace, "labels": dict(MANAGED_BY)},
+        "data": {
+            "schema-version": a.settings_schema or "v1",
+            "config-version": "aicluster",
+            "default-targets-metrics-keep-list": f'nodeexporter = "{nodeexporter}"',
+        },
     }

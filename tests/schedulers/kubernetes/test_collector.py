@@ -6,6 +6,7 @@ of the stack's version (kubernetes_validate, strict)."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ import pytest
 import yaml
 
 from aicluster.catalog import Catalog
+from aicluster.monitoring.rules import groups
 from aicluster.plan import ClusterPlan, plan
-from aicluster.render.monitoring import DCGM_JOB, DCGM_POD_LABEL
+from aicluster.render.monitoring import DCGM_JOB, DCGM_POD_LABEL, NODE_JOB
 from aicluster.schedulers.kubernetes.collector import (
     amp_scraper_configuration,
     collector_objects,
@@ -80,7 +82,7 @@ def test_aks_metrics_addon_gets_a_scrape_job_for_the_gpu_operators_dcgm_exporter
     p = stack_plan(catalog, STACKS["aks"], "managed")
     assert p.kubernetes is not None
     assert any(a.id == "gpu-operator" for a in p.kubernetes.addons)
-    (cm,) = collector_objects(p, catalog)
+    cm, _settings = collector_objects(p, catalog)
     validate(p, cm)
     assert cm["metadata"]["name"] == "ama-metrics-prometheus-config"
     assert cm["metadata"]["namespace"] == "kube-system"
@@ -95,6 +97,34 @@ def test_aks_metrics_addon_gets_a_scrape_job_for_the_gpu_operators_dcgm_exporter
         "__meta_kubernetes_pod_label_app": DCGM_POD_LABEL,
         "__meta_kubernetes_pod_container_port_number": str(p.monitoring.dcgm_exporter_port),
     }
+
+
+def test_aks_metrics_addon_keeps_the_infiniband_counters_the_fabric_rules_read(catalog: Catalog) -> None:
+    """The add-on's own node-exporter target is job `node` (what the rules select on), and its minimal ingestion
+    profile drops every node_infiniband_* metric: the settings ConfigMap adds exactly those the rules read."""
+    p = stack_plan(catalog, STACKS["aks"], "managed")
+    access = catalog.monitoring.scrape_access["aks-metrics-addon"] if catalog.monitoring is not None else None
+    assert access is not None
+    assert access.node_job == NODE_JOB
+    _dcgm, settings = collector_objects(p, catalog)
+    validate(p, settings)
+    assert settings["metadata"] == {
+        "name": "ama-metrics-settings-configmap",
+        "namespace": "kube-system",
+        "labels": {"app.kubernetes.io/managed-by": "aicluster"},
+    }
+    data = settings["data"]
+    assert data["schema-version"] == "v1"
+    assert len(data["config-version"]) <= 10  # the add-on truncates longer ones
+    # one TOML line: the target's keep regex (the add-on ORs it with the minimal profile's list)
+    key, _, value = data["default-targets-metrics-keep-list"].partition(" = ")
+    assert key == "nodeexporter"
+    keep = re.compile(value.strip('"'))
+    exprs = " ".join(a.expr for g in groups(p, catalog) for a in g.alerts)
+    read = set(re.findall(r"\bnode_infiniband_\w+", exprs))
+    assert read
+    assert {m for m in read if not keep.fullmatch(m)} == set()
+    assert not keep.fullmatch("node_cpu_seconds_total")  # nothing else: the minimal profile's volume stays
 
 
 def test_gke_turns_on_the_dcgm_package_and_applies_nothing(catalog: Catalog) -> None:
