@@ -152,6 +152,13 @@ class ScrapeAccess(Sourced):
     min_scrape_interval_s: Annotated[
         int | None, Field(description="The shortest scrape interval the collector accepts (AMP scraper: `30`).")
     ] = None
+    pod_monitoring: Annotated[
+        str | None,
+        Field(
+            description="apiVersion/kind of the object that makes the collector scrape pods; its name becomes their "
+            "`job` label (e.g. `monitoring.googleapis.com/v1/ClusterPodMonitoring`)."
+        ),
+    ] = None
     node_job: Annotated[
         str | None,
         Field(description="The job name of the collector's own node-exporter target, where it has one (e.g. `node`)."),

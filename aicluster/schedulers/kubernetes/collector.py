@@ -8,11 +8,11 @@ managed`, issue 29), from the plan's collector and the catalog's scrape_access f
   kubelet and cAdvisor by itself, keeping only its minimal profile's metrics: its settings ConfigMap adds the
   InfiniBand counters the fabric rules read. The GPU Operator's dcgm-exporter it learns of from a custom scrape job
   in its ConfigMap in kube-system.
-- GKE (gke-managed-collection): no GPU Operator runs there (GKE installs the driver), so there is no dcgm-exporter
-  of ours to point a PodMonitoring at; the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and
-  the ClusterPodMonitoring that scrapes it (gke_monitoring_components). aicluster's node_exporter add-on goes only
-  where the `node` job is scraped (EKS's AMP scraper, or a Prometheus in the cluster; plan.py NODE_JOB_COLLECTORS),
-  so there is nothing else to scrape here.
+- GKE (gke-managed-collection): managed collection scrapes only the pods a (Cluster)PodMonitoring selects, and
+  names their job after that object: a ClusterPodMonitoring `node` makes the node-exporter add-on's pods the `node`
+  job the fabric and file-system rules read (node_pod_monitoring). No GPU Operator runs there (GKE installs the
+  driver); the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and the ClusterPodMonitoring that
+  scrapes it (gke_monitoring_components).
 
 Pure functions of the plan and the catalog: the component (components.kubernetes.addons) creates the objects."""
 
@@ -25,9 +25,9 @@ import yaml
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.catalog.monitoring import ScrapeAccess
 from aicluster.plan import ClusterPlan
-from aicluster.render.monitoring import DCGM_JOB, kubernetes_jobs, scraper_configuration
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB, kubernetes_jobs, scraper_configuration
 
-from .plan import gpu_operator_operands
+from .plan import NODE_EXPORTER_ADDON, gpu_operator_operands
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aicluster"}
 GPU_OPERATOR = "gpu-operator"
@@ -83,6 +83,8 @@ def collector_objects(plan: ClusterPlan, catalog: Catalog | None = None) -> list
     if access.cluster_role and access.role_binding and access.user:
         return _amp_rbac(access)
     objs: list[dict[str, Any]] = []
+    if access.pod_monitoring is not None:
+        objs += node_pod_monitoring(plan, access)
     if access.config_map and access.config_namespace and access.config_key and _runs_dcgm_exporter(plan):
         objs.append(_ama_config(plan, access))
     if access.settings_config_map and access.config_namespace and access.node_metrics_keep:
@@ -159,3 +161,29 @@ def _ama_settings(a: ScrapeAccess) -> dict[str, Any]:
             "default-targets-metrics-keep-list": f'nodeexporter = "{nodeexporter}"',
         },
     }
+
+
+def node_pod_monitoring(plan: ClusterPlan, a: ScrapeAccess) -> list[dict[str, Any]]:
+    """GKE's managed collection: a ClusterPodMonitoring named `node` (the object's name is the targets' `job`
+    label, what the rules select on) for the node-exporter add-on's pods, at the catalog's port (a number: the
+    target is `<node>:<port>`, as on a Slurm stack) with their node as the `node` label. Nothing without the add-on."""
+    kube = plan.kubernetes
+    addon = next((x for x in kube.addons if x.id == NODE_EXPORTER_ADDON), None) if kube is not None else None
+    if addon is None or a.pod_monitoring is None:
+        return []
+    api, _, kind = a.pod_monitoring.rpartition("/")
+    return [
+        {
+            "apiVersion": api,
+            "kind": kind,
+            "metadata": {"name": NODE_JOB, "labels": dict(MANAGED_BY)},
+            "spec": {
+                # the chart's selector labels: its name and the release's (aicluster names a release by its add-on)
+                "selector": {
+                    "matchLabels": {"app.kubernetes.io/name": addon.chart, "app.kubernetes.io/instance": addon.id}
+                },
+                "endpoints": [{"port": plan.monitoring.node_exporter_port, "interval": f"{scrape_interval_s(plan)}s"}],
+                "targetLabels": {"metadata": ["node"]},
+            },
+        }
+    ]

@@ -85,9 +85,9 @@ NPD_ADDON = "node-problem-detector"
 
 # node_exporter on every node (render's helm_values), for the Prometheus `node` job (aicluster.render.monitoring
 # kubernetes_jobs): installed where that job is scraped, a Prometheus in the cluster (self-hosted: `aicluster
-# monitoring` writes its jobs) or the managed collectors that run those jobs. Not for the others: GKE's managed
-# collection scrapes only what a PodMonitoring names (none names node_exporter), and AKS's metrics add-on brings the
-# node-exporter its own default targets scrape.
+# monitoring` writes its jobs), the managed collectors that run those jobs, and GKE's managed collection, which
+# scrapes the pods a ClusterPodMonitoring selects (the catalog's scrape_access pod_monitoring). Not on AKS: its
+# metrics add-on brings the node-exporter its own default `node` target scrapes.
 NODE_EXPORTER_ADDON = "node-exporter"
 NODE_JOB_COLLECTORS = frozenset({"amp-scraper"})
 
@@ -118,7 +118,13 @@ def _node_job_scraped(ctx: PlanCtx, provider: str) -> bool:
         return True
     mon = ctx.catalog.monitoring
     offered = mon.managed_prometheus.get(provider) if mon is not None else None
-    return offered is not None and offered.collectors.get("kubernetes") in NODE_JOB_COLLECTORS
+    collector = offered.collectors.get("kubernetes") if offered is not None else None
+    if collector is None or mon is None:
+        return False
+    access = mon.scrape_access.get(collector)
+    # the AMP scraper runs aicluster's kubernetes_sd jobs; GKE's managed collection scrapes the node_exporter pods
+    # a ClusterPodMonitoring named `node` selects (collector.py node_pod_monitoring)
+    return collector in NODE_JOB_COLLECTORS or (access is not None and access.pod_monitoring is not None)
 
 
 def _group_name(svc: KubernetesService, name: str) -> str:
