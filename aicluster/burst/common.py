@@ -85,21 +85,26 @@ class _Logged(Protocol):
     def log_file(self) -> str | None: ...
 
 
-def setup_logging(config: _Logged | None, program: str, loggers: Sequence[str] = ("aicluster.burst",)) -> None:
+def setup_logging(
+    config: _Logged | None, program: str, loggers: Sequence[str] = ("aicluster.burst",), *, echo: bool = False
+) -> None:
     """Log to config.log_file; when it cannot be opened (its directory missing and not creatable, a directory, no
-    permission) log to stderr and say why: a log file is no reason to leave nodes and jobs unhandled."""
-    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    permission) log to stderr and say why: a log file is no reason to leave nodes and jobs unhandled. `echo`: log to
+    stderr as well as to the file (a person running the program by hand, e.g. `aicluster-repair --dry-run`)."""
+    stderr = logging.StreamHandler(sys.stderr)
+    handlers: list[logging.Handler] = [stderr]
     problem = ""
     if config is not None and config.log_file:
         try:
             Path(config.log_file).parent.mkdir(parents=True, exist_ok=True)
-            handler = logging.FileHandler(config.log_file)
+            handlers = [logging.FileHandler(config.log_file), *([stderr] if echo else [])]
         except OSError as exc:
             problem = f"log_file {config.log_file}: {exc.strerror or exc}; logging to stderr"
-    handler.setFormatter(SafeFormatter(f"%(asctime)s {program}[{os.getpid()}] %(levelname)s %(message)s"))
+    for handler in handlers:
+        handler.setFormatter(SafeFormatter(f"%(asctime)s {program}[{os.getpid()}] %(levelname)s %(message)s"))
     for name in loggers:
         lg = logging.getLogger(name)
-        lg.handlers[:] = [handler]
+        lg.handlers[:] = handlers
         lg.setLevel(logging.INFO)
         lg.propagate = False
     if problem:

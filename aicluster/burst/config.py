@@ -47,8 +47,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -280,7 +282,8 @@ def config_path(
     return Path("/etc/slurm") / name
 
 
-# what a failed pattern means, in the house style's words: the form and an example
+# what a failed pattern means, in the house style's words: the form and an example (aicluster-repair's
+# configuration adds its own patterns to these: aicluster/repair/config.py)
 PATTERN_HELP = {
     HOSTLIST_PATTERN: "write a Slurm hostlist of letters, digits, - _ . with [ranges] (e.g. `aws-h100-[000-015]`)",
     NAME_PATTERN: "letters, digits, - _ . only, starting with a letter or digit (e.g. `llm-dev-h100`)",
@@ -296,8 +299,16 @@ PATTERN_HELP = {
 }
 MAX_CONFIG_BYTES = 16 * 2**20
 
+M = TypeVar("M", bound=BaseModel)
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_URL_SECRETS = re.compile(r"(\w+://)[^/\s'\"@]*@")  # scheme://user:password@ -> scheme://***@
+_URL_QUERY = re.compile(r"(\w+://[^'\"\s?#]*)[?#][^'\"\s]*")  # a URL's ?query or #fragment
 
-def load(path: Path) -> BurstConfig:
+
+def load_json(path: Path, model: type[M], *, not_found: str, pattern_help: Mapping[str, str] = PATTERN_HELP) -> M:
+    """A controller program's JSON configuration, validated by `model`: ConfigError with one line per problem
+    (file, field, value, fix; `pattern_help` words a failed pattern) for a missing, unreadable, oversized or invalid
+    file. `not_found` says how the file is made. The burst programs' and aicluster-repair's one loader."""
     try:
         with path.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
@@ -305,29 +316,36 @@ def load(path: Path) -> BurstConfig:
             raise ValueError(f"over {MAX_CONFIG_BYTES // 2**20} MiB")
         raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: not found (write it with the stack's Slurm files, or pass --config)") from None
+        raise ConfigError(f"{path}: not found ({not_found})") from None
     except (OSError, ValueError, RecursionError) as exc:
         raise ConfigError(f"{path}: not readable JSON: {str(exc)[:200]}") from None
     try:
-        return BurstConfig.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = list(err["loc"])
-            value = err["input"]
-            message = err["msg"]
-            if err["type"] == "union_tag_invalid":  # the provider: name that field, not the whole node set
-                loc, value = [*loc, "provider"], err["ctx"]["tag"]
-                message = f"expected one of {err['ctx']['expected_tags']}"
-            if isinstance(value, str) and "://" in value:  # a URL in any field: never echo its user or query
-                value = _masked(value)
-            shown = repr(value)
-            shown = shown if len(shown) <= 120 else shown[:117] + "..."
-            given = f"got {shown}; " if err["type"] != "missing" else ""
-            if err["type"] == "string_pattern_mismatch":
-                message = PATTERN_HELP.get(str(err.get("ctx", {}).get("pattern")), message)
-            problems.append(f"{path}: {_where(loc)}: {given}{message}")
-        raise ConfigError("\n".join(problems)) from None
+        raise ConfigError("\n".join(_problem(path, err, pattern_help) for err in exc.errors())) from None
+
+
+def _problem(path: Path, err: Any, pattern_help: Mapping[str, str]) -> str:
+    loc = list(err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"{path}: {_where(loc)}: not a field of the configuration (remove it)"
+    value = err["input"]
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "union_tag_invalid":  # the provider: name that field, not the whole node set
+        loc, value = [*loc, "provider"], err["ctx"]["tag"]
+        message = f"expected one of {err['ctx']['expected_tags']}"
+    if isinstance(value, str) and "://" in value:  # a URL in any field: never echo its user or query
+        value = _masked(value)
+    shown = _URL_SECRETS.sub(r"\1***@", _URL_QUERY.sub(r"\1", repr(value)))  # nor one inside a list or object
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    given = f"got {shown}; " if err["type"] != "missing" else ""
+    if err["type"] == "string_pattern_mismatch":
+        message = pattern_help.get(str(err.get("ctx", {}).get("pattern")), message)
+    return f"{path}: {_where(loc)}: {given}{message}"
+
+
+def load(path: Path) -> BurstConfig:
+    return load_json(path, BurstConfig, not_found="write it with the stack's Slurm files, or pass --config")
 
 
 def _masked(url: str) -> str:
@@ -340,16 +358,20 @@ def _masked(url: str) -> str:
 
 
 def _where(loc: list[int | str]) -> str:
-    """pydantic's location as the house style writes it: node_sets[0].market (the union's tag left out)."""
+    """pydantic's location as the house style writes it: node_sets[0].market (the union's tag left out; a dict's
+    key named as such)."""
     out = ""
-    for i, part in enumerate(loc):
+    parts = [p for p in loc if p != "[key]"]
+    for i, part in enumerate(parts):
         if isinstance(part, int):
             out += f"[{part}]"
-        elif i and isinstance(loc[i - 1], int) and part in ("aws", "gcp", "azure"):
+        elif i and isinstance(parts[i - 1], int) and part in ("aws", "gcp", "azure"):
             continue
+        elif not _PLAIN_KEY.fullmatch(part):  # a key with a space, quote or newline: quoted, on one line
+            out += f"[{part[:60]!r}]"
         else:
             out += f".{part}" if out else part
-    return out or "(top level)"
+    return (out or "(top level)") + (" (the key)" if "[key]" in loc else "")
 
 
 if __name__ == "__main__":  # `python -m aicluster.burst.config` prints the schema (`make schema` writes it)

@@ -252,6 +252,37 @@ class ScrapeAccess(Sourced):
     min_scrape_interval_s: Annotated[
         int | None, Field(description="The shortest scrape interval the collector accepts (AMP scraper: `30`).")
     ] = None
+    pod_monitoring: Annotated[
+        str | None,
+        Field(
+            description="apiVersion/kind of the object that makes the collector scrape pods; its name becomes their "
+            "`job` label (e.g. `monitoring.googleapis.com/v1/ClusterPodMonitoring`)."
+        ),
+    ] = None
+    node_job: Annotated[
+        str | None,
+        Field(description="The job name of the collector's own node-exporter target, where it has one (e.g. `node`)."),
+    ] = None
+    node_exporter_port: Annotated[
+        int | None,
+        Field(gt=0, lt=65536, description="The port the collector's own node-exporter listens on (e.g. `19100`)."),
+    ] = None
+    settings_config_map: Annotated[
+        str | None,
+        Field(
+            description="ConfigMap of the collector's settings, in config_namespace (`ama-metrics-settings-configmap`)."
+        ),
+    ] = None
+    settings_schema: Annotated[
+        str | None, Field(description="The settings ConfigMap's schema-version the collector parses (e.g. `v1`).")
+    ] = None
+    node_metrics_keep: Annotated[
+        str | None,
+        Field(
+            description="Regex of the node-exporter metrics the alert rules read that the collector's default "
+            "(minimal ingestion) profile drops, added to its keep list (e.g. `node_infiniband_.*`)."
+        ),
+    ] = None
 
 
 # The node states rules and dashboards count (sinfo's, as the exporter's slurm_nodes_<state> gauges name them)

@@ -41,13 +41,15 @@ from pathlib import Path
 from aicluster.burst.cloud import CloudError, replace_instances
 from aicluster.burst.common import AnyNodeSet, Opener, default_opener
 from aicluster.burst.common import setup_logging as shared_logging
-from aicluster.burst.config import BurstConfig
-from aicluster.burst.config import ConfigError as BurstConfigError
+from aicluster.burst.config import (
+    BurstConfig,
+    ConfigError,  # one error type for both programs' configurations
+)
 from aicluster.burst.config import load as load_burst
 from aicluster.burst.slurm import Scontrol, SlurmError, node_states, own_reason, parse_node_line
 from aicluster.burst.suspend import suspend
 from aicluster.health.reasons import format_reason, parse_reason
-from aicluster.repair.config import ConfigError, RepairConfig, config_path, load
+from aicluster.repair.config import RepairConfig, config_path, load
 from aicluster.repair.redfish import Redfish, RedfishError
 from aicluster.repair.state import Busy, Held, NodeState, OpenRepair, State, locked, read, write_atomic
 
@@ -107,7 +109,7 @@ class Repairer:
         if path and Path(path).exists():
             try:
                 self.burst = load_burst(Path(path))
-            except BurstConfigError as exc:
+            except ConfigError as exc:
                 log.error("%s", str(exc).splitlines()[0])
             else:
                 for s in self.burst.node_sets:
@@ -349,10 +351,10 @@ class Repairer:
         }
 
 
-def setup_logging(config: RepairConfig | None) -> None:
+def setup_logging(config: RepairConfig | None, echo: bool = False) -> None:
     """The burst programs' logging (a log file, or stderr saying why), for this program and the burst group code it
-    calls (which logs its deletions)."""
-    shared_logging(config, PROG, ("aicluster.repair", "aicluster.burst"))
+    calls (which logs its deletions); `echo` (--dry-run): to stderr as well, for the person who runs it."""
+    shared_logging(config, PROG, ("aicluster.repair", "aicluster.burst"), echo=echo)
 
 
 def run_once(config: RepairConfig, slurm: Scontrol, now: float | None = None, dry_run: bool = False,
@@ -373,7 +375,9 @@ def run_once(config: RepairConfig, slurm: Scontrol, now: float | None = None, dr
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description="repair the Slurm nodes aicluster-health drained")
     p.add_argument("--config", help="the repair configuration (default: aicluster-repair.json beside SLURM_CONF)")
-    p.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
+    p.add_argument(
+        "--dry-run", action="store_true", help="log what would be done, to stderr and the log file; change nothing"
+    )
     args = p.parse_args(argv)
     try:
         config = load(config_path(args.config))
@@ -381,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup_logging(None)
         log.error("%s", exc)
         return 2
-    setup_logging(config)
+    setup_logging(config, echo=args.dry_run)
     try:
         out = run_once(config, Scontrol(config.scontrol, config.api_timeout_s * 3), dry_run=args.dry_run)
     except Busy as exc:

@@ -17,19 +17,17 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from aicluster.burst.config import NodeSet, _loopback
+from aicluster.burst.config import NAME_PATTERN, PATH_PATTERN, NodeSet, _loopback, load_json
+from aicluster.burst.config import PATTERN_HELP as BURST_PATTERN_HELP
 from aicluster.burst.config import config_path as burst_config_path
 from aicluster.repair.breaker import breaker_limit
 
 CONFIG_NAME = "aicluster-repair.json"
 ENV_VAR = "AICLUSTER_REPAIR_CONFIG"
-MAX_CONFIG_BYTES = 16 * 2**20
 CODE_PATTERN = r"^[A-Z][A-Z0-9_]{0,31}$"
 NODE_PATTERN = r"^[A-Za-z0-9_.][A-Za-z0-9_.\-]{0,127}$"
-PATH_PATTERN = r"^/[^\x00-\x1f\x7f]*$"
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}$"
 USER_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 
 Action = Literal["reset_gpu", "reboot", "power_cycle", "replace", "hold"]
@@ -144,63 +142,30 @@ class RepairConfig(_Strict):
         return breaker_limit(self.max_share_in_repair, nodes)
 
 
-class ConfigError(Exception):
-    """The configuration is missing or invalid; the message names the file, the field and the fix."""
-
-
 def config_path(explicit: str | None = None, env: dict[str, str] | None = None) -> Path:
     """The path given, else the environment variable ENV_VAR, else the file beside slurm.conf (the burst
     programs' rule)."""
     return burst_config_path(explicit, env, env_var=ENV_VAR, name=CONFIG_NAME)
 
 
+# the burst configuration's words for a failed pattern (one definition), aicluster-repair's own patterns, and its
+# example of a path
 PATTERN_HELP = {
+    **BURST_PATTERN_HELP,
+    PATH_PATTERN: "an absolute path with no control character (e.g. `/var/lib/aicluster-repair`)",
     CODE_PATTERN: "a drain reason code: capitals, digits and '_' (e.g. `XID79`, `GPU_COUNT`)",
     NODE_PATTERN: "a Slurm node name: letters, digits, - _ . (e.g. `dgx-001`)",
-    PATH_PATTERN: "an absolute path with no control character (e.g. `/var/lib/aicluster-repair`)",
-    NAME_PATTERN: "letters, digits, - _ . only (e.g. `llm-dev`)",
     USER_PATTERN: "a BMC user name: letters, digits, '.', '_' and '-' (e.g. `admin`)",
 }
 
 
 def load(path: Path) -> RepairConfig:
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-        if len(data) > MAX_CONFIG_BYTES:
-            raise ValueError(f"over {MAX_CONFIG_BYTES // 2**20} MiB")
-        raw = json.loads(data.decode("utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: not found (`aicluster inventory` renders it with the Slurm files; or pass --config)"
-        ) from None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"{path}: not readable JSON: {str(exc)[:200]}") from None
-    try:
-        return RepairConfig.model_validate(raw)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = [p for p in err["loc"] if p != "[key]"]
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-            where += " (the key)" if "[key]" in err["loc"] else ""
-            if err["type"] == "extra_forbidden":
-                problems.append(f"{path}: {where or '(top level)'}: not a field of the configuration (remove it)")
-                continue
-            value = err["input"]
-            if isinstance(value, str) and "://" in value:
-                value = value.split("?", 1)[0].split("#", 1)[0]
-                scheme, sep, rest = value.partition("//")
-                if "@" in rest.split("/", 1)[0]:
-                    value = scheme + sep + "***@" + rest.split("@", 1)[1]
-            shown = repr(value)
-            shown = shown if len(shown) <= 120 else shown[:117] + "..."
-            message = str(err["msg"]).removeprefix("Value error, ")
-            if err["type"] == "string_pattern_mismatch":
-                message = PATTERN_HELP.get(str(err.get("ctx", {}).get("pattern")), message)
-            given = "" if err["type"] == "missing" else f"got {shown}; "
-            problems.append(f"{path}: {where or '(top level)'}: {given}{message}")
-        raise ConfigError("\n".join(problems)) from None
+    return load_json(
+        path,
+        RepairConfig,
+        not_found="`aicluster inventory` renders it with the Slurm files; or pass --config",
+        pattern_help=PATTERN_HELP,
+    )
 
 
 def json_schema() -> dict[str, object]:

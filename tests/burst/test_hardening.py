@@ -192,7 +192,7 @@ def test_gcp_and_azure_names_have_their_clouds_form(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load(write_config(tmp_path, data))
     text = str(err.value)
-    assert "node_sets[0].zone: got 'europe-west4-a'; Value error, it is not in region 'us-central1'" in text
+    assert "node_sets[0].zone: got 'europe-west4-a'; it is not in region 'us-central1'" in text
     assert "node_sets[1].region: got 'East US'; an Azure region name, lowercase with no space" in text
     assert "node_sets[1].subscription_id: got '0000'; an Azure subscription id, a GUID" in text
     assert "node_sets[1].resource_group: got 'rg.'" in text

@@ -67,7 +67,9 @@ def test_a_config_with_each_provider_loads(tmp_path: Path) -> None:
             {**AWS, "nodes": "aws 00"}, "node_sets[0].nodes: got 'aws 00'; write a Slurm hostlist", id="nodes"
         ),
         pytest.param({**AWS, "provider": "gcp"}, "node_sets[0].zone: Field required", id="gcp-needs-zone"),
-        pytest.param({**AWS, "groupe": "x"}, "node_sets[0].groupe: got 'x'; Extra inputs", id="typo"),
+        pytest.param(
+            {**AWS, "groupe": "x"}, "node_sets[0].groupe: not a field of the configuration (remove it)", id="typo"
+        ),
     ],
 )
 def test_a_bad_config_names_the_file_the_field_and_the_value(tmp_path: Path, node_set: dict, message: str) -> None:

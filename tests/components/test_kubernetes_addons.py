@@ -127,7 +127,7 @@ def test_gke_networks_take_the_clouds_vpc_names() -> None:
     assert params["vpc1"] == {"vpc": "gke-gpu-0-abc123", "vpcSubnet": "gke-gpu-0-def456", "deviceMode": "NetDevice"}
     assert len(params) == 8
     releases = {r.inputs["name"] for r in of_type(capture, RELEASE)}
-    assert releases == {"kueue", "jobset"}  # GKE manages the GPU driver; no GPU Operator
+    assert releases == {"kueue", "jobset", "node-exporter"}  # GKE manages the GPU driver; no GPU Operator
 
 
 def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> None:
@@ -147,7 +147,7 @@ def test_gke_manifest_addons_are_typed_daemonsets_on_the_clusters_provider() -> 
         assert r.inputs["metadata"]["namespace"] == "kube-system"
         assert r.inputs["spec"] == expected[name]["spec"]
     # a manifest add-on is no Helm release
-    assert {r.inputs["name"] for r in of_type(capture, RELEASE)} == {"kueue", "jobset"}
+    assert {r.inputs["name"] for r in of_type(capture, RELEASE)} == {"kueue", "jobset", "node-exporter"}
 
 
 def test_rack_scale_stack_gets_the_dra_release_its_prerequisites_and_an_nvlink_topology() -> None:
@@ -283,11 +283,10 @@ def test_rack_scale_self_hosted_stack_runs_node_exporter_on_its_arm_nvlink_nodes
     assert ("kubernetes.io/arch", "NoSchedule") in tolerated
 
 
-@pytest.mark.parametrize("stack", ["aks-nd-h100", "gke-a3mega"])
-def test_no_node_exporter_where_the_managed_collector_does_not_run_the_node_job(stack: str) -> None:
-    """AKS's metrics add-on brings its own node-exporter; GKE's managed collection scrapes no `node` job."""
-    plan, capture = deploy(stack)
-    assert plan.monitoring.collector in {"aks-metrics-addon", "gke-managed-collection"}
+def test_no_node_exporter_where_the_managed_collector_brings_its_own() -> None:
+    """AKS's metrics add-on brings its own node-exporter (its default `node` target)."""
+    plan, capture = deploy("aks-nd-h100")
+    assert plan.monitoring.collector == "aks-metrics-addon"
     assert [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "node-exporter"] == []
 
 
@@ -321,3 +320,16 @@ def test_the_in_cluster_prometheus_objects_wait_for_its_release_and_run_on_the_c
         assert release.urn in r.dependencies, r.name
         assert r.provider is not None, r.name
         assert r.provider.startswith(provider), r.name
+
+
+def test_gke_managed_collection_scrapes_the_node_exporter_release_through_a_cluster_pod_monitoring() -> None:
+    """GKE's managed collection scrapes only what a PodMonitoring selects: the node-exporter release is installed
+    and a ClusterPodMonitoring named `node` (its targets' job) selects its pods, through the add-ons' provider."""
+    plan, capture = deploy("gke-a3mega")
+    assert plan.monitoring.collector == "gke-managed-collection"
+    (release,) = [r for r in of_type(capture, RELEASE) if r.inputs["name"] == "node-exporter"]
+    (mon,) = of_type(capture, "kubernetes:monitoring.googleapis.com/v1:ClusterPodMonitoring")
+    assert mon.inputs["metadata"]["name"] == "node"
+    assert mon.inputs["spec"]["selector"]["matchLabels"]["app.kubernetes.io/instance"] == release.inputs["name"]
+    assert mon.inputs["spec"]["endpoints"][0]["port"] == release.inputs["values"]["service"]["port"]
+    assert mon.provider == release.provider

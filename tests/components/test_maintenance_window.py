@@ -116,10 +116,16 @@ def test_a_gke_window_under_48_hours_in_32_days_is_refused(catalog: Catalog) -> 
     assert "days x hours at least 12" in text
 
 
-def test_an_aks_window_on_some_weekdays_is_refused(catalog: Catalog) -> None:
-    text = problems(catalog, windowed("aks-nd-h100", WEEKEND))
-    assert "pools[0].rollout.window.days" in text
-    assert "recurs weekly on one day or daily on every day" in text
+def test_an_aks_window_on_some_weekdays_is_refused_naming_the_days_and_the_fix(catalog: Catalog) -> None:
+    """The days given are shown as the stack file writes them (never "got a list"), with the two settings AKS takes."""
+    three = {"days": ["mon", "wed", "fri"], "start": "02:00", "hours": 4}
+    text = problems(catalog, windowed("aks-nd-h100", three))
+    assert "got a list" not in text
+    assert (
+        "pools[0].rollout.window.days: got 3 days, [mon, wed, fri]; Azure Kubernetes Service's maintenance schedule "
+        "(MaintenanceConfiguration aksManagedNodeOSUpgradeSchedule) recurs weekly on one day or daily on every day: "
+        "set days to one day (e.g. [fri]) or to all seven ([mon, tue, wed, thu, fri, sat, sun])"
+    ) in text
 
 
 def test_a_drain_first_pool_shares_the_clusters_window_with_a_warning(catalog: Catalog) -> None:

@@ -44,3 +44,8 @@ def where(region: str, zone: str | None) -> str:
 
 def ratio(x: float) -> str:
     return f"{x:g}:1"
+
+
+def window_text(days: Sequence[str], start: str, hours: int) -> str:
+    """A weekly UTC maintenance window as the plan prints it (e.g. `sat, sun 22:00 UTC for 8 h`)."""
+    return f"{', '.join(days)} {start} UTC for {hours} h"

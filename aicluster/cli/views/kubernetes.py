@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..console import out
-from .format import money, where
+from .format import money, where, window_text
 
 if TYPE_CHECKING:
     from aicluster.plan import ClusterPlan, PlannedKubernetes, PlannedNodeGroup
@@ -109,6 +109,13 @@ def kubernetes_notes(plan: ClusterPlan) -> list[str]:
         f"{k.secrets_encryption.upper()}; audit log {'on' if k.audit_logs else 'off'}",
         *_health_notes(k),
     ]
+    w = k.maintenance_window
+    if w is not None:
+        notes.append(
+            f"maintenance window: {k.service_name}'s automatic upgrades (node images, patch versions) run only in "
+            f"{window_text(w.days, w.start, w.hours)}, the window of pool(s) {', '.join(w.pools)}; a change "
+            "`pulumi up` makes reaches the nodes when you run it"
+        )
     return notes
 
 

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..console import out
-from .format import accelerators, hourly, money, where
+from .format import accelerators, hourly, money, where, window_text
 from .kubernetes import print_kubernetes
 from .pool_notes import pool_notes
 from .sites import fabrics_table, sites_table
@@ -186,6 +186,16 @@ def nvlink_note(p: PlannedPool) -> str:
     )
 
 
+def rollout_note(p: PlannedPool) -> str:
+    """How a change that recreates or removes the pool's nodes reaches them (the pool's `rollout`)."""
+    r = p.rollout
+    at_once = f"at most {r.max_unavailable} node{'s' if r.max_unavailable != 1 else ''} at a time, each drained first"
+    if r.strategy == "window" and r.window_start is not None and r.window_hours is not None:
+        window = window_text(r.window_days, r.window_start, r.window_hours)
+        return f"{p.name}: rollout in the window {window}, {at_once}"
+    return f"{p.name}: rollout drain-first, {at_once}"
+
+
 def print_plan_details(plan: ClusterPlan) -> None:
     """What the pools table leaves out, printed under it: sites and fabrics, the cluster's facts, rounding of
     file systems, each pool's notes, the Kubernetes control plane, a site controller, the networks."""
@@ -214,6 +224,7 @@ def print_plan_details(plan: ClusterPlan) -> None:
             out.print(f"[dim]{escape(note)}[/]")
         if p.nvlink is not None:
             out.print(f"[dim]{escape(nvlink_note(p))}[/]")
+        out.print(f"[dim]{escape(rollout_note(p))}[/]")
     if plan.kubernetes is not None:
         print_kubernetes(plan)
     m = plan.monitoring

@@ -4,13 +4,15 @@ managed`, issue 29), from the plan's collector and the catalog's scrape_access f
 - EKS (amp-scraper): the RBAC of the Kubernetes user the AMP scraper's access entry names: a ClusterRole that may
   discover nodes, pods, services and endpoints and GET /metrics, bound to that user. The scraper's configuration
   sets an interval no shorter than AMP accepts.
-- AKS (aks-metrics-addon): the metrics add-on scrapes node-exporter, kubelet and cAdvisor by itself; the GPU
-  Operator's dcgm-exporter it learns of from a custom scrape job in its ConfigMap in kube-system.
-- GKE (gke-managed-collection): no GPU Operator runs there (GKE installs the driver), so there is no dcgm-exporter
-  of ours to point a PodMonitoring at; the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and
-  the ClusterPodMonitoring that scrapes it (gke_monitoring_components). aicluster's node_exporter add-on goes only
-  where the `node` job is scraped (EKS's AMP scraper, or a Prometheus in the cluster; plan.py NODE_JOB_COLLECTORS),
-  so there is nothing else to scrape here.
+- AKS (aks-metrics-addon): the metrics add-on scrapes node-exporter (job `node`, the job the rules select on),
+  kubelet and cAdvisor by itself, keeping only its minimal profile's metrics: its settings ConfigMap adds the
+  InfiniBand counters the fabric rules read. The GPU Operator's dcgm-exporter it learns of from a custom scrape job
+  in its ConfigMap in kube-system.
+- GKE (gke-managed-collection): managed collection scrapes only the pods a (Cluster)PodMonitoring selects, and
+  names their job after that object: a ClusterPodMonitoring `node` makes the node-exporter add-on's pods the `node`
+  job the fabric and file-system rules read (node_pod_monitoring). No GPU Operator runs there (GKE installs the
+  driver); the cluster's DCGM metrics package makes GKE run its own dcgm-exporter and the ClusterPodMonitoring that
+  scrapes it (gke_monitoring_components).
 
 Pure functions of the plan and the catalog: the component (components.kubernetes.addons) creates the objects."""
 
@@ -23,9 +25,9 @@ import yaml
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.catalog.monitoring import ScrapeAccess
 from aicluster.plan import ClusterPlan
-from aicluster.render.monitoring import DCGM_JOB, kubernetes_jobs, scraper_configuration
+from aicluster.render.monitoring import DCGM_JOB, NODE_JOB, kubernetes_jobs, scraper_configuration
 
-from .plan import gpu_operator_operands
+from .plan import NODE_EXPORTER_ADDON, gpu_operator_operands
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aicluster"}
 GPU_OPERATOR = "gpu-operator"
@@ -80,9 +82,14 @@ def collector_objects(plan: ClusterPlan, catalog: Catalog | None = None) -> list
         return []
     if access.cluster_role and access.role_binding and access.user:
         return _amp_rbac(access)
+    objs: list[dict[str, Any]] = []
+    if access.pod_monitoring is not None:
+        objs += node_pod_monitoring(plan, access)
     if access.config_map and access.config_namespace and access.config_key and _runs_dcgm_exporter(plan):
-        return [_ama_config(plan, access)]
-    return []
+        objs.append(_ama_config(plan, access))
+    if access.settings_config_map and access.config_namespace and access.node_metrics_keep:
+        objs.append(_ama_settings(access))
+    return objs
 
 
 def _amp_rbac(a: ScrapeAccess) -> list[dict[str, Any]]:
@@ -137,3 +144,46 @@ def _ama_config(plan: ClusterPlan, a: ScrapeAccess) -> dict[str, Any]:
         "metadata": {"name": a.config_map, "namespace": a.config_namespace, "labels": dict(MANAGED_BY)},
         "data": {a.config_key: yaml.safe_dump(doc, sort_keys=False, width=120)},
     }
+
+
+def _ama_settings(a: ScrapeAccess) -> dict[str, Any]:
+    """The metrics add-on's settings: its node-exporter target (job `node`, what the rules select on) keeps the
+    metrics the fabric rules read (node_infiniband_*) besides its minimal ingestion profile's, which has none of
+    them. Every other setting is left out, so it keeps the add-on's default."""
+    nodeexporter = a.node_metrics_keep
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": a.settings_config_map, "namespace": a.config_namespace, "labels": dict(MANAGED_BY)},
+        "data": {
+            "schema-version": a.settings_schema or "v1",
+            "config-version": "aicluster",
+            "default-targets-metrics-keep-list": f'nodeexporter = "{nodeexporter}"',
+        },
+    }
+
+
+def node_pod_monitoring(plan: ClusterPlan, a: ScrapeAccess) -> list[dict[str, Any]]:
+    """GKE's managed collection: a ClusterPodMonitoring named `node` (the object's name is the targets' `job`
+    label, what the rules select on) for the node-exporter add-on's pods, at the catalog's port (a number: the
+    target is `<node>:<port>`, as on a Slurm stack) with their node as the `node` label. Nothing without the add-on."""
+    kube = plan.kubernetes
+    addon = next((x for x in kube.addons if x.id == NODE_EXPORTER_ADDON), None) if kube is not None else None
+    if addon is None or a.pod_monitoring is None:
+        return []
+    api, _, kind = a.pod_monitoring.rpartition("/")
+    return [
+        {
+            "apiVersion": api,
+            "kind": kind,
+            "metadata": {"name": NODE_JOB, "labels": dict(MANAGED_BY)},
+            "spec": {
+                # the chart's selector labels: its name and the release's (aicluster names a release by its add-on)
+                "selector": {
+                    "matchLabels": {"app.kubernetes.io/name": addon.chart, "app.kubernetes.io/instance": addon.id}
+                },
+                "endpoints": [{"port": plan.monitoring.node_exporter_port, "interval": f"{scrape_interval_s(plan)}s"}],
+                "targetLabels": {"metadata": ["node"]},
+            },
+        }
+    ]

@@ -90,9 +90,9 @@ QUARANTINE_TAINT = "aicluster.io/gpu-unhealthy"
 
 # node_exporter on every node (render's helm_values), for the Prometheus `node` job (aicluster.render.monitoring
 # kubernetes_jobs): installed where that job is scraped, a Prometheus in the cluster (self-hosted: `aicluster
-# monitoring` writes its jobs) or the managed collectors that run those jobs. Not for the others: GKE's managed
-# collection scrapes only what a PodMonitoring names (none names node_exporter), and AKS's metrics add-on brings the
-# node-exporter its own default targets scrape.
+# monitoring` writes its jobs), the managed collectors that run those jobs, and GKE's managed collection, which
+# scrapes the pods a ClusterPodMonitoring selects (the catalog's scrape_access pod_monitoring). Not on AKS: its
+# metrics add-on brings the node-exporter its own default `node` target scrapes.
 NODE_EXPORTER_ADDON = "node-exporter"
 NODE_JOB_COLLECTORS = frozenset({"amp-scraper"})
 # Prometheus (with its operator), Alertmanager and Grafana in the cluster where monitoring.prometheus is self-hosted:
@@ -127,7 +127,13 @@ def _node_job_scraped(ctx: PlanCtx, provider: str) -> bool:
         return True
     mon = ctx.catalog.monitoring
     offered = mon.managed_prometheus.get(provider) if mon is not None else None
-    return offered is not None and offered.collectors.get("kubernetes") in NODE_JOB_COLLECTORS
+    collector = offered.collectors.get("kubernetes") if offered is not None else None
+    if collector is None or mon is None:
+        return False
+    access = mon.scrape_access.get(collector)
+    # the AMP scraper runs aicluster's kubernetes_sd jobs; GKE's managed collection scrapes the node_exporter pods
+    # a ClusterPodMonitoring named `node` selects (collector.py node_pod_monitoring)
+    return collector in NODE_JOB_COLLECTORS or (access is not None and access.pod_monitoring is not None)
 
 
 def _quarantine_share(ctx: PlanCtx) -> float | None:
@@ -650,9 +656,10 @@ def _maintenance_window(ctx: PlanCtx, svc: KubernetesService, grouped: set[str])
         ok = False
         ctx.problem(
             (*path, "days"),
-            f"{svc.name}'s maintenance schedule ({rule.resource}) recurs weekly on one day or daily on every day: "
-            "give one day, or all seven",
-            list(days),
+            f"got {len(days)} days, [{', '.join(days)}]; {svc.name}'s maintenance schedule ({rule.resource}) recurs "
+            f"weekly on one day or daily on every day: set days to one day (e.g. [{days[-1]}]) or to all seven "
+            f"([{', '.join(WEEK)}])",
+            has_value=False,  # a list: shown in the message, as the stack file writes it
         )
     if rule.min_hours is not None and rule.per_days is not None:
         # a period of per_days days holds each weekday at least per_days // 7 times

@@ -6,23 +6,28 @@ of the stack's version (kubernetes_validate, strict)."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
 from aicluster.catalog import Catalog
+from aicluster.monitoring.rules import groups
 from aicluster.plan import ClusterPlan, plan
-from aicluster.render.monitoring import DCGM_JOB, DCGM_POD_LABEL
+from aicluster.render.monitoring import DCGM_JOB, DCGM_POD_LABEL, NODE_JOB
 from aicluster.schedulers.kubernetes.collector import (
     amp_scraper_configuration,
     collector_objects,
     gke_monitoring_components,
 )
-from aicluster.schedulers.kubernetes.render import kubernetes_objects
+from aicluster.schedulers.kubernetes.plan import NODE_EXPORTER_ADDON
+from aicluster.schedulers.kubernetes.render import helm_values, kubernetes_objects
 from aicluster.spec import parse_cluster
+from tests.schedulers.kubernetes.test_render import _int_or_string, _strict
 
 ROOT = Path(__file__).resolve().parents[3]
 STACKS = {"eks": "eks-p5", "aks": "aks-nd-h100", "gke": "gke-a3mega"}
@@ -80,7 +85,7 @@ def test_aks_metrics_addon_gets_a_scrape_job_for_the_gpu_operators_dcgm_exporter
     p = stack_plan(catalog, STACKS["aks"], "managed")
     assert p.kubernetes is not None
     assert any(a.id == "gpu-operator" for a in p.kubernetes.addons)
-    (cm,) = collector_objects(p, catalog)
+    cm, _settings = collector_objects(p, catalog)
     validate(p, cm)
     assert cm["metadata"]["name"] == "ama-metrics-prometheus-config"
     assert cm["metadata"]["namespace"] == "kube-system"
@@ -97,9 +102,94 @@ def test_aks_metrics_addon_gets_a_scrape_job_for_the_gpu_operators_dcgm_exporter
     }
 
 
-def test_gke_turns_on_the_dcgm_package_and_applies_nothing(catalog: Catalog) -> None:
+def test_aks_metrics_addon_keeps_the_infiniband_counters_the_fabric_rules_read(catalog: Catalog) -> None:
+    """The add-on's own node-exporter target is job `node` (what the rules select on), and its minimal ingestion
+    profile drops every node_infiniband_* metric: the settings ConfigMap adds exactly those the rules read."""
+    p = stack_plan(catalog, STACKS["aks"], "managed")
+    access = catalog.monitoring.scrape_access["aks-metrics-addon"] if catalog.monitoring is not None else None
+    assert access is not None
+    assert access.node_job == NODE_JOB
+    _dcgm, settings = collector_objects(p, catalog)
+    validate(p, settings)
+    assert settings["metadata"] == {
+        "name": "ama-metrics-settings-configmap",
+        "namespace": "kube-system",
+        "labels": {"app.kubernetes.io/managed-by": "aicluster"},
+    }
+    data = settings["data"]
+    assert data["schema-version"] == "v1"
+    assert len(data["config-version"]) <= 10  # the add-on truncates longer ones
+    # one TOML line: the target's keep regex (the add-on ORs it with the minimal profile's list)
+    key, _, value = data["default-targets-metrics-keep-list"].partition(" = ")
+    assert key == "nodeexporter"
+    keep = re.compile(value.strip('"'))
+    exprs = " ".join(a.expr for g in groups(p, catalog) for a in g.alerts)
+    read = set(re.findall(r"\bnode_infiniband_\w+", exprs))
+    assert read
+    assert {m for m in read if not keep.fullmatch(m)} == set()
+    assert not keep.fullmatch("node_cpu_seconds_total")  # nothing else: the minimal profile's volume stays
+
+
+def test_gke_turns_on_the_dcgm_package_and_scrapes_node_exporter_as_the_node_job(catalog: Catalog) -> None:
+    """Managed collection scrapes only what a (Cluster)PodMonitoring selects and names the job after it: one named
+    `node` for the node-exporter add-on's pods (the chart's selector labels: its name, the release's), at the port
+    the add-on listens on, labelled with their node, so the fabric and file-system rules have their metrics."""
     p = stack_plan(catalog, STACKS["gke"], "managed")
     assert p.kubernetes is not None
     assert not any(a.id == "gpu-operator" for a in p.kubernetes.addons)
-    assert collector_objects(p, catalog) == []  # no dcgm-exporter of ours to point a PodMonitoring at
     assert gke_monitoring_components(p, catalog) == ["SYSTEM_COMPONENTS", "DCGM"]
+    (addon,) = [a for a in p.kubernetes.addons if a.id == NODE_EXPORTER_ADDON]
+    (mon,) = collector_objects(p, catalog)
+    assert (mon["apiVersion"], mon["kind"]) == ("monitoring.googleapis.com/v1", "ClusterPodMonitoring")
+    assert mon["metadata"]["name"] == NODE_JOB  # GMP writes the object's name to the `job` label
+    assert "namespace" not in mon["metadata"]  # cluster-scoped: the add-on's pods are in its own namespace
+    spec = mon["spec"]
+    assert spec["selector"] == {
+        "matchLabels": {"app.kubernetes.io/name": addon.chart, "app.kubernetes.io/instance": addon.id}
+    }
+    (endpoint,) = spec["endpoints"]
+    assert endpoint["port"] == helm_values(p, addon)["service"]["port"] == p.monitoring.node_exporter_port
+    assert endpoint["interval"] == f"{p.monitoring.scrape_interval_s}s"
+    assert spec["targetLabels"] == {"metadata": ["node"]}
+    _gmp_fields(mon)
+
+
+def test_gke_node_pod_monitoring_is_valid_against_the_upstream_crd(catalog: Catalog) -> None:
+    for obj in collector_objects(stack_plan(catalog, STACKS["gke"], "managed"), catalog):
+        validate_gmp(obj)
+
+
+def test_gke_self_hosted_gets_no_pod_monitoring(catalog: Catalog) -> None:
+    p = stack_plan(catalog, STACKS["gke"], "self-hosted")
+    assert collector_objects(p, catalog) == []
+
+
+# The ClusterPodMonitoring fields, as GoogleCloudPlatform/prometheus-engine@2ffde4e
+# charts/operator/crds/monitoring.googleapis.com_clusterpodmonitorings.yaml (v1) defines them: checked always; the
+# CRD itself (vendored in tests/data/gmp), with the same strict validation as the other CRDs.
+GMP_SPEC = {"endpoints", "filterRunning", "limits", "selector", "targetLabels"}
+GMP_ENDPOINT = {"authorization", "basicAuth", "interval", "metricRelabeling", "oauth2", "params", "path", "port",
+                "proxyUrl", "scheme", "timeout", "tls"}  # fmt: skip
+GMP_METADATA = {"container", "namespace", "node", "pod", "top_level_controller_name", "top_level_controller_type"}
+GMP_CRD = Path(__file__).resolve().parents[2] / "data" / "gmp" / "monitoring.googleapis.com_clusterpodmonitorings.yaml"
+
+
+def _gmp_fields(obj: dict[str, Any]) -> None:
+    spec = obj["spec"]
+    assert set(spec) <= GMP_SPEC
+    assert {"endpoints", "selector"} <= set(spec)
+    for ep in spec["endpoints"]:
+        assert set(ep) <= GMP_ENDPOINT
+        assert {"interval", "port"} <= set(ep)
+        assert isinstance(ep["port"], int | str)
+        assert ep["port"] != 0
+    assert set(spec["targetLabels"]["metadata"]) <= GMP_METADATA
+
+
+def validate_gmp(obj: dict[str, Any]) -> None:
+    doc = yaml.safe_load(GMP_CRD.read_text(encoding="utf-8"))
+    (v1,) = [v for v in doc["spec"]["versions"] if v["name"] == "v1" and v.get("served")]
+    schema = _int_or_string(_strict(v1["schema"]["openAPIV3Schema"]))
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    props = {k: v for k, v in schema["properties"].items() if k not in ("apiVersion", "kind", "metadata")}
+    jsonschema.validate(body, {**schema, "properties": props})
