@@ -729,7 +729,7 @@ class _Classifier:
             step.rollout = True
             step.risks = ["job-kill"]
             counted = f"; {moved[2]}" if moved is not None else ""
-            step.why.append(f"{paths}: a rollout, {case.note} ({case.source}){counted}")
+            step.why.append(f"{paths}: a rollout, {case.note}{counted} ({case.source})")  # the source last
             self._nodes_of(step, key, {"inputs": new_in}, self.head_pools, whole=True)
             if moved is not None:
                 pool = self.base_pools[self.pool_of[key]]

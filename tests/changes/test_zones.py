@@ -198,7 +198,7 @@ def test_a_gke_zone_move_says_what_gke_does_per_zone(tmp_path: Path) -> None:
     (why,) = pool.why
     assert why.startswith("nodeLocations[0]: a rollout, GKE creates nodeCount nodes in each added zone")
     assert "removes every node of each dropped zone" in why
-    assert why.endswith("; all 32 nodes of pool h100 are in us-central1-a, the zone it leaves")
+    assert why.endswith("; all 32 nodes of pool h100 are in us-central1-a, the zone it leaves (gke-nodepool-update)")
     assert "at a time" not in why  # not the surge settings' pace: that is for machine type, image, version
 
 
