@@ -127,6 +127,9 @@ def test_cli_writes_owner_only_files_in_a_work_dir(project: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = project / ".work" / "good" / "inventory"
     assert "outputs from the offline preview" in proc.stdout
+    # offline, the cloud groups are unknown: repair holds the replacements, and the user is told what to do
+    assert "aicluster-repair holds their nodes' replacements" in proc.stderr
+    assert "again after `pulumi up`" in proc.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
     files = sorted(p for p in out.rglob("*") if p.is_file())
     assert [p.relative_to(out).as_posix() for p in files] == [

@@ -123,6 +123,15 @@ class PlannedInventory:
             f"{f' ({self.reused} kept from the previous inventory)' if self.reused else ''}; "
             f"outputs from the {self.source}"
         )
+        fixed = [p.name for p in plan.pools if not p.burst and p.onprem is None and p.accelerator_kind != "tpu"]
+        if plan.controller is not None and fixed and self.source == "offline preview":
+            warn(
+                [
+                    f"pools {', '.join(fixed)}: aicluster-repair holds their nodes' replacements (their cloud groups "
+                    "are named only in the deployed stack's outputs): run `aicluster inventory` and `aicluster "
+                    "tune` again after `pulumi up`"
+                ]
+            )
 
 
 def slurm_release_problems(stack: StackConfig, plan: ClusterPlan, version: tuple[int, int], *, given: bool) -> None:

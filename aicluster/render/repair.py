@@ -8,6 +8,7 @@ A pure function of the plan and the catalog:
   same catalog section;
 - the groups Pulumi keeps at their size (the cloud pools that do not burst), when `aicluster inventory` knows
   them from the stack outputs (aicluster.render.burst.fixed_node_sets): a node of one is replaced through its group;
+  and those pools' nodes from the plan (`cloud_pools`), so that before then a node's replacement is held saying why;
 - each owned host with a Redfish BMC (`redfish://host[/redfish/v1/Systems/ID]`, reached with https): its user name
   and the root-only file the controller's role writes its password to, named after the Pulumi secret's key
   (`aicluster:bmcPassword` -> /etc/aicluster/bmc/bmcPassword). IPMI BMCs are left out: their nodes' power cycles
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from aicluster.burst.config import AwsNodeSet, AzureNodeSet, GcpNodeSet
 from aicluster.catalog import Catalog, load_catalog
 from aicluster.plan import ClusterPlan
-from aicluster.plan.models import OnpremHost
+from aicluster.plan.models import OnpremHost, hostlist
 from aicluster.repair.config import Bmc, RepairConfig
 
 CONFIG_FILE = "aicluster-repair.json"
@@ -77,6 +78,11 @@ def repair_config(
         actions=dict(data.repair_actions()) if data is not None else {},
         bmcs=bmcs(plan),
         node_sets=list(node_sets),
+        cloud_pools={
+            p.name: hostlist(p.node_names())
+            for p in plan.pools
+            if not p.burst and p.onprem is None and p.accelerator_kind != "tpu" and p.nodes
+        },
         **(limits.model_dump(exclude={"source", "field_sources"}) if limits is not None else {}),
     )
 

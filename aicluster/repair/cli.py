@@ -100,6 +100,7 @@ class Repairer:
         self.burst: BurstConfig | None = None
         self.burst_nodes: set[str] = set()  # nodes of the bursting configuration's node sets
         self.group_of: dict[str, AnyNodeSet] = {}  # nodes of the groups Pulumi keeps at their size
+        self.cloud_pool: dict[str, str] = {}  # node -> its cloud pool (the plan's, whether its group is known or not)
         self.records_now: dict[str, dict[str, str]] = {}
 
     def memberships(self) -> None:
@@ -117,6 +118,9 @@ class Repairer:
         for s in self.config.node_sets:
             for n in self.slurm.hostnames(s.nodes):
                 self.group_of.setdefault(n, s)
+        for pool, nodes in self.config.cloud_pools.items():
+            for n in self.slurm.hostnames(nodes):
+                self.cloud_pool.setdefault(n, pool)
 
     # ------------------------------------------------------------------------------------------ Slurm
 
@@ -210,9 +214,15 @@ class Repairer:
             if "NOT_RESPONDING" in states and "CLOUD" not in states and name in self.config.bmcs:
                 return "power_cycle", ""  # slurmd does not answer: a Slurm reboot would never reach the node
             return "reboot", ""
-        if "CLOUD" in states:
+        if "CLOUD" in states or name in self.group_of or name in self.cloud_pool:
             if name in self.group_of:
                 return "replace", ""
+            if name in self.cloud_pool:  # rendered before `pulumi up`: the pool's group was not known then
+                pool = self.cloud_pool[name]
+                return (
+                    "hold",
+                    f"{code}: a replacement, but cloud pool {pool}'s group unknown (inventory after pulumi up)",
+                )
             return "hold", f"{code}: needs a {wanted} and no cloud group of the node is known"
         if wanted == "power_cycle":
             if name in self.config.bmcs:
@@ -222,9 +232,10 @@ class Repairer:
 
     def hold(self, name: str, ns: NodeState, why: str, text: str, out: Outcome) -> None:
         reason = format_reason(HELD, f"{why}; {text.removeprefix('aicluster-health:')}")
-        log.warning("node %s: held: %s", name, reason)
         if not self.act:
+            log.warning("node %s: would hold: %s", name, reason)
             return
+        log.warning("node %s: held: %s", name, reason)
         try:
             self.set_reason(name, reason)
         except SlurmError as exc:
@@ -367,6 +378,9 @@ def run_once(config: RepairConfig, slurm: Scontrol, now: float | None = None, dr
             log.warning("%s", problem)
         repairer = Repairer(config, slurm, time.time() if now is None else now, bmc_opener, cloud_opener, dry_run)
         out, report = repairer.run(state)
+        if dry_run:  # changes nothing, its own files included: the report goes to stdout
+            print(json.dumps(report, indent=1))
+            return out
         write_atomic(state_dir / "state.json", state.to_json())
         write_atomic(state_dir / REPORT_FILE, json.dumps(report, indent=1) + "\n", 0o644)
     return out
@@ -376,7 +390,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description="repair the Slurm nodes aicluster-health drained")
     p.add_argument("--config", help="the repair configuration (default: aicluster-repair.json beside SLURM_CONF)")
     p.add_argument(
-        "--dry-run", action="store_true", help="log what would be done, to stderr and the log file; change nothing"
+        "--dry-run",
+        action="store_true",
+        help="log what would be done, to stderr and the log file, and print the report; change nothing (the state "
+        "and report files included)",
     )
     args = p.parse_args(argv)
     try:

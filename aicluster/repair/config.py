@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from aicluster.burst.config import NAME_PATTERN, PATH_PATTERN, NodeSet, _loopback, load_json
+from aicluster.burst.config import HOSTLIST_PATTERN, NAME_PATTERN, PATH_PATTERN, NodeSet, _loopback, load_json
 from aicluster.burst.config import PATTERN_HELP as BURST_PATTERN_HELP
 from aicluster.burst.config import config_path as burst_config_path
 from aicluster.repair.breaker import breaker_limit
@@ -136,6 +136,13 @@ class RepairConfig(_Strict):
                           "burst_config), in aicluster-burst.json's form: a node of one is replaced by deleting "
                           "its instance (found by the node's address) and setting the group's size back"),
     ] = []  # fmt: skip
+
+    cloud_pools: Annotated[
+        dict[Annotated[str, Field(pattern=NAME_PATTERN)], Annotated[str, Field(pattern=HOSTLIST_PATTERN)]],
+        Field(description="each cloud pool Pulumi keeps at its size -> its nodes (a Slurm hostlist, e.g. "
+                          "`h100-[000-015]`), from the plan, so a node whose group is not in node_sets yet (the "
+                          "configuration was rendered before `pulumi up`) is held saying so"),
+    ] = {}  # fmt: skip
 
     def limit(self, nodes: int) -> int:
         """The most nodes of `nodes` that may be in repair at once."""

@@ -218,10 +218,12 @@ def test_circuit_breaker_and_repeat_offender_hold(
     for node in faulty:
         drain(ctl, node, format_reason("XID95", "GPU 0000:3a:00 Uncontained ECC error (RESET_GPU)"))
 
-    # --dry-run: what would be done is logged, nothing changes
+    # --dry-run: what would be done is logged and the report printed; nothing changes, its own files included
     assert main(["--config", str(config), "--dry-run"]) == 0
     assert [show(ctl, n)[1] for n in faulty] == [show(ctl, "dgx-010")[1]] * 4
     assert all("REBOOT_REQUESTED" not in show(ctl, n)[0] for n in faulty)
+    assert not (tmp_path / "repair" / "report.json").exists()
+    assert not (tmp_path / "repair" / "state.json").exists()
 
     assert main(["--config", str(config)]) == 0
     rebooting = [n for n in faulty if "REBOOT_REQUESTED" in show(ctl, n)[0]]
@@ -269,3 +271,35 @@ def test_circuit_breaker_and_repeat_offender_hold(
     assert "REBOOT_REQUESTED" not in show(ctl, "dgx-014")[0]
     # the held node is still named, from its reason in Slurm
     assert rep["repeat_offenders"] == ["dgx-010"]
+
+
+@pytest.mark.parametrize("controller", ["p5-small"], indirect=True)
+def test_a_cloud_node_whose_group_is_not_known_yet_is_held_saying_so(
+    controller: Controller, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The configuration rendered before `pulumi up` (no stack outputs) knows p5-small's pool from the plan but not
+    its Auto Scaling group: a node needing a replacement is held with that reason, not "no Redfish BMC"."""
+    ctl = controller
+    monkeypatch.setenv("SLURM_CONF", ctl.env["SLURM_CONF"])
+    rendered = repair_config(ctl.plan).model_dump(mode="json")
+    assert rendered["node_sets"] == []
+    pool = ctl.plan.pools[0]
+    assert rendered["cloud_pools"] == {pool.name: f"{pool.name}-[000-{pool.nodes - 1:03d}]"}
+    config = tmp_path / "aicluster-repair.json"
+    state_dir = tmp_path / "repair"
+    config.write_text(json.dumps({**rendered, "scontrol": "scontrol", "state_dir": str(state_dir), "log_file": None}))
+    node = pool.node_names()[1]
+    drain(ctl, node, format_reason("XID79", "GPU 0000:3a:00 GPU has fallen off the bus (RESTART_BM)"))
+
+    assert main(["--config", str(config), "--dry-run"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["held"] == {}  # nothing was held: a dry run
+    assert (show(ctl, node)[1] or "").startswith("aicluster-health:XID79")
+
+    assert main(["--config", str(config)]) == 0
+    reason = parse_reason(show(ctl, node)[1] or "")
+    assert reason is not None
+    assert reason.code == "HELD"
+    assert f"cloud pool {pool.name}'s group unknown (inventory after pulumi up)" in reason.detail
+    assert "Redfish" not in reason.detail
+    assert json.loads((state_dir / "report.json").read_text())["held"][node]
