@@ -183,8 +183,29 @@ def test_every_guard_cites_a_source_and_covers_each_cloud(catalog: Catalog) -> N
         INSTANCE,
         "gcp:compute/instance:Instance",
         "azure-native:compute:VirtualMachine",
+        "aws:autoscaling/group:Group",
+        "gcp:compute/instanceGroupManager:InstanceGroupManager",
+        "azure-native:compute:VirtualMachineScaleSet",
     }
     assert all(g.source in catalog.sources for gs in guarded.values() for g in gs)
+
+
+def test_a_slurm_pools_group_deleted_with_running_gpu_nodes_fails_the_gate(tmp_path: Path) -> None:
+    """Renaming p5-small's pool deletes its Auto Scaling group with its 4 running GPU nodes at once (no drain): the
+    gate fails on it as on a Kubernetes GPU node pool, by the group's guard; lowering the count does not."""
+    changes, _ = changed(tmp_path, "p5-small", lambda c: c["pools"][0].update(name="h100b"))
+    (group,) = [s for s in changes.steps if s.type == "aws:autoscaling/group:Group" and s.op == "delete"]
+    assert group.stateful
+    assert group.nodes == 4
+    blocked, _ = blocked_steps(changes, [])
+    assert group.urn in {b.step.urn for b in blocked}
+
+
+def test_lowering_a_slurm_pools_count_is_not_gated(tmp_path: Path) -> None:
+    """The group's guard is for a group that goes: lowering the count names the nodes removed and is not blocked."""
+    shrunk, _ = changed(tmp_path, "p5-small", _nodes(2))
+    assert [s.nodes_removed for s in shrunk.steps if s.nodes_removed]
+    assert blocked_steps(shrunk, []) == ([], [])
 
 
 def test_waivers_that_waive_nothing_are_reported() -> None:

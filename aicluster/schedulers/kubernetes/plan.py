@@ -758,6 +758,16 @@ def with_address_ranges(
     else:
         svc = ctx.catalog.kubernetes.get(kube.provider)
         prefix = (svc.pod_cidr_prefix if svc is not None else None) or POD_DEFAULT_PREFIX
+        per_node = (svc.pod_node_prefix if svc is not None else None) or POD_NODE_PREFIX
+        nodes = kube.system_nodes + sum(g.nodes for g in kube.node_groups)
+        need = max(ipaddress.IPv4Network(POD_SPACE).prefixlen, per_node - math.ceil(math.log2(max(2, nodes))))
+        if need < prefix:  # more nodes than the fixed range holds: a range for them, and the user told to pin one
+            ctx.warnings.append(
+                f"network.pod_cidr: the cluster plans {nodes} nodes, more than the default /{prefix} pod range holds "
+                f"(a /{per_node} per node on {kube.service_name}), so it gets a /{need}; a later plan that needs a "
+                "larger range would replace the cluster: pin network.pod_cidr with room to grow"
+            )
+            prefix = need
         pods = free(list(ipaddress.IPv4Network(POD_SPACE).subnets(new_prefix=prefix)))
         if pods is not None:
             _pod_range_holds(ctx, kube, pods, ("network", "pod_cidr"), None)
