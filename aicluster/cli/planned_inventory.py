@@ -123,7 +123,9 @@ class PlannedInventory:
             f"{f' ({self.reused} kept from the previous inventory)' if self.reused else ''}; "
             f"outputs from the {self.source}"
         )
-        fixed = [p.name for p in plan.pools if not p.burst and p.onprem is None and p.accelerator_kind != "tpu"]
+        from aicluster.render.repair import fixed_cloud_pools
+
+        fixed = list(fixed_cloud_pools(plan))
         if plan.controller is not None and fixed and self.source == "offline preview":
             warn(
                 [

@@ -60,6 +60,16 @@ def bmcs(plan: ClusterPlan) -> dict[str, Bmc]:
     return out
 
 
+def fixed_cloud_pools(plan: ClusterPlan) -> dict[str, str]:
+    """The cloud pools Pulumi keeps at their size (not bursting, not owned, not TPU slices, which have no group to
+    replace through) -> their nodes as a Slurm hostlist, from the plan (known offline too)."""
+    return {
+        p.name: hostlist(p.node_names())
+        for p in plan.pools
+        if not p.burst and p.onprem is None and p.accelerator_kind != "tpu" and p.nodes
+    }
+
+
 def repair_config(
     plan: ClusterPlan,
     catalog: Catalog | None = None,
@@ -78,11 +88,7 @@ def repair_config(
         actions=dict(data.repair_actions()) if data is not None else {},
         bmcs=bmcs(plan),
         node_sets=list(node_sets),
-        cloud_pools={
-            p.name: hostlist(p.node_names())
-            for p in plan.pools
-            if not p.burst and p.onprem is None and p.accelerator_kind != "tpu" and p.nodes
-        },
+        cloud_pools=fixed_cloud_pools(plan),
         **(limits.model_dump(exclude={"source", "field_sources"}) if limits is not None else {}),
     )
 
