@@ -43,6 +43,16 @@ def unavailable(why: str, hint: str) -> None:
     pytest.skip(message)
 
 
+def system_tool(name: str, package: str) -> str:
+    """The path of a program a Debian package gives (promtool, amtool): skipped without it on a developer machine,
+    failed in CI, whose .ci/run installs the package."""
+    found = shutil.which(name)
+    if found is None:
+        unavailable(f"needs {name}", f"apt-get install --no-install-recommends {package}")
+    assert found is not None
+    return found
+
+
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """An exclusive lock shared by pytest-xdist workers (they build one cache, not two)."""

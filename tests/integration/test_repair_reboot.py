@@ -21,6 +21,7 @@ with CI=true."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import os
@@ -87,7 +88,7 @@ def usable() -> None:
 
 
 @dataclass
-class Cluster:
+class Cluster(abc.ABC):
     """One slurmctld and the slurmd of one node, as the tests drive them whichever Slurm runs them."""
 
     base: Path  # the test's directory on this machine: the fake node, aicluster-repair's state
@@ -131,12 +132,14 @@ class Cluster:
                 pytest.fail(f"{what}: not after {WAIT_S:g} s; node {rec}\n" + "\n".join(log))
             time.sleep(0.2)
 
+    @abc.abstractmethod
     def start_slurmd(self, boot: bool) -> None:
-        """slurmd -D for the node; `boot`: in a new time namespace whose boot clock starts at 0 (a fresh boot)."""
-        raise NotImplementedError
+        """slurmd -D for the node; `boot`: in a new time namespace whose boot clock starts at 0 (a fresh boot).
+        HostCluster (Debian 12's 22.05) and TrixieCluster (24.11 in the trixie root) each start their own."""
 
+    @abc.abstractmethod
     def stop_slurmd(self) -> None:
-        raise NotImplementedError
+        """Stop the node's slurmd (a reboot's shutdown)."""
 
     def restart_slurmd(self, before: str) -> dict[str, str]:
         """slurmd stopped and started again without a reboot; its registration."""

@@ -7,7 +7,6 @@ located message and writes nothing; a managed service that cannot take the routi
 from __future__ import annotations
 
 import copy
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,9 @@ from aicluster.monitoring import groups, managed_alertmanager, render
 from aicluster.monitoring.alerting import SECRET_DIR, secret_file
 from aicluster.plan import plan
 from aicluster.spec import SpecError, parse_cluster
-from tests.conftest import IN_CI, ROOT, STACKS, run_cli
+from tests.conftest import ROOT, STACKS, run_cli
 from tests.helpers import BASE_CLUSTER, cluster, plan_problems
+from tests.targets import system_tool
 
 PAGER_KEY, SLACK_KEY, SMTP_KEY, HOOK_KEY = (
     "aicluster:pagerdutyKey",
@@ -70,13 +70,7 @@ SNS = {
 
 @pytest.fixture(scope="module")
 def amtool() -> str:
-    found = shutil.which("amtool")
-    if found is None:
-        message = "needs amtool: apt-get install --no-install-recommends prometheus-alertmanager"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    return system_tool("amtool", "prometheus-alertmanager")
 
 
 def stack_doc(name: str) -> dict[str, Any]:

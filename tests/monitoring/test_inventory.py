@@ -6,7 +6,6 @@ workspace once the stack outputs name it. The rendered configuration passes prom
 from __future__ import annotations
 
 import copy
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,9 @@ from aicluster.catalog import Catalog
 from aicluster.inventory import inventory, read_yaml, stack_addresses
 from aicluster.monitoring import render
 from aicluster.monitoring.scrape import counters_csv
-from tests.conftest import IN_CI, KUBERNETES_STACKS, ROOT, SLURM_STACKS
+from tests.conftest import KUBERNETES_STACKS, ROOT, SLURM_STACKS
 from tests.helpers import cluster, plan_of
+from tests.targets import system_tool
 
 SLURM_VERSION = (25, 5)  # every example stack's pools, rack-scale blocks included
 URL = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-0123/api/v1/remote_write"
@@ -83,10 +83,7 @@ def test_managed_writes_to_the_workspace_the_outputs_name(catalog: Catalog, tmp_
     assert {"targets": ["[fd00::7]:9100"], "labels": {"pool": "h100", "node": "h100-001"}} in node_targets
     assert {"targets": ["h100-002:9100", "h100-003:9100"], "labels": {"pool": "h100"}} in node_targets
 
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        assert not IN_CI, "CI installs promtool (Debian's prometheus package)"
-        pytest.skip("promtool is not installed: apt-get install prometheus")
+    promtool = system_tool("promtool", "prometheus")
     for rel, text in controller["prometheus_files"].items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)

@@ -4,7 +4,6 @@ pass promtool (Debian's `prometheus` package), and bad input exits 2 writing not
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +15,8 @@ from aicluster.monitoring import groups, render
 from aicluster.preview import plan_stack
 from aicluster.stackfile import find_project
 from aicluster.stackfile import read_stack as read_stack_file
-from tests.conftest import IN_CI, ROOT, STACKS, run_cli
+from tests.conftest import ROOT, STACKS, run_cli
+from tests.targets import system_tool
 
 # Fields a health-oriented dcgm-exporter must export (operations fact sheet, section 8: off by default upstream).
 HEALTH_FIELDS = (
@@ -34,13 +34,7 @@ HEALTH_FIELDS = (
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        message = "needs promtool: apt-get install --no-install-recommends prometheus"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    return system_tool("promtool", "prometheus")
 
 
 def plan_of(stack: str):  # type: ignore[no-untyped-def]

@@ -10,7 +10,6 @@ import copy
 import functools
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,10 @@ from aicluster.schedulers.kubernetes.prometheus import (
 )
 from aicluster.schedulers.kubernetes.render import helm_values, installed_by
 from aicluster.spec import parse_cluster
-from tests.conftest import IN_CI, KUBERNETES_STACKS, ROOT
+from tests.conftest import KUBERNETES_STACKS, ROOT
 from tests.monitoring.test_alerting import SELF_HOSTED, SLACK_KEY
 from tests.schedulers.kubernetes.test_render import _int_or_string, _strict, walk
+from tests.targets import system_tool
 
 DATA = ROOT / "tests" / "data" / "kube-prometheus-stack"
 CRDS = {"PrometheusRule": "crd-prometheusrules.yaml", "PodMonitor": "crd-podmonitors.yaml"}
@@ -44,13 +44,7 @@ WEBHOOK = "https://hooks.slack.example/T0/B0/Zq9SECRETmark"
 
 
 def _tool(name: str, package: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        message = f"needs {name}: apt-get install --no-install-recommends {package}"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    return system_tool(name, package)
 
 
 def stack_cluster(name: str) -> dict[str, Any]:
